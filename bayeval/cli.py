@@ -1,0 +1,292 @@
+"""The ``bayeval`` command line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import warnings
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich import box
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from bayeval.errors import BayevalError
+
+app = typer.Typer(
+    help="bayeval: evaluate a language model on fewer items, with an interval and a "
+         "stopping rule, using the per-item scores of models evaluated before.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="markdown",
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+DEFAULT_DATASET = "ifeval"
+
+
+class EvaluatorKind(StrEnum):
+    oracle = "oracle"
+    command = "command"
+
+
+def _enable_compilation_cache() -> None:
+    """Keep compiled JAX programs between runs of the command (first run compiles)."""
+    import os
+
+    import jax
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    try:
+        jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayeval", "jax"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    except (AttributeError, ValueError):  # an older JAX without these options
+        pass
+
+
+def _fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+@app.command()
+def datasets() -> None:
+    """List the bundled real score matrices with their shapes, source and metric."""
+    from bayeval.data import list_datasets, load_dataset
+
+    table = Table(title="bundled datasets (bayeval.data.load_dataset(name))",
+                  box=box.SIMPLE_HEAD)
+    for col in ("name", "models", "items", "kind", "source", "metric"):
+        table.add_column(col, justify="right" if col in ("models", "items") else "left",
+                         no_wrap=col not in ("source", "metric"), overflow="fold")
+    for name in list_datasets():
+        m = load_dataset(name)
+        table.add_row(name, str(m.n_models), str(m.n_items), m.kind,
+                      m.metadata.get("source", ""), m.metadata.get("metric", ""))
+    out.print(table)
+
+
+def _load_matrix(source: dict[str, Any]):
+    from bayeval.data import load_dataset, read_matrix
+
+    if "dataset" in source:
+        return load_dataset(source["dataset"])
+    return read_matrix(source["path"], kind=source.get("kind"))
+
+
+def _make_evaluator(settings: dict[str, Any], matrix, target: str):
+    from bayeval.evaluators import CommandEvaluator, MatrixOracle
+
+    if settings["evaluator"] == EvaluatorKind.command.value:
+        return CommandEvaluator(settings["command"], timeout=settings["timeout"],
+                                retries=settings["retries"])
+    return MatrixOracle(matrix, target)
+
+
+@app.command()
+def evaluate(
+    dataset: Annotated[str | None, typer.Option(
+        help="Bundled dataset to use as reference (see `bayeval datasets`). "
+             f"Default: {DEFAULT_DATASET}.")] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="Reference score matrix file (.npz, .csv or .parquet, wide or long) instead "
+             "of a bundled dataset.")] = None,
+    target: Annotated[str | None, typer.Option(
+        help="Model to evaluate. With the oracle evaluator: a model of the matrix, held out "
+             "from the reference (default: one drawn with --seed). With a command: any "
+             "name for the new model.")] = None,
+    evaluator: Annotated[EvaluatorKind | None, typer.Option(
+        help="oracle: simulate with the target's known row; command: run --command for "
+             "each item.")] = None,
+    command: Annotated[str | None, typer.Option(
+        help="Shell command that evaluates one item and prints its score (0..1) as the "
+             "last line; {item} is replaced by the item id (else appended).")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds before a command is killed.")] = 600.0,
+    retries: Annotated[int, typer.Option(
+        help="Retries of a failing command before the item is left unevaluated.")] = 1,
+    method: Annotated[str | None, typer.Option(
+        help="Evaluation method (registered name). Default: random.")] = None,
+    epsilon: Annotated[float | None, typer.Option(
+        help="Stop once the 95% interval is at most this wide. Default: the method's "
+             "(0.1 for random).")] = None,
+    max_items: Annotated[int | None, typer.Option(
+        help="Evaluate at most this many items.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Random seed (default 0).")] = None,
+    journal: Annotated[Path | None, typer.Option(
+        help="Append every result to this JSON-lines journal (fsync'd), so a crash loses "
+             "nothing. Default: none for the oracle, bayeval-<target>-<time>.jsonl in the "
+             "current folder for a command.")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the run recorded in --journal (its settings are "
+                         "read from it).")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the result as one JSON object.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Estimate a model's benchmark score from as few items as needed.
+
+    With no options: simulate an active evaluation of one held-out model of the bundled
+    IFEval matrix, and print the estimate, its 95% interval, the true score and how many
+    items were used.
+    """
+    try:
+        result = _evaluate(dataset, reference, target, evaluator, command, timeout, retries,
+                           method, epsilon, max_items, seed, journal, resume, quiet)
+    except BayevalError as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    if as_json:
+        print(json.dumps(result))
+    else:
+        _print_result(result)
+
+
+def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, method,
+              epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
+    from bayeval.session import Session
+
+    _enable_compilation_cache()
+    if resume:
+        if journal is None:
+            raise BayevalError("--resume needs --journal PATH (the journal to continue)")
+        given = {"--dataset": dataset, "--reference": reference, "--target": target,
+                 "--evaluator": evaluator, "--command": command, "--method": method,
+                 "--epsilon": epsilon, "--max-items": max_items, "--seed": seed}
+        clash = [k for k, v in given.items() if v is not None]
+        if clash:
+            raise BayevalError(f"--resume reads the settings from {journal}; drop "
+                               f"{', '.join(clash)}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            session = Session.resume(journal)
+        for w in caught:
+            err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+        settings = session.extra
+        matrix = _load_matrix(session.reference_source or {})
+    else:
+        if dataset is not None and reference is not None:
+            raise BayevalError("give either --dataset or --reference, not both")
+        source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
+                                  else {"dataset": dataset or DEFAULT_DATASET})
+        matrix = _load_matrix(source)
+        kind = (evaluator or EvaluatorKind.oracle).value
+        seed = 0 if seed is None else seed
+        if kind == "command":
+            if not command:
+                raise BayevalError("--evaluator command needs --command 'CMD {item}'")
+            if target is None:
+                raise BayevalError("--evaluator command needs --target NAME for the new model")
+        elif command is not None:
+            raise BayevalError("--command is only used with --evaluator command")
+        if target is None:
+            target = str(np.random.default_rng(seed).choice(matrix.models))
+        if target in set(matrix.models):
+            ref = matrix.drop_models([target])
+            source["held_out"] = [target]
+        elif kind == "oracle":
+            raise BayevalError(f"unknown target id {target!r}: not a model of "
+                               f"{matrix.name} ({matrix.n_models} models)")
+        else:
+            ref = matrix
+        if journal is None and kind == "command":
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
+            journal = Path(f"bayeval-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        settings = {"evaluator": kind, "command": command, "timeout": timeout,
+                    "retries": retries}
+        params = {} if epsilon is None else {"epsilon": epsilon}
+        session = Session(ref, target, method or "random", method_params=params, seed=seed,
+                          journal=journal, max_items=max_items, reference_source=source,
+                          extra=settings)
+    with session:
+        evaluate_fn = _make_evaluator(settings, matrix, session.target_id)
+        _run_with_progress(session, evaluate_fn, quiet)
+        value, lower, upper = session.estimate()
+        truth = None
+        if session.target_id in set(matrix.models):
+            row = matrix.row(session.target_id)
+            if not np.isnan(row).any():
+                truth = float(row.mean())
+        return {
+            "target": session.target_id,
+            "reference": session.reference.name,
+            "reference_models": session.reference.n_models,
+            "method": session.method.name,
+            "params": session.method.params,
+            "seed": session.seed,
+            "estimate": value,
+            "lower": lower,
+            "upper": upper,
+            "level": session.method.level,
+            "true_score": truth,
+            "covered": None if truth is None else bool(lower <= truth <= upper),
+            "items_used": session.n_observed,
+            "items_skipped": len(session.skipped),
+            "n_items": session.n_items,
+            "stopped": session.stop_reason,
+            "items": [item for item, _ in session.observations],
+            "journal": None if session.journal_path is None else str(session.journal_path),
+        }
+
+
+def _run_with_progress(session, evaluate_fn, quiet: bool) -> None:
+    if quiet:
+        session.run(evaluate_fn)
+        return
+    columns = (TextColumn("[bold]evaluating"), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[status]}"), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=False) as progress:
+        task = progress.add_task("eval", total=session.n_items, completed=session.n_observed,
+                                 status="")
+
+        def on_step(s, item, score):
+            value, lower, upper = s.estimate()
+            status = f"estimate {value:.3f} [{lower:.3f}, {upper:.3f}]"
+            if score is None:
+                status += f"  (skipped {item})"
+            progress.update(task, completed=s.n_observed, status=status)
+
+        session.run(evaluate_fn, on_step=on_step)
+
+
+def _print_result(r: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    width = r["upper"] - r["lower"]
+    table.add_row("target", r["target"])
+    table.add_row("reference", f"{r['reference']} ({r['reference_models']} models × "
+                               f"{r['n_items']} items)")
+    table.add_row("method", f"{r['method']} {r['params']}")
+    table.add_row("estimate", f"{r['estimate']:.4f}")
+    table.add_row(f"{r['level']:.0%} interval",
+                  f"[{r['lower']:.4f}, {r['upper']:.4f}]  (width {width:.4f})")
+    if r["true_score"] is not None:
+        inside = "inside" if r["covered"] else "OUTSIDE"
+        table.add_row("true score", f"{r['true_score']:.4f}  ({inside} the interval)")
+    used = f"{r['items_used']} of {r['n_items']} ({r['items_used'] / r['n_items']:.1%})"
+    if r["items_skipped"]:
+        used += f", {r['items_skipped']} left unevaluated after failures"
+    table.add_row("items used", used)
+    table.add_row("stopped by", str(r["stopped"]))
+    if r["journal"]:
+        table.add_row("journal", r["journal"])
+    out.print(table)
+
+
+def main() -> None:  # pragma: no cover - console entry point alias
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(app())

@@ -1,0 +1,1 @@
+"""Static benchmark subsets and their export."""

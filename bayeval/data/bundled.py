@@ -1,0 +1,52 @@
+"""Real score matrices shipped with bayeval (Open LLM Leaderboard v2, HELM Lite, GLUE).
+
+Provenance and the MIT licence of the source are in ``bundled/README.md`` beside the
+files.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import numpy as np
+
+from bayeval.data.matrix import ScoreMatrix
+from bayeval.errors import DataError
+
+_PACKAGE = "bayeval.data"
+_FOLDER = "bundled"
+
+
+def list_datasets() -> list[str]:
+    """Names of the bundled datasets, sorted."""
+    folder = resources.files(_PACKAGE).joinpath(_FOLDER)
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".npz"))
+
+
+def load_dataset(name: str) -> ScoreMatrix:
+    """Load a bundled dataset by name (``ifeval``, ``musr``, ``arc_challenge``, ...)."""
+    names = list_datasets()
+    if name not in names:
+        raise DataError(f"unknown dataset {name!r} (bundled: {', '.join(names)})")
+    with resources.as_file(resources.files(_PACKAGE).joinpath(_FOLDER, f"{name}.npz")) as p:
+        with np.load(p, allow_pickle=False) as archive:
+            arrays = {k: archive[k] for k in archive.files}
+    meta = {k: str(v) for k, v in arrays.items() if np.ndim(v) == 0}
+    return ScoreMatrix(arrays["scores"], number_repeated_ids(arrays["models"]), arrays["items"],
+                       name=name, metadata=meta)
+
+
+def number_repeated_ids(ids: np.ndarray) -> list[str]:
+    """Suffix repeated ids with ``#2``, ``#3``, ... in order of appearance.
+
+    The leaderboard matrices list some models twice (two leaderboard entries with
+    identical per-item rows); the rows are kept, as in the papers' 448-model matrices,
+    and the repeats get distinct ids.
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for raw in ids:
+        key = str(raw)
+        seen[key] = seen.get(key, 0) + 1
+        out.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
+    return out

@@ -1,0 +1,244 @@
+"""The score matrix: per-item scores of models on one benchmark.
+
+A :class:`ScoreMatrix` holds scores models × items as float64 (NaN = not evaluated), the
+model ids, the item ids and the kind of score (``binary`` for {0, 1}, ``continuous`` for
+[0, 1]). It is immutable: selections return new matrices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from bayeval.errors import DataError
+
+Kind = Literal["binary", "continuous"]
+_KINDS = ("binary", "continuous")
+
+
+def _as_ids(values: Sequence[str] | np.ndarray, what: str, source: str) -> np.ndarray:
+    ids = np.asarray([str(v) for v in values], dtype=object)
+    if ids.ndim != 1:
+        raise DataError(f"{source}: {what} ids must be one-dimensional")
+    seen: dict[str, int] = {}
+    for pos, v in enumerate(ids):
+        if v in seen:
+            raise DataError(
+                f"{source}: duplicate {what} id {v!r} at positions {seen[v]} and {pos}"
+            )
+        seen[v] = pos
+    return ids.astype(str)
+
+
+def validate_score(value: object, where: str) -> float:
+    """A single score as a float in [0, 1]; ``DataError`` naming ``where`` otherwise."""
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = float(text)
+        except ValueError:
+            raise DataError(f"{where}: {text[:40]!r} is not a number") from None
+    try:
+        score = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: {value!r} is not a number") from None
+    if not np.isfinite(score):
+        raise DataError(f"{where}: score is {score}, a finite number in [0, 1] is required")
+    if not 0.0 <= score <= 1.0:
+        raise DataError(f"{where}: score {score:g} outside [0, 1]")
+    return score
+
+
+def infer_kind(scores: np.ndarray) -> Kind:
+    """``binary`` when every observed score is 0 or 1, else ``continuous``."""
+    observed = scores[~np.isnan(scores)]
+    return "binary" if np.all((observed == 0.0) | (observed == 1.0)) else "continuous"
+
+
+@dataclass(frozen=True, eq=False)
+class ScoreMatrix:
+    """Scores of ``models`` (rows) on ``items`` (columns); NaN marks "not evaluated".
+
+    Parameters
+    ----------
+    scores: array-like, models × items, values in [0, 1] or NaN.
+    models, items: unique string ids, one per row / column.
+    kind: ``binary`` or ``continuous``; inferred from the values when omitted.
+    name: a label (dataset name or file path) used in messages.
+    metadata: free-form string metadata (source, task, metric, ...).
+    """
+
+    scores: np.ndarray
+    models: np.ndarray
+    items: np.ndarray
+    kind: Kind = None  # type: ignore[assignment]
+    name: str = "matrix"
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        src = self.name
+        raw = np.asarray(self.scores)
+        if raw.dtype == object or not (
+            np.issubdtype(raw.dtype, np.number) or raw.dtype == bool
+        ):
+            raise DataError(f"{src}: scores must be numeric, got dtype {raw.dtype}")
+        if raw.ndim != 2:
+            raise DataError(f"{src}: scores must be a 2-D models × items array, got {raw.ndim}-D")
+        scores = raw.astype(np.float64)
+        models = _as_ids(self.models, "model", src)
+        items = _as_ids(self.items, "item", src)
+        if scores.shape != (len(models), len(items)):
+            raise DataError(
+                f"{src}: scores have shape {scores.shape} but there are {len(models)} model ids "
+                f"and {len(items)} item ids"
+            )
+        if scores.shape[0] == 0 or scores.shape[1] == 0:
+            raise DataError(f"{src}: empty benchmark ({scores.shape[0]} models × "
+                            f"{scores.shape[1]} items)")
+        bad = np.isinf(scores)
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise DataError(
+                f"{src}: infinite score at model {str(models[r])!r}, item {str(items[c])!r}"
+            )
+        with np.errstate(invalid="ignore"):
+            out = (scores < 0.0) | (scores > 1.0)
+        if out.any():
+            r, c = np.argwhere(out)[0]
+            raise DataError(
+                f"{src}: score {scores[r, c]:g} outside [0, 1] at model {str(models[r])!r}, "
+                f"item {str(items[c])!r}"
+            )
+        kind = self.kind if self.kind is not None else infer_kind(scores)
+        if kind not in _KINDS:
+            raise DataError(f"{src}: kind must be one of {_KINDS}, got {kind!r}")
+        if kind == "binary" and infer_kind(scores) != "binary":
+            raise DataError(f"{src}: kind 'binary' but some scores are not 0 or 1")
+        scores.setflags(write=False)
+        models.setflags(write=False)
+        items.setflags(write=False)
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "models", models)
+        object.__setattr__(self, "items", items)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "metadata", {str(k): str(v) for k, v in self.metadata.items()})
+
+    # ------------------------------------------------------------------ shape and lookup
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.scores.shape  # type: ignore[return-value]
+
+    @property
+    def n_models(self) -> int:
+        return self.scores.shape[0]
+
+    @property
+    def n_items(self) -> int:
+        return self.scores.shape[1]
+
+    def __repr__(self) -> str:
+        return (f"ScoreMatrix({self.name!r}, {self.n_models} models × {self.n_items} items, "
+                f"{self.kind}, {np.isnan(self.scores).mean():.1%} missing)")
+
+    def model_index(self, model_id: str) -> int:
+        """Row of ``model_id``; :class:`DataError` naming the id when it is unknown."""
+        model_id = str(model_id)
+        hits = np.flatnonzero(self.models == model_id)
+        if hits.size == 0:
+            raise DataError(f"{self.name}: unknown model id {model_id!r} "
+                            f"({self.n_models} models)")
+        return int(hits[0])
+
+    def item_index(self, item_id: str) -> int:
+        """Column of ``item_id``; :class:`DataError` naming the id when it is unknown."""
+        item_id = str(item_id)
+        lookup = self._item_lookup()
+        try:
+            return lookup[item_id]
+        except KeyError:
+            raise DataError(f"{self.name}: unknown item id {item_id!r}") from None
+
+    def _item_lookup(self) -> dict[str, int]:
+        cached = self.__dict__.get("_items_pos")
+        if cached is None:
+            cached = {v: i for i, v in enumerate(self.items)}
+            object.__setattr__(self, "_items_pos", cached)
+        return cached
+
+    def row(self, model_id: str) -> np.ndarray:
+        """The scores of one model (a read-only view)."""
+        return self.scores[self.model_index(model_id)]
+
+    # ------------------------------------------------------------------ selection
+    def _replace(self, scores: np.ndarray, models: np.ndarray, items: np.ndarray,
+                 name: str | None = None) -> ScoreMatrix:
+        return ScoreMatrix(scores, models, items, kind=self.kind,
+                           name=name or self.name, metadata=dict(self.metadata))
+
+    def _positions(self, selector, ids: np.ndarray, index_of, what: str) -> np.ndarray:
+        sel = np.asarray(selector)
+        if sel.dtype == bool:
+            if sel.shape != ids.shape:
+                raise DataError(f"{self.name}: {what} mask has length {sel.size}, "
+                                f"expected {ids.size}")
+            return np.flatnonzero(sel)
+        if np.issubdtype(sel.dtype, np.integer):
+            if sel.size and (sel.min() < -ids.size or sel.max() >= ids.size):
+                raise DataError(f"{self.name}: {what} position out of range 0..{ids.size - 1}")
+            return sel.reshape(-1) % ids.size
+        return np.asarray([index_of(s) for s in sel.reshape(-1)], dtype=int)
+
+    def select_models(self, selector) -> ScoreMatrix:
+        """Rows by ids, integer positions or a boolean mask."""
+        pos = self._positions(selector, self.models, self.model_index, "model")
+        return self._replace(self.scores[pos], self.models[pos], self.items)
+
+    def select_items(self, selector) -> ScoreMatrix:
+        """Columns by ids, integer positions or a boolean mask."""
+        pos = self._positions(selector, self.items, self.item_index, "item")
+        return self._replace(self.scores[:, pos], self.models, self.items[pos])
+
+    def drop_models(self, model_ids: Sequence[str]) -> ScoreMatrix:
+        """All rows but ``model_ids``."""
+        drop = {self.models[self.model_index(m)] for m in model_ids}
+        return self.select_models(np.array([m not in drop for m in self.models]))
+
+    def split(self, target_ids: Sequence[str]) -> tuple[ScoreMatrix, ScoreMatrix]:
+        """(reference, targets): the targets' rows held out from the reference."""
+        targets = self.select_models(list(target_ids))
+        return self.drop_models(list(target_ids)), targets
+
+    # ------------------------------------------------------------------ summaries
+    def model_means(self) -> np.ndarray:
+        """Mean observed score of each model (NaN for a model with no observed score)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            counts = np.sum(~np.isnan(self.scores), axis=1)
+            sums = np.nansum(self.scores, axis=1)
+            return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+    def item_means(self) -> np.ndarray:
+        """Mean observed score of each item over models (NaN when no model has it)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            counts = np.sum(~np.isnan(self.scores), axis=0)
+            sums = np.nansum(self.scores, axis=0)
+            return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+
+    def fingerprint(self) -> str:
+        """SHA-256 over scores, ids and kind: identifies a reference matrix in journals."""
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(self.scores).tobytes())
+        h.update("\x1f".join(self.models).encode())
+        h.update(b"\x1e")
+        h.update("\x1f".join(self.items).encode())
+        h.update(self.kind.encode())
+        return h.hexdigest()
+
+    def equals(self, other: ScoreMatrix) -> bool:
+        """Same ids, kind and scores (NaN equal to NaN)."""
+        return (self.kind == other.kind and np.array_equal(self.models, other.models)
+                and np.array_equal(self.items, other.items)
+                and np.array_equal(self.scores, other.scores, equal_nan=True))

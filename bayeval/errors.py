@@ -1,0 +1,28 @@
+"""Error types of bayeval.
+
+Every error bayeval raises on bad input is a :class:`BayevalError` whose message is one
+line that names the problem and where it is (file, line, model, item). The CLI prints
+that line and exits with status 2 instead of a traceback.
+"""
+
+from __future__ import annotations
+
+
+class BayevalError(ValueError):
+    """Base class: a one-line, user-facing message."""
+
+
+class DataError(BayevalError):
+    """A score matrix or a file holding one is malformed."""
+
+
+class JournalError(BayevalError):
+    """A session journal cannot be used (another matrix, corrupt middle line, ...)."""
+
+
+class EvaluationError(BayevalError):
+    """An evaluator could not produce a score for an item."""
+
+
+class SessionError(BayevalError):
+    """An ask/tell call that the session cannot accept."""

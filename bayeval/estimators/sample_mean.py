@@ -1,0 +1,64 @@
+"""RS-Mean: the sample mean of the coreset with a finite-population interval.
+
+Seed 000 §5.1 (baseline "RS-Mean"); METHODS.md §5. For n observed items of N,
+
+    R̂ = (1/n) Σ_{i∈C} s_i,    Var_R = (1 − n/N) S² / n,
+
+with S² the unbiased sample variance (our choice: with the finite-population correction,
+so the variance is 0 once every item is observed). Before two observations S² is
+undefined; we use its bound 1/4 for scores in [0, 1] (our choice), and R̂ = 1/2 at n = 0.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from bayeval.inference.base import Array, Backend, Prediction, no_refit
+
+
+class SampleMeanState(NamedTuple):
+    observed: Array  # (N,) bool
+    scores: Array  # (N,) float64, 0 where unobserved
+    count: Array  # () number observed
+    total: Array  # () Σ s
+    total_sq: Array  # () Σ s²
+
+
+def init(reference_scores: Array, n_items: int) -> SampleMeanState:
+    """Empty coreset over ``n_items`` items (the reference matrix is not used)."""
+    del reference_scores
+    zero = jnp.zeros((), jnp.float64)
+    return SampleMeanState(jnp.zeros(n_items, bool), jnp.zeros(n_items, jnp.float64),
+                           zero, zero, zero)
+
+
+def observe(state: SampleMeanState, item: Array, score: Array) -> SampleMeanState:
+    """Add the score of one item to the coreset."""
+    score = jnp.asarray(score, jnp.float64)
+    return SampleMeanState(state.observed.at[item].set(True), state.scores.at[item].set(score),
+                           state.count + 1.0, state.total + score,
+                           state.total_sq + score * score)
+
+
+def predict(state: SampleMeanState) -> Prediction:
+    """R̂ and its finite-population variance; per-item predictions are the sample mean."""
+    n_items = state.observed.shape[0]
+    n = state.count
+    mean = jnp.where(n > 0, state.total / jnp.maximum(n, 1.0), 0.5)
+    s2 = jnp.where(n >= 2,
+                   jnp.maximum(state.total_sq - n * mean * mean, 0.0) / jnp.maximum(n - 1.0, 1.0),
+                   0.25)
+    fpc = 1.0 - n / n_items
+    var = fpc * s2 / jnp.maximum(n, 1.0)
+    unobserved = ~state.observed
+    item_mean = jnp.where(unobserved, mean, state.scores)
+    item_var = jnp.where(unobserved, s2, 0.0)
+    # Cov(R, s_i) for an unobserved i under simple random sampling: s_i enters R with
+    # weight 1/N.
+    item_cov = jnp.where(unobserved, s2 / n_items, 0.0)
+    return Prediction(mean, var, item_mean, item_var, item_cov)
+
+
+backend = Backend("sample_mean", init, observe, predict, no_refit)

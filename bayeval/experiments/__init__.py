@@ -1,0 +1,1 @@
+"""Protocols and metrics that reproduce the papers' tables."""

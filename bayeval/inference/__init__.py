@@ -1,0 +1,1 @@
+"""How a posterior is obtained: exact Gaussian conditioning, Laplace, MCMC, type-II ML."""

@@ -1,0 +1,1 @@
+"""Best-model identification under a budget of model–item evaluations."""

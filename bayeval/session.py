@@ -1,0 +1,440 @@
+"""The ask/tell loop for real evaluations, journaled so that a crash loses nothing.
+
+::
+
+    session = Session(reference, "my-new-model", "random", journal="run.jsonl")
+    while not session.done:
+        for item in session.ask():
+            session.tell(item, run_my_model_on(item))
+    value, lower, upper = session.estimate()
+
+Every ``tell`` (and every ``skip`` of an item that could not be evaluated) is appended to
+the journal as one JSON line and ``fsync``-ed before the call returns. The journal's first
+line is a header naming the reference matrix (by fingerprint and, where known, by how to
+load it), the target, the method with its parameters, and the seed.
+:meth:`Session.resume` replays the journal and rebuilds the state exactly: item choices
+depend only on the seed and on how many events were recorded, so a resumed run continues
+as the uninterrupted one would have. A crash mid-write leaves at most an incomplete last
+line; resume keeps every whole line, reports the rest and cuts it off.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayeval.data.matrix import ScoreMatrix, validate_score
+from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
+from bayeval.estimators.interval import normal_interval
+from bayeval.methods import Method, make_method
+
+JOURNAL_FORMAT = "bayeval-journal"
+JOURNAL_VERSION = 1
+
+
+class JournalWarning(UserWarning):
+    """A journal was repaired on resume (an incomplete last line was cut off)."""
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class Session:
+    """An active evaluation of one target model against a reference matrix.
+
+    Parameters
+    ----------
+    reference: the reference models' scores (the target must not be one of them).
+    target_id: a name for the model being evaluated.
+    method: a :class:`~bayeval.methods.Method` or the name of a registered one.
+    method_params: parameters for a method given by name (e.g. ``{"epsilon": 0.05}``).
+    seed: seeds every random choice; equal seeds and answers give equal runs.
+    journal: path of the JSON-lines journal (``None``: keep nothing on disk). It must not
+        exist yet; use :meth:`resume` to continue one.
+    max_items: stop after this many observed items whatever the stopping rule says.
+    reference_source: how to load the reference again on resume, recorded in the header:
+        ``{"dataset": name}`` or ``{"path": file}``, optionally with ``"held_out": [ids]``.
+    extra: free JSON data stored in the header (the CLI keeps its evaluator settings here).
+    """
+
+    def __init__(self, reference: ScoreMatrix, target_id: str, method: Method | str = "random",
+                 *, method_params: dict[str, Any] | None = None, seed: int = 0,
+                 journal: str | os.PathLike | None = None, max_items: int | None = None,
+                 reference_source: dict[str, Any] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self._setup(reference, str(target_id), method, dict(method_params or {}), int(seed),
+                    max_items, reference_source, dict(extra or {}))
+        self._journal_path: Path | None = None
+        self._journal = None
+        if journal is not None:
+            path = Path(journal)
+            if path.exists() and path.stat().st_size > 0:
+                raise JournalError(f"journal {path} already exists; continue it with "
+                                   "Session.resume / --resume, or choose another path")
+            self._write_header(path)
+
+    # ------------------------------------------------------------------ construction
+    def _setup(self, reference: ScoreMatrix, target_id: str, method: Method | str,
+               method_params: dict[str, Any], seed: int, max_items: int | None,
+               reference_source: dict[str, Any] | None, extra: dict[str, Any]) -> None:
+        if not isinstance(reference, ScoreMatrix):
+            raise SessionError("reference must be a bayeval.data.ScoreMatrix")
+        if target_id in set(reference.models):
+            raise SessionError(f"target {target_id!r} is also a reference model in "
+                               f"{reference.name}; hold it out first (ScoreMatrix.split)")
+        if isinstance(method, str):
+            method = make_method(method, **method_params)
+        elif method_params:
+            raise SessionError("method_params is only for a method given by name")
+        if max_items is not None and max_items < 1:
+            raise SessionError(f"max_items must be ≥ 1, got {max_items}")
+        self.reference = reference
+        self.target_id = target_id
+        self.method = method
+        self.seed = seed
+        self.max_items = max_items
+        self.reference_source = reference_source
+        self.extra = extra
+        self._key = jax.random.key(seed)
+        n = reference.n_items
+        self._state, self._prediction, self._stop_state = method.initial(
+            jnp.asarray(reference.scores), n)
+        self._rule_says_stop = False
+        self._observed = np.zeros(n, bool)
+        self._skipped = np.zeros(n, bool)
+        self._pending = np.zeros(n, bool)
+        self._n_events = 0
+        self.observations: list[tuple[str, float]] = []
+        self.skipped: list[tuple[str, str]] = []
+        self.history: list[tuple[int, float, float, float]] = []
+        self.notes: list[str] = []
+
+    def _header(self) -> dict[str, Any]:
+        return {
+            "format": JOURNAL_FORMAT,
+            "version": JOURNAL_VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "reference": {"name": self.reference.name,
+                          "fingerprint": self.reference.fingerprint(),
+                          "shape": list(self.reference.shape),
+                          "source": self.reference_source},
+            "target": self.target_id,
+            "method": {"name": self.method.name, "params": self.method.params},
+            "seed": self.seed,
+            "max_items": self.max_items,
+            "extra": self.extra,
+        }
+
+    def _write_header(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(self._header()) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path)
+        self._open_journal(path)
+
+    def _open_journal(self, path: Path) -> None:
+        self._journal_path = path
+        self._journal = open(path, "ab")
+
+    def _append(self, record: dict[str, Any]) -> None:
+        if self._journal is None:
+            return
+        self._journal.write((json.dumps(record) + "\n").encode())
+        self._journal.flush()
+        os.fsync(self._journal.fileno())
+
+    def close(self) -> None:
+        """Close the journal file (the session can no longer record)."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ resume
+    @classmethod
+    def read_journal(cls, path: str | os.PathLike) -> tuple[dict[str, Any], list[dict], str | None,
+                                                          int]:
+        """(header, events, note about a cut-off last line or None, bytes that are whole)."""
+        path = Path(path)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise JournalError(f"journal {path}: no such file") from None
+        lines = data.split(b"\n")
+        # A final element without a newline after it is a line the crash may have cut.
+        records: list[dict] = []
+        whole_bytes = 0
+        note = None
+        offset = 0
+        for lineno, raw in enumerate(lines, start=1):
+            is_last = lineno == len(lines)
+            end = offset + len(raw) + (0 if is_last else 1)
+            if raw.strip():
+                try:
+                    record = json.loads(raw)
+                    if not isinstance(record, dict):
+                        raise ValueError("not a JSON object")
+                except ValueError as exc:
+                    tail = all(not rest.strip() for rest in lines[lineno:])
+                    if not tail or lineno == 1:
+                        where = "header" if lineno == 1 else "record"
+                        raise JournalError(f"journal {path} line {lineno}: corrupt {where} "
+                                           f"({str(exc)[:60]})") from None
+                    note = (f"journal {path} line {lineno}: incomplete record "
+                            f"({len(raw)} bytes, written during a crash?) ignored; "
+                            f"{max(len(records) - 1, 0)} record(s) before it kept")
+                    break
+                records.append(record)
+            whole_bytes = end
+            offset = end
+        if not records:
+            raise JournalError(f"journal {path}: empty, no header")
+        header = records[0]
+        if header.get("format") != JOURNAL_FORMAT:
+            raise JournalError(f"journal {path} line 1: not a bayeval journal header")
+        if header.get("version") != JOURNAL_VERSION:
+            raise JournalError(f"journal {path}: version {header.get('version')} is not "
+                               f"supported (this bayeval writes version {JOURNAL_VERSION})")
+        return header, records[1:], note, whole_bytes
+
+    @classmethod
+    def resume(cls, path: str | os.PathLike, reference: ScoreMatrix | None = None,
+               method: Method | None = None) -> Session:
+        """Rebuild a session from its journal and keep appending to it.
+
+        ``reference`` defaults to what the header's ``source`` says (a bundled dataset or
+        a file, minus held-out models); either way its fingerprint must match the one the
+        journal was written for. ``method`` defaults to the registered method named in the
+        header, with the recorded parameters.
+        """
+        path = Path(path)
+        header, events, note, whole = cls.read_journal(path)
+        if reference is None:
+            reference = load_reference(header["reference"].get("source"), path)
+        want = header["reference"]["fingerprint"]
+        if reference.fingerprint() != want:
+            raise JournalError(
+                f"journal {path} was written for another reference matrix "
+                f"({header['reference']['name']}, {tuple(header['reference']['shape'])}, "
+                f"fingerprint {want[:12]}…) than {reference.name} {reference.shape} "
+                f"(fingerprint {reference.fingerprint()[:12]}…)")
+        session = cls.__new__(cls)
+        m = header["method"]
+        session._setup(reference, header["target"], method or m["name"],
+                       {} if method is not None else m["params"], header["seed"],
+                       header.get("max_items"), header["reference"].get("source"),
+                       header.get("extra") or {})
+        session._journal = None
+        session._journal_path = None
+        for lineno, event in enumerate(events, start=2):
+            session._replay(event, f"journal {path} line {lineno}")
+        if note is not None:
+            session.notes.append(note)
+            warnings.warn(note, JournalWarning, stacklevel=2)
+        with open(path, "r+b") as fh:  # cut an incomplete tail, end with a newline
+            fh.truncate(whole)
+            if whole > 0:
+                fh.seek(whole - 1)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        session._open_journal(path)
+        return session
+
+    def _replay(self, event: dict[str, Any], where: str) -> None:
+        kind = event.get("event")
+        try:
+            item = str(event["item"])
+            if kind == "tell":
+                j = self._checked_index(item, where)
+                if self._observed[j]:
+                    raise JournalError(f"{where}: item {item!r} recorded twice")
+                if event.get("n") != len(self.observations) + 1:
+                    raise JournalError(f"{where}: observation number {event.get('n')} out of "
+                                       f"sequence (expected {len(self.observations) + 1})")
+                self._apply_tell(j, validate_score(event["score"], where))
+            elif kind == "skip":
+                self._apply_skip(self._checked_index(item, where), str(event.get("reason", "")))
+            else:
+                raise JournalError(f"{where}: unknown event {kind!r}")
+        except KeyError as exc:
+            raise JournalError(f"{where}: record lacks field {exc}") from None
+        except (DataError, SessionError) as exc:
+            raise JournalError(str(exc)) from None
+
+    # ------------------------------------------------------------------ ask / tell
+    def _checked_index(self, item: str, where: str) -> int:
+        try:
+            return self.reference.item_index(item)
+        except DataError:
+            raise SessionError(f"{where}: item {item!r} is not in the benchmark "
+                               f"{self.reference.name}") from None
+
+    @property
+    def n_items(self) -> int:
+        return self.reference.n_items
+
+    @property
+    def n_observed(self) -> int:
+        return len(self.observations)
+
+    def _available(self) -> np.ndarray:
+        return ~(self._observed | self._skipped | self._pending)
+
+    @property
+    def done(self) -> bool:
+        """True once the stopping rule fired, the budget is spent or no item is left."""
+        return self.stop_reason is not None
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the session is done, or None while it is not."""
+        if self._rule_says_stop:
+            return f"stopping rule {self.method.stopping.name}"
+        if self.max_items is not None and self.n_observed >= self.max_items:
+            return f"budget of {self.max_items} items"
+        if not (~(self._observed | self._skipped)).any():
+            return "every item evaluated or skipped"
+        return None
+
+    def ask(self, k: int = 1) -> list[str]:
+        """Up to ``k`` item ids to evaluate next (none once :attr:`done`).
+
+        Asked items are held back from later asks until told or skipped; asks are not
+        journaled (they are recomputed after a resume).
+        """
+        if k < 1:
+            raise SessionError(f"ask(k) needs k ≥ 1, got {k}")
+        if self.done:
+            return []
+        available = self._available()
+        if self.max_items is not None:
+            k = min(k, self.max_items - self.n_observed - int(self._pending.sum()))
+        k = min(k, int(available.sum()))
+        if k <= 0:
+            return []
+        chosen = np.asarray(self.method.select(self._prediction, available, self._key,
+                                               np.uint32(self._n_events), k))
+        self._pending[chosen] = True
+        return [str(self.reference.items[j]) for j in chosen]
+
+    def tell(self, item: str, score: float) -> None:
+        """Record the target's score on ``item``: journaled (fsync) before it returns."""
+        item = str(item)
+        j = self._checked_index(item, "tell")
+        if self._observed[j]:
+            raise SessionError(f"tell: item {item!r} was already observed")
+        score = validate_score(score, f"tell: item {item!r}")
+        self._append({"event": "tell", "n": self.n_observed + 1, "item": item, "score": score})
+        self._apply_tell(j, score)
+
+    def skip(self, item: str, reason: str) -> None:
+        """Leave ``item`` unevaluated (its evaluation failed); journaled, never asked again."""
+        item = str(item)
+        j = self._checked_index(item, "skip")
+        if self._observed[j]:
+            raise SessionError(f"skip: item {item!r} was already observed")
+        self._append({"event": "skip", "item": item, "reason": reason})
+        self._apply_skip(j, reason)
+
+    def _apply_tell(self, j: int, score: float) -> None:
+        n = self.n_observed + 1
+        self._state, self._prediction, self._stop_state, stop = self.method.step(
+            self._state, self._stop_state, np.int32(j), np.float64(score), np.float64(n))
+        self._rule_says_stop = bool(stop)
+        self._observed[j] = True
+        self._pending[j] = False
+        self._skipped[j] = False
+        self._n_events += 1
+        self.observations.append((str(self.reference.items[j]), score))
+        self.history.append((n, *self.estimate()))
+
+    def _apply_skip(self, j: int, reason: str) -> None:
+        self._skipped[j] = True
+        self._pending[j] = False
+        self._n_events += 1
+        self.skipped.append((str(self.reference.items[j]), reason))
+
+    # ------------------------------------------------------------------ results
+    def estimate(self) -> tuple[float, float, float]:
+        """(estimate, lower, upper): E[R | C] and its ``method.level`` interval."""
+        mean = float(self._prediction.mean)
+        lower, upper = normal_interval(mean, float(self._prediction.var), self.method.level)
+        return mean, lower, upper
+
+    @property
+    def prediction(self):
+        """The backend's current posterior summary."""
+        return self._prediction
+
+    @property
+    def journal_path(self) -> Path | None:
+        return self._journal_path
+
+    def run(self, evaluator: Callable[[str], float], batch: int = 1,
+            on_step: Callable[[Session, str, float | None], None] | None = None,
+            ) -> tuple[float, float, float]:
+        """Ask, evaluate and tell until done. An item whose evaluation raises
+        :class:`EvaluationError` is skipped with the reason journaled, never scored."""
+        while not self.done:
+            items = self.ask(batch)
+            if not items:
+                break
+            for item in items:
+                try:
+                    score = evaluator(item)
+                except EvaluationError as exc:
+                    self.skip(item, str(exc))
+                    self.notes.append(f"skipped {item}: {exc}")
+                    if on_step is not None:
+                        on_step(self, item, None)
+                    continue
+                self.tell(item, score)
+                if on_step is not None:
+                    on_step(self, item, score)
+        return self.estimate()
+
+
+def load_reference(source: dict[str, Any] | None, journal: Path | str = "journal") -> ScoreMatrix:
+    """The reference matrix a journal header's ``source`` describes."""
+    from bayeval.data import load_dataset, read_matrix
+
+    if not source:
+        raise JournalError(f"journal {journal}: the header does not say how to load the "
+                           "reference matrix; pass it to Session.resume(reference=...)")
+    if "dataset" in source:
+        matrix = load_dataset(source["dataset"])
+    elif "path" in source:
+        matrix = read_matrix(source["path"], kind=source.get("kind"))
+    else:
+        raise JournalError(f"journal {journal}: unknown reference source {source}")
+    held_out = [m for m in source.get("held_out", []) if m in set(matrix.models)]
+    return matrix.drop_models(held_out) if held_out else matrix

@@ -1,0 +1,23 @@
+"""Stopping rules and their composition."""
+
+from bayeval.stopping.rules import (
+    StoppingRule,
+    all_of,
+    any_of,
+    budget,
+    interval_width,
+    min_observations,
+    two_condition,
+    window_range,
+)
+
+__all__ = [
+    "StoppingRule",
+    "all_of",
+    "any_of",
+    "budget",
+    "interval_width",
+    "min_observations",
+    "two_condition",
+    "window_range",
+]

@@ -1,0 +1,112 @@
+"""Stopping rules (seed 000 §3.1 "stopping", METHODS.md §1).
+
+A stopping rule is a pair of pure functions over an explicit state::
+
+    init()                         -> state
+    update(state, prediction, n)   -> (state, stop: bool array)
+
+``update`` is called once after every observation with the new posterior summary and the
+number n of observed items. Rules compose with :func:`all_of` and :func:`any_of`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax.numpy as jnp
+
+from bayeval.estimators.interval import z_value
+from bayeval.inference.base import Array, Prediction
+
+
+class StoppingRule(NamedTuple):
+    name: str
+    init: Callable[[], Any]
+    update: Callable[[Any, Prediction, Array], tuple[Any, Array]]
+
+
+def interval_width(epsilon: float, level: float = 0.95) -> StoppingRule:
+    """Stop when the interval is narrow: 2 z_{(1+level)/2} sqrt(Var(R|C)) ≤ ε2 (cond. ii)."""
+    if epsilon <= 0:
+        raise ValueError(f"epsilon must be positive, got {epsilon}")
+    z = z_value(level)
+
+    def update(state, prediction: Prediction, n: Array):
+        return state, 2.0 * z * jnp.sqrt(jnp.maximum(prediction.var, 0.0)) <= epsilon
+
+    return StoppingRule(f"interval_width({epsilon:g})", lambda: (), update)
+
+
+def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
+    """Stop when max − min of R̂ over the last ``window`` + 1 steps is ≤ ε1 (cond. i).
+
+    The state is a ring buffer of the last ``window + 1`` estimates and a count; the rule
+    cannot fire before ``window + 1`` estimates have been seen.
+    """
+    if window < 1:
+        raise ValueError(f"window must be ≥ 1, got {window}")
+
+    def init():
+        return jnp.zeros(window + 1, jnp.float64), jnp.zeros((), jnp.int32)
+
+    def update(state, prediction: Prediction, n: Array):
+        buffer, count = state
+        buffer = buffer.at[count % (window + 1)].set(prediction.mean)
+        count = count + 1
+        spread = jnp.max(buffer) - jnp.min(buffer)
+        return (buffer, count), (count >= window + 1) & (spread <= epsilon)
+
+    return StoppingRule(f"window_range({epsilon:g}, W={window})", init, update)
+
+
+def min_observations(n_min: int) -> StoppingRule:
+    """Allows stopping only once ``n_min`` items are observed (use inside :func:`all_of`)."""
+
+    def update(state, prediction: Prediction, n: Array):
+        return state, n >= n_min
+
+    return StoppingRule(f"min_observations({n_min})", lambda: (), update)
+
+
+def budget(n_max: int) -> StoppingRule:
+    """Stop once ``n_max`` items are observed (use inside :func:`any_of`)."""
+
+    def update(state, prediction: Prediction, n: Array):
+        return state, n >= n_max
+
+    return StoppingRule(f"budget({n_max})", lambda: (), update)
+
+
+def _combine(rules: tuple[StoppingRule, ...], reduce, word: str) -> StoppingRule:
+    if not rules:
+        raise ValueError(f"{word}() needs at least one rule")
+
+    def init():
+        return tuple(r.init() for r in rules)
+
+    def update(state, prediction: Prediction, n: Array):
+        new_states, stops = [], []
+        for rule, s in zip(rules, state, strict=True):
+            s, stop = rule.update(s, prediction, n)
+            new_states.append(s)
+            stops.append(stop)
+        return tuple(new_states), reduce(jnp.stack(stops))
+
+    return StoppingRule(f"{word}({', '.join(r.name for r in rules)})", init, update)
+
+
+def all_of(*rules: StoppingRule) -> StoppingRule:
+    """Stop when every rule says stop (each rule's state is updated every step)."""
+    return _combine(rules, jnp.all, "all_of")
+
+
+def any_of(*rules: StoppingRule) -> StoppingRule:
+    """Stop when any rule says stop."""
+    return _combine(rules, jnp.any, "any_of")
+
+
+def two_condition(epsilon2: float, epsilon1: float = 0.005, window: int = 30,
+                  level: float = 0.95) -> StoppingRule:
+    """BayesAME's rule: window range ≤ ε1 and interval width ≤ ε2 (seed 000 §3.1)."""
+    return all_of(window_range(epsilon1, window), interval_width(epsilon2, level))

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bayeval.data import ScoreMatrix, load_dataset
+
+
+@pytest.fixture(scope="session")
+def ifeval() -> ScoreMatrix:
+    return load_dataset("ifeval")
+
+
+@pytest.fixture
+def small() -> ScoreMatrix:
+    """6 models × 8 items, binary, with one missing cell."""
+    rng = np.random.default_rng(0)
+    scores = (rng.random((6, 8)) < np.linspace(0.2, 0.8, 6)[:, None]).astype(float)
+    scores[2, 3] = np.nan
+    return ScoreMatrix(scores, [f"m{i}" for i in range(6)], [f"it{j}" for j in range(8)],
+                       name="small")

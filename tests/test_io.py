@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bayeval.data import (
+    ScoreMatrix,
+    from_frame,
+    read_csv,
+    read_matrix,
+    read_npz,
+    write_matrix,
+)
+from bayeval.errors import DataError
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".csv", ".parquet"])
+@pytest.mark.parametrize("layout", ["wide", "long"])
+def test_round_trip(tmp_path, small, suffix, layout):
+    path = tmp_path / f"m{suffix}"
+    write_matrix(small, path, layout=layout)
+    back = read_matrix(path)
+    assert back.equals(small)
+
+
+def test_continuous_round_trip_keeps_kind(tmp_path):
+    m = ScoreMatrix(np.array([[0.25, 1.0], [0.0, np.nan]]), ["a", "b"], ["x", "y"])
+    for name in ("c.npz", "c.csv", "c.parquet"):
+        back = read_matrix(tmp_path / name) if write_matrix(m, tmp_path / name) is None else None
+        assert back.kind == "continuous" and back.equals(m)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 5), st.integers(1, 6), st.integers(0, 2**32 - 1))
+def test_csv_round_trip_property(tmp_path, n_models, n_items, seed):
+    rng = np.random.default_rng(seed)
+    scores = rng.random((n_models, n_items))
+    scores[rng.random(scores.shape) < 0.2] = np.nan
+    m = ScoreMatrix(scores, [f"m,{i}" for i in range(n_models)],
+                    [f'i"{j}' for j in range(n_items)])
+    path = tmp_path / f"p{seed}.csv"
+    write_matrix(m, path)
+    back = read_csv(path)
+    np.testing.assert_array_equal(back.scores, m.scores)  # repr of floats round-trips
+    assert list(back.models) == list(m.models) and list(back.items) == list(m.items)
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_ragged_csv(tmp_path):
+    p = _write(tmp_path / "r.csv", "model,a,b\nm1,1,0\nm2,1\n")
+    with pytest.raises(DataError, match=r"r.csv line 3: 2 fields, expected 3 .*ragged"):
+        read_csv(p)
+
+
+def test_non_numeric_cell(tmp_path):
+    p = _write(tmp_path / "n.csv", "model,a,b\nm1,1,0\nm2,1,yes please\n")
+    with pytest.raises(DataError, match=r"n.csv line 3, item 'b': 'yes please' is not a number"):
+        read_csv(p)
+
+
+def test_missing_markers_and_booleans(tmp_path):
+    p = _write(tmp_path / "m.csv", "model,a,b,c\nm1,,NA,true\nm2,nan,1,False\n")
+    m = read_csv(p)
+    assert np.isnan(m.scores[0, :2]).all() and np.isnan(m.scores[1, 0])
+    assert m.scores[1, 1] == 1.0 and list(m.scores[:, 2]) == [1.0, 0.0]
+
+
+def test_out_of_range_and_inf_in_file(tmp_path):
+    with pytest.raises(DataError, match=r"score 2 outside \[0, 1\] at model 'm2', item 'b'"):
+        read_csv(_write(tmp_path / "o.csv", "model,a,b\nm1,1,0\nm2,1,2\n"))
+    with pytest.raises(DataError, match=r"infinite score at model 'm1', item 'a'"):
+        read_csv(_write(tmp_path / "i.csv", "model,a,b\nm1,inf,0\n"))
+
+
+def test_duplicates_in_files(tmp_path):
+    with pytest.raises(DataError, match="duplicate model id 'm1'"):
+        read_csv(_write(tmp_path / "d.csv", "model,a\nm1,1\nm1,0\n"))
+    with pytest.raises(DataError, match="duplicate item id 'a'"):
+        read_csv(_write(tmp_path / "e.csv", "model,a,a\nm1,1,0\n"))
+    with pytest.raises(DataError, match=r"l.csv line 3: duplicate score for model 'm1', item "
+                                        r"'a' \(first at line 2\)"):
+        read_csv(_write(tmp_path / "l.csv", "model,item,score\nm1,a,1\nm1,a,0\n"))
+
+
+def test_empty_files(tmp_path):
+    with pytest.raises(DataError, match="empty file"):
+        read_csv(_write(tmp_path / "z.csv", ""))
+    with pytest.raises(DataError, match="empty benchmark"):
+        read_csv(_write(tmp_path / "h.csv", "model,a,b\n"))
+    with pytest.raises(DataError, match="empty benchmark"):
+        read_csv(_write(tmp_path / "k.csv", "model,item,score\n"))
+
+
+def test_long_csv_with_gaps(tmp_path):
+    p = _write(tmp_path / "g.csv", "model,item,score\nm1,a,1\nm2,b,0.5\n")
+    m = read_csv(p)
+    assert m.kind == "continuous" and m.shape == (2, 2)
+    assert np.isnan(m.scores[0, 1]) and m.scores[1, 1] == 0.5
+
+
+def test_pickled_npz_is_refused(tmp_path):
+    p = tmp_path / "p.npz"
+    np.savez(p, scores=np.zeros((1, 2)), models=np.array(["a"], dtype=object),
+             items=np.array(["x", "y"]))
+    with pytest.raises(DataError, match=r"p.npz: array 'models' is pickled"):
+        read_npz(p)
+
+
+def test_npz_missing_arrays_and_garbage(tmp_path):
+    p = tmp_path / "q.npz"
+    np.savez(p, scores=np.zeros((1, 2)))
+    with pytest.raises(DataError, match="missing array.s. models, items"):
+        read_npz(p)
+    g = _write(tmp_path / "g.npz", "not a zip")
+    with pytest.raises(DataError, match="g.npz: not a readable .npz"):
+        read_npz(g)
+
+
+def test_parquet_errors(tmp_path):
+    frame = pd.DataFrame({"model": ["m1", "m2"], "a": [1.0, 0.0], "b": ["0", "x"]})
+    frame.to_parquet(tmp_path / "w.parquet")
+    with pytest.raises(DataError, match=r"w.parquet row 2, item 'b': 'x' is not a number"):
+        read_matrix(tmp_path / "w.parquet")
+    _write(tmp_path / "bad.parquet", "nope")
+    with pytest.raises(DataError, match="not a readable parquet"):
+        read_matrix(tmp_path / "bad.parquet")
+
+
+def test_from_frame_needs_model_column():
+    with pytest.raises(DataError, match="first column 'model'"):
+        from_frame(pd.DataFrame({"x": [1.0]}))
+
+
+def test_unknown_suffix_and_missing_file(tmp_path):
+    with pytest.raises(DataError, match="unknown format '.xlsx'"):
+        read_matrix(tmp_path / "a.xlsx")
+    with pytest.raises(DataError, match="no such file"):
+        read_matrix(tmp_path / "missing.csv")

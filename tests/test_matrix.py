@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bayeval.data import ScoreMatrix, infer_kind
+from bayeval.data.matrix import validate_score
+from bayeval.errors import DataError
+
+
+def test_basic_properties(small):
+    assert small.shape == (6, 8)
+    assert small.kind == "binary"
+    assert small.scores.dtype == np.float64
+    assert small.model_index("m3") == 3 and small.item_index("it5") == 5
+    expected = np.array([np.nanmean(r) for r in small.scores])
+    np.testing.assert_allclose(small.model_means(), expected)
+    np.testing.assert_allclose(small.item_means(), np.nanmean(small.scores, axis=0))
+
+
+def test_selection_by_ids_positions_and_masks(small):
+    by_id = small.select_models(["m4", "m1"])
+    assert list(by_id.models) == ["m4", "m1"]
+    np.testing.assert_array_equal(by_id.scores, small.scores[[4, 1]])
+    by_pos = small.select_items([0, -1])
+    assert list(by_pos.items) == ["it0", "it7"]
+    mask = np.arange(6) % 2 == 0
+    assert list(small.select_models(mask).models) == ["m0", "m2", "m4"]
+    ref, tgt = small.split(["m2", "m5"])
+    assert list(tgt.models) == ["m2", "m5"] and "m2" not in set(ref.models)
+    assert ref.n_models == 4
+
+
+def test_kind_inference_and_override():
+    s = np.array([[0.0, 0.5], [1.0, np.nan]])
+    assert infer_kind(s) == "continuous"
+    m = ScoreMatrix(np.array([[0.0, 1.0]]), ["a"], ["x", "y"], kind="continuous")
+    assert m.kind == "continuous"
+    with pytest.raises(DataError, match="not 0 or 1"):
+        ScoreMatrix(s, ["a", "b"], ["x", "y"], kind="binary")
+
+
+def test_immutable(small):
+    with pytest.raises(ValueError):
+        small.scores[0, 0] = 1.0
+
+
+@pytest.mark.parametrize(
+    ("scores", "models", "items", "message"),
+    [
+        (np.array([[0.0, np.inf]]), ["a"], ["x", "y"], "infinite score at model 'a', item 'y'"),
+        (np.array([[0.0, 1.5]]), ["a"], ["x", "y"], "score 1.5 outside .0, 1. at model 'a'"),
+        (np.array([[0.0, -0.1]]), ["a"], ["x", "y"], "outside"),
+        (np.zeros((2, 2)), ["a", "a"], ["x", "y"], "duplicate model id 'a' at positions 0 and 1"),
+        (np.zeros((1, 2)), ["a"], ["x", "x"], "duplicate item id 'x'"),
+        (np.zeros((0, 2)), [], ["x", "y"], "empty benchmark"),
+        (np.zeros((1, 0)), ["a"], [], "empty benchmark"),
+        (np.zeros((1, 3)), ["a"], ["x", "y"], "shape .1, 3. but there are 1 model ids and 2"),
+        (np.array([["0", "x"]], dtype=object), ["a"], ["x", "y"], "must be numeric"),
+        (np.zeros(3), ["a"], ["x", "y", "z"], "2-D"),
+    ],
+)
+def test_bad_matrices_raise_one_line_errors(scores, models, items, message):
+    with pytest.raises(DataError, match=message) as info:
+        ScoreMatrix(scores, models, items, name="bad.csv")
+    assert "\n" not in str(info.value) and str(info.value).startswith("bad.csv")
+
+
+def test_unknown_ids(small):
+    with pytest.raises(DataError, match="unknown model id 'zz'"):
+        small.row("zz")
+    with pytest.raises(DataError, match="unknown item id 'zz'"):
+        small.select_items(["zz"])
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), 1.01, -0.5, "abc", None])
+def test_validate_score_rejects(bad):
+    with pytest.raises(DataError, match="item 'q'"):
+        validate_score(bad, "item 'q'")
+
+
+def test_validate_score_accepts():
+    assert validate_score("0.25", "w") == 0.25 and validate_score(True, "w") == 1.0
+
+
+def test_fingerprint_changes_with_content(small):
+    same = ScoreMatrix(small.scores.copy(), small.models, small.items)
+    assert same.fingerprint() == small.fingerprint()
+    changed = small.scores.copy()
+    changed[0, 0] = 1.0 - changed[0, 0]
+    assert ScoreMatrix(changed, small.models, small.items).fingerprint() != small.fingerprint()
+    assert small.select_models(["m0", "m1"]).fingerprint() != small.fingerprint()
