@@ -18,8 +18,15 @@ import jax
 from bayeval.acquisition import base as acq
 from bayeval.errors import BayevalError
 from bayeval.estimators import sample_mean
+from bayeval.estimators.interval import gaussian_bounds, z_value
 from bayeval.inference.base import Array, Backend, Prediction
 from bayeval.stopping import rules as stop
+
+
+def posterior_interval(state: Any, prediction: Prediction, z: float) -> tuple[Array, Array]:
+    """E[R | C] ∓ z sqrt(Var(R | C)): the Gaussian credible interval."""
+    del state
+    return gaussian_bounds(prediction.mean, prediction.var, z)
 
 
 @dataclass(frozen=True, eq=False)
@@ -38,28 +45,36 @@ class Method:
     stopping: stop.StoppingRule
     params: dict[str, Any] = field(default_factory=dict)
     level: float = 0.95
+    interval: Callable[[Any, Prediction, float], tuple[Array, Array]] = posterior_interval
 
-    def initial(self, reference_scores: Array, n_items: int) -> tuple[Any, Prediction, Any]:
-        """(backend state, prediction, stopping state) before any observation."""
+    def bounds(self, state: Any, prediction: Prediction) -> tuple[Array, Array]:
+        """The ``level`` interval of R (unclipped)."""
+        return self.interval(state, prediction, z_value(self.level))
+
+    def initial(self, reference_scores: Array, n_items: int) -> tuple[Any, Prediction, Any, Any]:
+        """(backend state, prediction, bounds, stopping state) before any observation."""
         return self._initial(reference_scores, n_items)
 
     @functools.cached_property
     def _initial(self) -> Callable:
         def initial(reference_scores, n_items):
             state = self.backend.init(reference_scores, n_items)
-            return state, self.backend.predict(state), self.stopping.init()
+            prediction = self.backend.predict(state)
+            return state, prediction, self.bounds(state, prediction), self.stopping.init()
 
         return jax.jit(initial, static_argnums=1)
 
     @functools.cached_property
     def step(self) -> Callable:
-        """Jitted ``(state, stop_state, item, score, n) -> (state, pred, stop_state, stop)``."""
+        """Jitted ``(state, stop_state, item, score) -> (state, pred, bounds, stop_state,
+        stop)``: observe one score, predict, and update the stopping rule."""
 
-        def step(state, stop_state, item, score, n):
+        def step(state, stop_state, item, score):
             state = self.backend.observe(state, item, score)
             prediction = self.backend.predict(state)
-            stop_state, done = self.stopping.update(stop_state, prediction, n)
-            return state, prediction, stop_state, done
+            bounds = self.bounds(state, prediction)
+            stop_state, done = self.stopping.update(stop_state, prediction, bounds)
+            return state, prediction, bounds, stop_state, done
 
         return jax.jit(step)
 
@@ -106,15 +121,17 @@ def make_method(name: str, **params: Any) -> Method:
 
 
 def random_sample_mean(epsilon: float = 0.1, min_n: int = 30, level: float = 0.95) -> Method:
-    """Random items, RS-Mean estimate with a finite-population interval, stop when the
-    ``level`` interval is narrower than ``epsilon`` (METHODS.md §1 condition ii, §5).
+    """Random items, RS-Mean estimate with a finite-population interval (Wilson for binary
+    scores, see :mod:`bayeval.estimators.sample_mean`), stop when the ``level`` interval is
+    at most ``epsilon`` wide (METHODS.md §1 condition ii, §5).
 
     ``min_n`` (our choice, 30) keeps the normal approximation of the sample mean from
     being trusted on a handful of items, where S² = 0 would give a zero-width interval.
     """
-    stopping = stop.all_of(stop.min_observations(min_n), stop.interval_width(epsilon, level))
+    stopping = stop.all_of(stop.min_observations(min_n), stop.interval_width(epsilon))
     return Method("random", sample_mean.backend, acq.uniform(), acq.sample, stopping,
-                  params={"epsilon": epsilon, "min_n": min_n, "level": level}, level=level)
+                  params={"epsilon": epsilon, "min_n": min_n, "level": level}, level=level,
+                  interval=sample_mean.interval)
 
 
 register_method("random", random_sample_mean)

@@ -34,7 +34,7 @@ import numpy as np
 
 from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
-from bayeval.estimators.interval import normal_interval
+from bayeval.estimators.interval import clip_interval
 from bayeval.methods import Method, make_method
 
 JOURNAL_FORMAT = "bayeval-journal"
@@ -116,7 +116,7 @@ class Session:
         self.extra = extra
         self._key = jax.random.key(seed)
         n = reference.n_items
-        self._state, self._prediction, self._stop_state = method.initial(
+        self._state, self._prediction, self._bounds, self._stop_state = method.initial(
             jnp.asarray(reference.scores), n)
         self._rule_says_stop = False
         self._observed = np.zeros(n, bool)
@@ -367,8 +367,8 @@ class Session:
 
     def _apply_tell(self, j: int, score: float) -> None:
         n = self.n_observed + 1
-        self._state, self._prediction, self._stop_state, stop = self.method.step(
-            self._state, self._stop_state, np.int32(j), np.float64(score), np.float64(n))
+        self._state, self._prediction, self._bounds, self._stop_state, stop = self.method.step(
+            self._state, self._stop_state, np.int32(j), np.float64(score))
         self._rule_says_stop = bool(stop)
         self._observed[j] = True
         self._pending[j] = False
@@ -385,10 +385,10 @@ class Session:
 
     # ------------------------------------------------------------------ results
     def estimate(self) -> tuple[float, float, float]:
-        """(estimate, lower, upper): E[R | C] and its ``method.level`` interval."""
-        mean = float(self._prediction.mean)
-        lower, upper = normal_interval(mean, float(self._prediction.var), self.method.level)
-        return mean, lower, upper
+        """(estimate, lower, upper): the estimate of R and its ``method.level`` interval,
+        clipped to [0, 1]."""
+        lower, upper = clip_interval(*self._bounds)
+        return float(self._prediction.mean), lower, upper
 
     @property
     def prediction(self):

@@ -33,7 +33,8 @@ def test_continuous_round_trip_keeps_kind(tmp_path):
         assert back.kind == "continuous" and back.equals(m)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(1, 5), st.integers(1, 6), st.integers(0, 2**32 - 1))
 def test_csv_round_trip_property(tmp_path, n_models, n_items, seed):
     rng = np.random.default_rng(seed)

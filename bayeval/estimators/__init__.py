@@ -1,5 +1,10 @@
 """Estimators of the benchmark score and their intervals."""
 
-from bayeval.estimators.interval import normal_interval, z_value
+from bayeval.estimators.interval import (
+    clip_interval,
+    gaussian_bounds,
+    wilson_fpc_bounds,
+    z_value,
+)
 
-__all__ = ["normal_interval", "z_value"]
+__all__ = ["clip_interval", "gaussian_bounds", "wilson_fpc_bounds", "z_value"]

@@ -31,6 +31,7 @@ class Prediction(NamedTuple):
     item_mean: (N,) E[s_i | C] (an observed item's entry is its score).
     item_var:  (N,) Var(s_i | C) of a new observation of item i (0 once observed).
     item_cov:  (N,) Cov(R, s_i | C) (0 once observed).
+    n:         number of observed items.
     """
 
     mean: Array
@@ -38,6 +39,7 @@ class Prediction(NamedTuple):
     item_mean: Array
     item_var: Array
     item_cov: Array
+    n: Array
 
 
 class Backend(NamedTuple):

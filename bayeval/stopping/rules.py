@@ -2,11 +2,12 @@
 
 A stopping rule is a pair of pure functions over an explicit state::
 
-    init()                         -> state
-    update(state, prediction, n)   -> (state, stop: bool array)
+    init()                              -> state
+    update(state, prediction, bounds)   -> (state, stop: bool array)
 
-``update`` is called once after every observation with the new posterior summary and the
-number n of observed items. Rules compose with :func:`all_of` and :func:`any_of`.
+``update`` is called once after every observation with the new posterior summary (its
+``n`` field counts the observed items) and the method's interval ``bounds = (lower,
+upper)`` at its level. Rules compose with :func:`all_of` and :func:`any_of`.
 """
 
 from __future__ import annotations
@@ -16,24 +17,25 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
-from bayeval.estimators.interval import z_value
 from bayeval.inference.base import Array, Prediction
+
+Bounds = tuple[Array, Array]
 
 
 class StoppingRule(NamedTuple):
     name: str
     init: Callable[[], Any]
-    update: Callable[[Any, Prediction, Array], tuple[Any, Array]]
+    update: Callable[[Any, Prediction, Bounds], tuple[Any, Array]]
 
 
-def interval_width(epsilon: float, level: float = 0.95) -> StoppingRule:
-    """Stop when the interval is narrow: 2 z_{(1+level)/2} sqrt(Var(R|C)) ≤ ε2 (cond. ii)."""
+def interval_width(epsilon: float) -> StoppingRule:
+    """Stop when the method's interval is at most ε2 wide (cond. ii). For a Gaussian
+    posterior the width is 2 z_{(1+level)/2} sqrt(Var(R | C))."""
     if epsilon <= 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}")
-    z = z_value(level)
 
-    def update(state, prediction: Prediction, n: Array):
-        return state, 2.0 * z * jnp.sqrt(jnp.maximum(prediction.var, 0.0)) <= epsilon
+    def update(state, prediction: Prediction, bounds: Bounds):
+        return state, bounds[1] - bounds[0] <= epsilon
 
     return StoppingRule(f"interval_width({epsilon:g})", lambda: (), update)
 
@@ -50,7 +52,7 @@ def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
     def init():
         return jnp.zeros(window + 1, jnp.float64), jnp.zeros((), jnp.int32)
 
-    def update(state, prediction: Prediction, n: Array):
+    def update(state, prediction: Prediction, bounds: Bounds):
         buffer, count = state
         buffer = buffer.at[count % (window + 1)].set(prediction.mean)
         count = count + 1
@@ -63,8 +65,8 @@ def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
 def min_observations(n_min: int) -> StoppingRule:
     """Allows stopping only once ``n_min`` items are observed (use inside :func:`all_of`)."""
 
-    def update(state, prediction: Prediction, n: Array):
-        return state, n >= n_min
+    def update(state, prediction: Prediction, bounds: Bounds):
+        return state, prediction.n >= n_min
 
     return StoppingRule(f"min_observations({n_min})", lambda: (), update)
 
@@ -72,8 +74,8 @@ def min_observations(n_min: int) -> StoppingRule:
 def budget(n_max: int) -> StoppingRule:
     """Stop once ``n_max`` items are observed (use inside :func:`any_of`)."""
 
-    def update(state, prediction: Prediction, n: Array):
-        return state, n >= n_max
+    def update(state, prediction: Prediction, bounds: Bounds):
+        return state, prediction.n >= n_max
 
     return StoppingRule(f"budget({n_max})", lambda: (), update)
 
@@ -85,10 +87,10 @@ def _combine(rules: tuple[StoppingRule, ...], reduce, word: str) -> StoppingRule
     def init():
         return tuple(r.init() for r in rules)
 
-    def update(state, prediction: Prediction, n: Array):
+    def update(state, prediction: Prediction, bounds: Bounds):
         new_states, stops = [], []
         for rule, s in zip(rules, state, strict=True):
-            s, stop = rule.update(s, prediction, n)
+            s, stop = rule.update(s, prediction, bounds)
             new_states.append(s)
             stops.append(stop)
         return tuple(new_states), reduce(jnp.stack(stops))
@@ -106,7 +108,6 @@ def any_of(*rules: StoppingRule) -> StoppingRule:
     return _combine(rules, jnp.any, "any_of")
 
 
-def two_condition(epsilon2: float, epsilon1: float = 0.005, window: int = 30,
-                  level: float = 0.95) -> StoppingRule:
+def two_condition(epsilon2: float, epsilon1: float = 0.005, window: int = 30) -> StoppingRule:
     """BayesAME's rule: window range ≤ ε1 and interval width ≤ ε2 (seed 000 §3.1)."""
-    return all_of(window_range(epsilon1, window), interval_width(epsilon2, level))
+    return all_of(window_range(epsilon1, window), interval_width(epsilon2))

@@ -1,0 +1,251 @@
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from bayeval.data import ScoreMatrix
+from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
+from bayeval.evaluators import CallableEvaluator, CommandEvaluator, MatrixOracle
+from bayeval.session import JournalWarning, Session
+
+N_ITEMS = 40
+PARAMS = {"epsilon": 0.3, "min_n": 5}  # stops after ~10-25 of 40 items
+
+
+@pytest.fixture(scope="module")
+def world() -> ScoreMatrix:
+    rng = np.random.default_rng(11)
+    p = rng.uniform(0.2, 0.8, 13)[:, None]
+    scores = (rng.random((13, N_ITEMS)) < p).astype(float)
+    return ScoreMatrix(scores, [f"m{i}" for i in range(13)],
+                       [f"q{j:02d}" for j in range(N_ITEMS)], name="world")
+
+
+@pytest.fixture(scope="module")
+def reference(world):
+    return world.drop_models(["m0"])
+
+
+def _session(reference, **kw):
+    kw.setdefault("method_params", PARAMS)
+    return Session(reference, "m0", "random", **kw)
+
+
+def _full_run(reference, world, seed=0, journal=None):
+    s = _session(reference, seed=seed, journal=journal)
+    result = s.run(MatrixOracle(world, "m0"))
+    s.close()
+    return s, result
+
+
+def test_ask_tell_flow(reference, world):
+    s = _session(reference, seed=4)
+    oracle = MatrixOracle(world, "m0")
+    assert not s.done and s.estimate()[0] == 0.5
+    batch = s.ask(3)
+    assert len(set(batch)) == 3
+    assert not set(batch) & set(s.ask(2))  # asked items are held back until told
+    while not s.done:
+        for item in s.ask():
+            s.tell(item, oracle(item))
+    value, lower, upper = s.estimate()
+    told = [score for _, score in s.observations]
+    assert value == pytest.approx(np.mean(told)) and lower < value < upper
+    assert s.ask() == [] and "stopping rule" in s.stop_reason
+    assert len(s.history) == s.n_observed and s.history[-1][1:] == s.estimate()
+
+
+def test_same_seed_same_run_other_seed_other_run(reference, world):
+    a, ra = _full_run(reference, world, seed=1)
+    b, rb = _full_run(reference, world, seed=1)
+    c, _ = _full_run(reference, world, seed=2)
+    assert a.observations == b.observations and ra == rb
+    assert a.observations != c.observations
+
+
+def test_tell_rejects_bad_input(reference):
+    s = _session(reference)
+    with pytest.raises(SessionError, match="item 'nope' is not in the benchmark world"):
+        s.tell("nope", 1.0)
+    for bad in (float("nan"), float("inf"), 1.5, -1.0, "high"):
+        with pytest.raises(DataError, match="tell: item 'q01'"):
+            s.tell("q01", bad)
+    s.tell("q01", "1")
+    with pytest.raises(SessionError, match="item 'q01' was already observed"):
+        s.tell("q01", 0.0)
+    with pytest.raises(SessionError, match="k ≥ 1"):
+        s.ask(0)
+    assert s.n_observed == 1
+
+
+def test_target_must_be_held_out(world):
+    with pytest.raises(SessionError, match="target 'm3' is also a reference model in world"):
+        Session(world, "m3")
+
+
+def test_max_items_budget(reference, world):
+    s = _session(reference, max_items=4, method_params={"epsilon": 1e-6, "min_n": 100})
+    s.run(MatrixOracle(world, "m0"))
+    assert s.n_observed == 4 and s.stop_reason == "budget of 4 items"
+
+
+def test_journal_resume_continues_exactly(tmp_path, reference, world):
+    uninterrupted, result = _full_run(reference, world, seed=3)
+    path = tmp_path / "j.jsonl"
+    s = _session(reference, seed=3, journal=path)
+    oracle = MatrixOracle(world, "m0")
+    for _ in range(7):
+        (item,) = s.ask()
+        s.tell(item, oracle(item))
+    s.close()
+    resumed = Session.resume(path, reference=reference)
+    assert resumed.observations == uninterrupted.observations[:7]
+    assert resumed.run(oracle) == result
+    assert resumed.observations == uninterrupted.observations
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0])["format"] == "bayeval-journal"
+    assert [json.loads(x)["n"] for x in lines[1:]] == list(range(1, len(lines)))
+
+
+def test_crash_at_every_byte_loses_nothing(tmp_path, reference, world):
+    """A crash leaves some prefix of the journal (writes are appends). Resuming from any
+    prefix — cut mid-line or at a line end — must end exactly like the uninterrupted run."""
+    full = tmp_path / "full.jsonl"
+    done, result = _full_run(reference, world, seed=5, journal=full)
+    data = full.read_bytes()
+    header_end = data.index(b"\n") + 1
+    line_ends = [i + 1 for i, b in enumerate(data) if b == ord("\n")]
+    cuts = sorted(set(line_ends) | set(range(header_end, len(data), 7)))
+    oracle = MatrixOracle(world, "m0")
+    for cut in cuts:
+        path = tmp_path / f"cut{cut}.jsonl"
+        path.write_bytes(data[:cut])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s = Session.resume(path, reference=reference)
+        # a line cut just before its newline is still a whole record
+        whole_json = cut in line_ends or data[cut:cut + 1] == b"\n"
+        assert s.n_observed == data[:cut].count(b"\n") - 1 + (cut not in line_ends and whole_json)
+        assert bool(caught) == (not whole_json)  # a cut record is reported
+        assert s.run(oracle) == result
+        assert s.observations == done.observations
+        s.close()
+        assert path.read_bytes() == data  # the repaired journal equals the uninterrupted one
+
+
+def test_corrupt_middle_line_is_an_error(tmp_path, reference, world):
+    path = tmp_path / "j.jsonl"
+    _full_run(reference, world, seed=0, journal=path)
+    lines = path.read_text().splitlines(keepends=True)
+    lines[3] = '{"event": "tell", "n": 3, "item": "q0\n'
+    path.write_text("".join(lines))
+    with pytest.raises(JournalError, match=r"j.jsonl line 4: corrupt record"):
+        Session.resume(path, reference=reference)
+
+
+def test_incomplete_last_line_is_reported_and_cut(tmp_path, reference, world):
+    path = tmp_path / "j.jsonl"
+    _full_run(reference, world, seed=0, journal=path)
+    text = path.read_text()
+    n_lines = text.count("\n")
+    path.write_text(text + '{"event": "tell", "n": 99, "it')
+    with pytest.warns(JournalWarning, match=rf"line {n_lines + 1}: incomplete record"):
+        s = Session.resume(path, reference=reference)
+    assert s.n_observed == n_lines - 1 and s.notes
+    s.close()
+    assert path.read_text() == text
+
+
+def test_journal_for_another_matrix(tmp_path, reference, world):
+    path = tmp_path / "j.jsonl"
+    _full_run(reference, world, seed=0, journal=path)
+    other = world.drop_models(["m0", "m1"])
+    with pytest.raises(JournalError, match="j.jsonl was written for another reference matrix"):
+        Session.resume(path, reference=other)
+
+
+def test_journal_is_not_overwritten(tmp_path, reference):
+    path = tmp_path / "j.jsonl"
+    path.write_text("precious\n")
+    with pytest.raises(JournalError, match="already exists; continue it"):
+        _session(reference, journal=path)
+    assert path.read_text() == "precious\n"
+
+
+def test_bad_journals(tmp_path, reference):
+    empty = tmp_path / "e.jsonl"
+    empty.write_text("")
+    with pytest.raises(JournalError, match="empty, no header"):
+        Session.resume(empty, reference=reference)
+    foreign = tmp_path / "f.jsonl"
+    foreign.write_text('{"hello": 1}\n')
+    with pytest.raises(JournalError, match="line 1: not a bayeval journal header"):
+        Session.resume(foreign, reference=reference)
+    with pytest.raises(JournalError, match="no such file"):
+        Session.resume(tmp_path / "missing.jsonl", reference=reference)
+
+
+def test_tampered_journal_records(tmp_path, reference, world):
+    path = tmp_path / "j.jsonl"
+    _full_run(reference, world, seed=0, journal=path)
+    lines = path.read_text().splitlines(keepends=True)
+    dup = lines[:3] + [lines[2].replace('"n": 2', '"n": 3')]
+    path.write_text("".join(dup))
+    with pytest.raises(JournalError, match="line 4: item 'q.*' recorded twice"):
+        Session.resume(path, reference=reference)
+    path.write_text("".join(lines[:2] + [lines[3]]))
+    with pytest.raises(JournalError, match="line 3: observation number 3 out of sequence"):
+        Session.resume(path, reference=reference)
+
+
+def test_failed_evaluations_are_skipped_never_scored(tmp_path, reference, world):
+    oracle = MatrixOracle(world, "m0")
+    bad = {"q03", "q17", "q21", "q30"}
+
+    def flaky(item):
+        if item in bad:
+            raise RuntimeError("GPU fell over")
+        return oracle(item)
+
+    path = tmp_path / "j.jsonl"
+    s = _session(reference, seed=0, journal=path, method_params={"epsilon": 1e-6, "min_n": 99})
+    s.run(CallableEvaluator(flaky, retries=1))
+    assert {item for item, _ in s.skipped} == bad
+    assert s.n_observed == N_ITEMS - len(bad)
+    assert not bad & {item for item, _ in s.observations}
+    assert "evaluator raised RuntimeError: GPU fell over (after 2 attempt(s))" in s.skipped[0][1]
+    s.close()
+    again = Session.resume(path, reference=reference)
+    assert again.skipped == s.skipped and again.done
+
+
+def test_command_evaluator(tmp_path):
+    py = sys.executable
+    ok = CommandEvaluator(f"{py} -c \"import sys; print('log line'); print(0.25)\" {{item}}")
+    assert ok("a b'c") == 0.25
+    script = tmp_path / "count.sh"
+    counter = tmp_path / "n"
+    # fails on the first call, succeeds on the second: a retry rescues it
+    script.write_text(f'n=$(cat {counter} 2>/dev/null || echo 0); echo $((n+1)) > {counter}\n'
+                      'if [ "$n" = 0 ]; then echo boom >&2; exit 3; fi\necho 1\n')
+    assert CommandEvaluator(f"sh {script}", retries=1)("x") == 1.0
+    cases = [
+        ("echo boom >&2; exit 3", r"command exited with status 3: boom \(after 2 attempt"),
+        ("echo not-a-number", r"command answered: 'not-a-number' is not a number"),
+        ("echo 7", r"score 7 outside \[0, 1\]"),
+        ("echo nan", r"finite number in \[0, 1\] is required"),
+        ("true", "command printed nothing"),
+        ("sleep 5", r"timed out after 0.2s"),
+    ]
+    for cmd, message in cases:
+        with pytest.raises(EvaluationError, match=message):
+            CommandEvaluator(cmd + " #", timeout=0.2, retries=1)("item-1")  # '#': no id
+
+
+def test_oracle_true_score(world):
+    oracle = MatrixOracle(world, "m0")
+    assert oracle.true_score == pytest.approx(world.row("m0").mean())
