@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+from bayeval.cli import app
+from bayeval.data import load_dataset, write_matrix
+
+runner = CliRunner()
+
+
+def _invoke(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_help_on_every_command():
+    for args in ([], ["--help"], ["datasets", "--help"], ["evaluate", "--help"]):
+        result = _invoke(*args)
+        assert "Usage" in result.output, args
+    assert "--resume" in _invoke("evaluate", "--help").output
+
+
+def test_datasets_lists_shapes():
+    result = _invoke("datasets")
+    assert result.exit_code == 0
+    for name, models, items in (("ifeval", 448, 541), ("musr", 448, 756), ("rte", 87, 277)):
+        assert name in result.output and str(models) in result.output
+        assert str(items) in result.output
+
+
+def test_default_evaluate_covers_the_true_score():
+    result = _invoke("evaluate", "--json", "-q")
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["reference"] == "ifeval" and r["reference_models"] == 447
+    assert r["lower"] <= r["true_score"] <= r["upper"] and r["covered"]
+    assert 30 <= r["items_used"] < 541 and r["upper"] - r["lower"] <= 0.1
+    assert len(set(r["items"])) == r["items_used"]
+
+
+def test_human_readable_output():
+    result = _invoke("evaluate", "--seed", "2", "--epsilon", "0.2")
+    assert result.exit_code == 0
+    for word in ("estimate", "95% interval", "true score", "items used", "of 541"):
+        assert word in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--target", "nobody"], "unknown target id 'nobody': not a model of ifeval"),
+    (["--dataset", "nope"], "unknown dataset 'nope'"),
+    (["--dataset", "rte", "--reference", "x.csv"], "either --dataset or --reference"),
+    (["--resume"], "--resume needs --journal"),
+    (["--evaluator", "command", "--target", "x"], "needs --command"),
+    (["--command", "echo 1"], "only used with --evaluator command"),
+    (["--method", "magic"], "unknown method 'magic'"),
+    (["--reference", "missing.csv"], "missing.csv: no such file"),
+])
+def test_bad_arguments_give_one_line_errors(args, message):
+    result = _invoke("evaluate", "-q", *args)
+    assert result.exit_code == 2
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], lines
+
+
+def test_existing_journal_needs_resume(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    assert _invoke("evaluate", "-q", "--journal", str(journal)).exit_code == 0
+    result = _invoke("evaluate", "-q", "--journal", str(journal))
+    assert result.exit_code == 2 and "already exists" in result.stderr
+    again = _invoke("evaluate", "-q", "--journal", str(journal), "--resume", "--seed", "3")
+    assert again.exit_code == 2 and "drop --seed" in again.stderr
+
+
+def test_command_evaluator_on_a_reference_file(tmp_path):
+    rte = load_dataset("rte")
+    target = str(rte.models[5])
+    reference = tmp_path / "rte.csv"
+    write_matrix(rte, reference)
+    table = tmp_path / "scores.txt"
+    table.write_text("".join(f"{i} {s:g}\n" for i, s in zip(rte.items, rte.row(target),
+                                                          strict=True)))
+    # the user's script: looks the score up, but crashes on items ending in 7
+    script = tmp_path / "score.sh"
+    script.write_text('case "$1" in *7) echo "model crashed" >&2; exit 1;; esac\n'
+                      f'awk -v id="$1" \'$1 == id {{print $2}}\' {table}\n')
+    journal = tmp_path / "cmd.jsonl"
+    result = _invoke("evaluate", "--json", "-q", "--reference", str(reference),
+                     "--target", target, "--evaluator", "command",
+                     "--command", f"sh {script} {{item}}", "--retries", "0",
+                     "--epsilon", "0.2", "--journal", str(journal))
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["reference_models"] == 86 and r["true_score"] is not None
+    assert not any(item.endswith("7") for item in r["items"])
+    records = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
+    skipped = [x for x in records if x["event"] == "skip"]
+    assert len(skipped) == r["items_skipped"] and all(x["item"].endswith("7") for x in skipped)
+    assert all("model crashed" in x["reason"] for x in skipped)
+    told = {x["item"]: x["score"] for x in records if x["event"] == "tell"}
+    assert all(rte.row(target)[rte.item_index(i)] == s for i, s in told.items())
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "bayeval.cli", "evaluate", "-q", "--json", *args]
+
+
+def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
+    """Kill `bayeval evaluate --journal J` with SIGKILL ≥ 20 times at random points
+    (start-up, replay, mid-run, mid-write) and resume each time; the final result must be
+    the uninterrupted run's."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    settings = ("--seed", "7", "--epsilon", "0.15")  # ~100 items: shorter runs, more kills
+    clean = subprocess.run(_cli(*settings, "--journal", str(tmp_path / "ref.jsonl")),
+                           capture_output=True, text=True, env=env, check=True)
+    expected = json.loads(clean.stdout)
+    expected.pop("journal")
+    total = expected["items_used"] + 1  # journal lines when done
+
+    rng = random.Random(12345)
+    kills, mid_run, rounds = 0, 0, 0
+    while kills < 20:  # a round that finishes before 20 kills is checked, then another starts
+        rounds += 1
+        journal = tmp_path / f"j{rounds}.jsonl"
+        result = None
+        while result is None:
+            resume = journal.exists() and journal.stat().st_size > 0
+            args = ["--journal", str(journal), *(["--resume"] if resume else settings)]
+            proc = subprocess.Popen(_cli(*args), stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, env=env)
+            lines = journal.read_bytes().count(b"\n") if resume else 0
+            deadline, goal = 0.0, None  # no kill: let it finish
+            if kills < 20 and rng.random() < 0.25:  # somewhere in start-up or replay
+                deadline = time.time() + rng.uniform(0.0, 2.0)
+            elif kills < 20 and lines + 1 < total:  # after a few more observations
+                deadline, goal = time.time() + 60, min(lines + rng.randint(1, 8), total - 1)
+            while proc.poll() is None and time.time() < deadline:
+                if goal is not None and journal.exists() and \
+                        journal.read_bytes().count(b"\n") >= goal:
+                    break
+                time.sleep(0.001)
+            if proc.poll() is None and deadline > 0:  # a kill was planned and is still due
+                proc.send_signal(signal.SIGKILL)
+                kills += 1
+                proc.wait()
+                after = journal.read_bytes().count(b"\n") if journal.exists() else 0
+                mid_run += max(lines, 1) < after < total  # killed after it journaled more
+            out, err = proc.communicate(timeout=120)
+            if proc.returncode == 0:
+                result = json.loads(out)
+            else:
+                assert proc.returncode == -signal.SIGKILL, err
+        result.pop("journal")
+        assert result == expected
+    print(f"{kills} kills, {mid_run} mid-run, {rounds} round(s)")
+    assert mid_run >= 8  # most kills land while observations are being written
+    records = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
+    assert [x["n"] for x in records] == list(range(1, expected["items_used"] + 1))
