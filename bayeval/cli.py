@@ -75,14 +75,6 @@ def datasets() -> None:
     out.print(table)
 
 
-def _load_matrix(source: dict[str, Any]):
-    from bayeval.data import load_dataset, read_matrix
-
-    if "dataset" in source:
-        return load_dataset(source["dataset"])
-    return read_matrix(source["path"], kind=source.get("kind"))
-
-
 def _make_evaluator(settings: dict[str, Any], matrix, target: str):
     from bayeval.evaluators import CommandEvaluator, MatrixOracle
 
@@ -154,7 +146,7 @@ def evaluate(
 
 def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, method,
               epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
-    from bayeval.session import Session
+    from bayeval.session import Session, load_source_matrix
 
     _enable_compilation_cache()
     if resume:
@@ -173,13 +165,13 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
         for w in caught:
             err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
         settings = session.extra
-        matrix = _load_matrix(session.reference_source or {})
+        matrix = load_source_matrix(session.reference_source or {})
     else:
         if dataset is not None and reference is not None:
             raise BayevalError("give either --dataset or --reference, not both")
         source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
                                   else {"dataset": dataset or DEFAULT_DATASET})
-        matrix = _load_matrix(source)
+        matrix = load_source_matrix(source)
         kind = (evaluator or EvaluatorKind.oracle).value
         seed = 0 if seed is None else seed
         if kind == "command":

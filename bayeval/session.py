@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeval.data import load_dataset, read_matrix
 from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
 from bayeval.estimators.interval import clip_interval
@@ -423,18 +424,22 @@ class Session:
         return self.estimate()
 
 
-def load_reference(source: dict[str, Any] | None, journal: Path | str = "journal") -> ScoreMatrix:
-    """The reference matrix a journal header's ``source`` describes."""
-    from bayeval.data import load_dataset, read_matrix
-
+def load_source_matrix(source: dict[str, Any] | None,
+                       journal: Path | str = "journal") -> ScoreMatrix:
+    """The whole matrix a journal header's ``source`` names (held-out models included)."""
     if not source:
         raise JournalError(f"journal {journal}: the header does not say how to load the "
                            "reference matrix; pass it to Session.resume(reference=...)")
     if "dataset" in source:
-        matrix = load_dataset(source["dataset"])
-    elif "path" in source:
-        matrix = read_matrix(source["path"], kind=source.get("kind"))
-    else:
-        raise JournalError(f"journal {journal}: unknown reference source {source}")
+        return load_dataset(source["dataset"])
+    if "path" in source:
+        return read_matrix(source["path"], kind=source.get("kind"))
+    raise JournalError(f"journal {journal}: unknown reference source {source}")
+
+
+def load_reference(source: dict[str, Any] | None, journal: Path | str = "journal") -> ScoreMatrix:
+    """The reference matrix a journal header's ``source`` describes (held-out models
+    removed)."""
+    matrix = load_source_matrix(source, journal)
     held_out = [m for m in source.get("held_out", []) if m in set(matrix.models)]
     return matrix.drop_models(held_out) if held_out else matrix

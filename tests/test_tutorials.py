@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_ask_tell_tutorial_runs(tmp_path):
+    out = tmp_path / "plot.png"
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "ask_tell.py"),
+                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "resumed with 60 observations" in done.stdout
+    assert out.stat().st_size > 10_000  # a real PNG figure
