@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
-from bayeval.acquisition import base as acq
+from bayeval import acquisition as acq
 from bayeval.errors import BayevalError
-from bayeval.estimators import sample_mean
+from bayeval.estimators import aipw, sample_mean
 from bayeval.estimators.interval import gaussian_bounds, z_value
 from bayeval.inference.base import Array, Backend, Prediction
+from bayeval.inference.exact import ExactBucketGP
 from bayeval.stopping import rules as stop
 
 
@@ -51,26 +53,40 @@ class Method:
         """The ``level`` interval of R (unclipped)."""
         return self.interval(state, prediction, z_value(self.level))
 
-    def initial(self, reference_scores: Array, n_items: int) -> tuple[Any, Prediction, Any, Any]:
-        """(backend state, prediction, bounds, stopping state) before any observation."""
-        return self._initial(reference_scores, n_items)
+    def initial(self, reference_scores: Any, n_items: int) -> tuple[Any, Prediction, Any, Any]:
+        """(backend state, prediction, bounds, stopping state) before any observation.
+
+        ``backend.init`` runs eagerly (it may bucket the reference matrix with NumPy)."""
+        state = self.backend.init(reference_scores, n_items)
+        prediction, bounds = self.summarize(state)
+        return state, prediction, bounds, self.stopping.init()
 
     @functools.cached_property
-    def _initial(self) -> Callable:
-        def initial(reference_scores, n_items):
-            state = self.backend.init(reference_scores, n_items)
-            prediction = self.backend.predict(state)
-            return state, prediction, self.bounds(state, prediction), self.stopping.init()
+    def summarize(self) -> Callable:
+        """Jitted ``state -> (prediction, bounds)``."""
 
-        return jax.jit(initial, static_argnums=1)
+        def summarize(state):
+            prediction = self.backend.predict(state)
+            return prediction, self.bounds(state, prediction)
+
+        return jax.jit(summarize)
+
+    def refit_due(self, n: Array) -> Array:
+        """Whether the backend re-fits after the n-th observation (every F-th)."""
+        every = self.backend.refit_every
+        return (every > 0) & (n % max(every, 1) == 0) if every else jnp.zeros((), bool)
 
     @functools.cached_property
     def step(self) -> Callable:
-        """Jitted ``(state, stop_state, item, score) -> (state, pred, bounds, stop_state,
-        stop)``: observe one score, predict, and update the stopping rule."""
+        """Jitted ``(state, stop_state, item, score, n, key) -> (state, pred, bounds,
+        stop_state, stop)``: observe one score (the n-th), re-fit when due, predict, and
+        update the stopping rule."""
 
-        def step(state, stop_state, item, score):
+        def step(state, stop_state, item, score, n, key):
             state = self.backend.observe(state, item, score)
+            if self.backend.refit_every:
+                state = jax.lax.cond(self.refit_due(n), self.backend.refit,
+                                     lambda s, k: s, state, key)
             prediction = self.backend.predict(state)
             bounds = self.bounds(state, prediction)
             stop_state, done = self.stopping.update(stop_state, prediction, bounds)
@@ -136,3 +152,44 @@ def random_sample_mean(epsilon: float = 0.1, min_n: int = 30, level: float = 0.9
 
 register_method("random", random_sample_mean)
 
+
+
+def _bayesame(name: str, rule, policy, epsilon: float, epsilon1: float, window: int,
+              refit_every: int, lbfgs_steps: int, level: float, params: dict) -> Method:
+    backend = ExactBucketGP(refit_every=refit_every, lbfgs_steps=lbfgs_steps).backend()
+    stopping = stop.two_condition(epsilon, epsilon1, window)
+    return Method(name, backend, rule, policy, stopping, params=params, level=level)
+
+
+def bayesame(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
+             refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95) -> Method:
+    """BayesAME (seed 000 §3.1): exact bucket GP, information-gain selection (random when
+    B < N − N0), Gaussian posterior interval, two-condition stopping (ε1 over a window of
+    W, ε2 on the interval width)."""
+    params = {"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
+              "refit_every": refit_every, "lbfgs_steps": lbfgs_steps, "level": level}
+    return _bayesame("bayesame", acq.bayesame_rule(), acq.argmax, epsilon, epsilon1, window,
+                     refit_every, lbfgs_steps, level, params)
+
+
+def bayesame_rs(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
+                refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95) -> Method:
+    """BayesAME-RS (seed 000 §5.1): the bucket-GP estimate with random selection."""
+    params = {"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
+              "refit_every": refit_every, "lbfgs_steps": lbfgs_steps, "level": level}
+    return _bayesame("bayesame-rs", acq.uniform(), acq.sample, epsilon, epsilon1, window,
+                     refit_every, lbfgs_steps, level, params)
+
+
+def bayes_aipw(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
+               level: float = 0.95) -> Method:
+    """Bayes-AIPW (seed 000 §5.1, METHODS.md §5) with random selection."""
+    return Method("bayes-aipw", aipw.backend, acq.uniform(), acq.sample,
+                  stop.two_condition(epsilon, epsilon1, window),
+                  params={"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
+                          "level": level}, level=level, interval=aipw.interval)
+
+
+register_method("bayesame", bayesame)
+register_method("bayesame-rs", bayesame_rs)
+register_method("bayes-aipw", bayes_aipw)

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from bayeval.data import load_dataset, read_matrix
@@ -116,9 +115,10 @@ class Session:
         self.reference_source = reference_source
         self.extra = extra
         self._key = jax.random.key(seed)
+        self._refit_key = jax.random.fold_in(self._key, 2**31 - 1)
         n = reference.n_items
         self._state, self._prediction, self._bounds, self._stop_state = method.initial(
-            jnp.asarray(reference.scores), n)
+            reference.scores, n)
         self._rule_says_stop = False
         self._observed = np.zeros(n, bool)
         self._skipped = np.zeros(n, bool)
@@ -369,7 +369,8 @@ class Session:
     def _apply_tell(self, j: int, score: float) -> None:
         n = self.n_observed + 1
         self._state, self._prediction, self._bounds, self._stop_state, stop = self.method.step(
-            self._state, self._stop_state, np.int32(j), np.float64(score))
+            self._state, self._stop_state, np.int32(j), np.float64(score), np.float64(n),
+            jax.random.fold_in(self._refit_key, n))
         self._rule_says_stop = bool(stop)
         self._observed[j] = True
         self._pending[j] = False

@@ -48,3 +48,49 @@ def argmax(key: Array, log_weights: Array, available: Array, k: int = 1) -> Arra
     primary = jnp.where(available, log_weights, -jnp.inf)
     order = jnp.lexsort((-tie_break, -primary))
     return order[:k]
+
+
+def switch(condition, if_true: Rule, if_false: Rule) -> Rule:
+    """``if_true`` where ``condition(prediction)`` holds, else ``if_false`` (a regime
+    switch, e.g. BayesAME's fall-back to random selection)."""
+
+    def rule(prediction: Prediction, available: Array) -> Array:
+        return jnp.where(condition(prediction), if_true(prediction, available),
+                         if_false(prediction, available))
+
+    return rule
+
+
+def _log_softmax(log_w: Array, available: Array) -> Array:
+    masked = jnp.where(available, log_w, -jnp.inf)
+    return masked - jax.scipy.special.logsumexp(masked)
+
+
+def mixture(rules: list[Rule], weights: list[float]) -> Rule:
+    """The distribution Σ_k w_k softmax(rule_k) over available items, as log-weights.
+
+    With :func:`sample` this draws from rule k with probability w_k (FAQ's hybrid policy
+    mixes its oracle and active parts this way)."""
+    w = jnp.asarray(weights, jnp.float64)
+    w = w / w.sum()
+
+    def rule(prediction: Prediction, available: Array) -> Array:
+        parts = jnp.stack([_log_softmax(r(prediction, available), available) for r in rules])
+        return jax.scipy.special.logsumexp(parts + jnp.log(w)[:, None], axis=0)
+
+    return rule
+
+
+def tempered(inner: Rule, temperature: float) -> Rule:
+    """log-weights divided by ``temperature`` (→ argmax as it → 0, uniform as it → ∞)."""
+
+    def rule(prediction: Prediction, available: Array) -> Array:
+        return inner(prediction, available) / temperature
+
+    return rule
+
+
+def uniform_floor(inner: Rule, tau: float) -> Rule:
+    """(1 − τ) softmax(inner) + τ · uniform: every available item keeps probability ≥
+    τ / #available."""
+    return mixture([inner, uniform()], [1.0 - tau, tau])

@@ -67,7 +67,7 @@ def predict(state: SampleMeanState) -> Prediction:
     # Cov(R, s_i) for an unobserved i under simple random sampling: s_i enters R with
     # weight 1/N.
     item_cov = jnp.where(unobserved, s2 / n_items, 0.0)
-    return Prediction(mean, var, item_mean, item_var, item_cov, n)
+    return Prediction(mean, var, item_mean, item_var, item_cov, n, jnp.ones((), bool))
 
 
 def interval(state: SampleMeanState, prediction: Prediction, z: float) -> tuple[Array, Array]:

@@ -32,6 +32,8 @@ class Prediction(NamedTuple):
     item_var:  (N,) Var(s_i | C) of a new observation of item i (0 once observed).
     item_cov:  (N,) Cov(R, s_i | C) (0 once observed).
     n:         number of observed items.
+    nearly_unique: whether the model's reference vectors are nearly all distinct
+               (BayesAME's B ≥ N − N0); below that, its selection falls back to random.
     """
 
     mean: Array
@@ -40,16 +42,19 @@ class Prediction(NamedTuple):
     item_var: Array
     item_cov: Array
     n: Array
+    nearly_unique: Array
 
 
 class Backend(NamedTuple):
-    """A posterior backend: the four pure functions described in the module docstring."""
+    """A posterior backend: the four pure functions described in the module docstring,
+    and ``refit_every`` = F: ``refit`` runs after every F-th observation (0: never)."""
 
     name: str
     init: Callable[[Array, int], State]
     observe: Callable[[State, Array, Array], State]
     predict: Callable[[State], Prediction]
     refit: Callable[[State, Array], State]
+    refit_every: int = 0
 
 
 def no_refit(state: State, key: Array) -> State:
