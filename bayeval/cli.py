@@ -31,6 +31,7 @@ out = Console()
 err = Console(stderr=True)
 
 DEFAULT_DATASET = "ifeval"
+DEFAULT_METHOD = "bayesame"
 
 
 class EvaluatorKind(StrEnum):
@@ -106,10 +107,12 @@ def evaluate(
     retries: Annotated[int, typer.Option(
         help="Retries of a failing command before the item is left unevaluated.")] = 1,
     method: Annotated[str | None, typer.Option(
-        help="Evaluation method (registered name). Default: random.")] = None,
+        help="Evaluation method: bayesame (default), bayesame-rs, bayes-aipw or random.")
+    ] = None,
     epsilon: Annotated[float | None, typer.Option(
-        help="Stop once the 95% interval is at most this wide. Default: the method's "
-             "(0.1 for random).")] = None,
+        help="Stop once the 95% interval is at most this wide (with bayesame, also once "
+             "the estimate moved less than 0.005 over the last 30 items). Default: the "
+             "method's (0.02 for bayesame, 0.1 for random).")] = None,
     max_items: Annotated[int | None, typer.Option(
         help="Evaluate at most this many items.")] = None,
     seed: Annotated[int | None, typer.Option(help="Random seed (default 0).")] = None,
@@ -197,7 +200,7 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
                     "retries": retries}
         params = {} if epsilon is None else {"epsilon": epsilon}
-        session = Session(ref, target, method or "random", method_params=params, seed=seed,
+        session = Session(ref, target, method or DEFAULT_METHOD, method_params=params, seed=seed,
                           journal=journal, max_items=max_items, reference_source=source,
                           extra=settings)
     with session:
@@ -274,6 +277,54 @@ def _print_result(r: dict[str, Any]) -> None:
     if r["journal"]:
         table.add_row("journal", r["journal"])
     out.print(table)
+
+
+bench_app = typer.Typer(help="Experiments that reproduce the papers' tables.",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("estimation")
+def bench_estimation(
+    datasets: Annotated[str, typer.Option(
+        "--datasets", help="Comma-separated bundled datasets.")] = "ifeval",
+    regimes: Annotated[str, typer.Option(
+        help="Comma-separated: interpolation, extrapolation.")] = "interpolation,extrapolation",
+    methods: Annotated[str, typer.Option(
+        help="Comma-separated methods.")] = "bayesame,bayesame-rs,random,bayes-aipw",
+    targets: Annotated[int, typer.Option(help="Target models per regime.")] = 10,
+    seeds: Annotated[int, typer.Option(help="Selection seeds per target.")] = 20,
+    reference_fraction: Annotated[float, typer.Option(
+        help="Share of the pool used as reference models.")] = 0.5,
+    split_seed: Annotated[int, typer.Option(help="Seed of the reference/target split.")] = 0,
+    out: Annotated[Path, typer.Option(help="Folder for CSV files, plots and report.md.")
+                   ] = Path("results/estimation"),
+) -> None:
+    """Seed 000's estimation experiment: RMSE(n), integrated RMSE, gain over RS-Mean and
+    cost–accuracy of the two-condition rule, for every method, full-length runs."""
+    import pandas as pd
+
+    from bayeval.experiments.estimation import run_estimation, write_report
+
+    _enable_compilation_cache()
+    all_curves, all_stops = [], []
+    try:
+        for name in [d.strip() for d in datasets.split(",") if d.strip()]:
+            curves, stops = run_estimation(
+                name, regimes=[r.strip() for r in regimes.split(",")],
+                methods=[m.strip() for m in methods.split(",")], n_targets=targets,
+                seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
+                log=lambda line: err.print(line, highlight=False))
+            all_curves.append(curves)
+            all_stops.append(stops)
+            write_report(pd.concat(all_curves), pd.concat(all_stops), out)  # keep partial
+    except BayevalError as exc:
+        raise _fail(str(exc)) from None
+    report = write_report(pd.concat(all_curves), pd.concat(all_stops), out)
+    out_text = report.read_text()
+    print(out_text)
+    err.print(f"wrote {out}/rmse_curves.csv, cost_accuracy.csv, irmse.csv, estimation.png, "
+              "report.md")
 
 
 def main() -> None:  # pragma: no cover - console entry point alias

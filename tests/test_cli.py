@@ -42,7 +42,8 @@ def test_default_evaluate_covers_the_true_score():
     r = json.loads(result.stdout)
     assert r["reference"] == "ifeval" and r["reference_models"] == 447
     assert r["lower"] <= r["true_score"] <= r["upper"] and r["covered"]
-    assert 30 <= r["items_used"] < 541 and r["upper"] - r["lower"] <= 0.1
+    assert r["method"] == "bayesame" and "window_range" in r["stopped"]
+    assert 30 <= r["items_used"] < 541 and r["upper"] - r["lower"] <= 0.02
     assert len(set(r["items"])) == r["items_used"]
 
 
@@ -117,7 +118,10 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     (start-up, replay, mid-run, mid-write) and resume each time; the final result must be
     the uninterrupted run's."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    settings = ("--seed", "7", "--epsilon", "0.15")  # ~100 items: shorter runs, more kills
+    # random items with ε = 0.15 (~100 items): short runs, many kills per minute; the
+    # journal and replay are the same for every method (BayesAME's replay is tested in
+    # tests/test_bayesame.py)
+    settings = ("--seed", "7", "--method", "random", "--epsilon", "0.15")
     clean = subprocess.run(_cli(*settings, "--journal", str(tmp_path / "ref.jsonl")),
                            capture_output=True, text=True, env=env, check=True)
     expected = json.loads(clean.stdout)

@@ -14,3 +14,12 @@ def test_ask_tell_tutorial_runs(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "resumed with 60 observations" in done.stdout
     assert out.stat().st_size > 10_000  # a real PNG figure
+
+
+def test_bayesame_tutorial_runs(tmp_path):
+    out = tmp_path / "plot.png"
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "bayesame.py"),
+                           "--out", str(out), "--steps", "40"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "bayesame-q25:" in done.stdout and out.stat().st_size > 10_000

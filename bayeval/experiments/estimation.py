@@ -1,0 +1,147 @@
+"""The estimation experiment of seed 000 §5 (METHODS.md §6) on the bundled data.
+
+For each regime (interpolation, extrapolation) one reference/target split is drawn
+(``split_seed``); every method runs full length (n = 1..N) on each of the targets with
+each selection seed, through the vmapped engine. Outputs: RMSE(n) per method, integrated
+RMSE, RMSE gain over RS-Mean, and cost–accuracy points of the two-condition rule over an
+ε2 grid (stopping n, RMSE and coverage at stopping).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayeval.data import load_dataset, make_split
+from bayeval.experiments.metrics import (
+    at_stop,
+    integrated_rmse,
+    rmse_curve,
+    rmse_gain,
+    stopping_points,
+)
+from bayeval.methods import make_method
+from bayeval.simulate import simulate
+
+METHODS = ("bayesame", "bayesame-rs", "random", "bayes-aipw")
+LABELS = {"bayesame": "BayesAME", "bayesame-rs": "BayesAME-RS", "random": "RS-Mean",
+          "bayes-aipw": "Bayes-AIPW"}
+EPSILON2_GRID = (0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03)
+
+
+def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "extrapolation"),
+                   methods: Sequence[str] = METHODS, n_targets: int = 10, seeds: int = 20,
+                   reference_fraction: float = 0.5, split_seed: int = 0,
+                   epsilon2_grid: Sequence[float] = EPSILON2_GRID, epsilon1: float = 0.005,
+                   window: int = 30, log: Callable[[str], None] = print,
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(curves, stops): RMSE(n) rows and cost–accuracy rows for every regime and method."""
+    matrix = load_dataset(dataset)
+    curves, stops = [], []
+    for regime in regimes:
+        split = make_split(matrix, regime, n_targets, reference_fraction, seed=split_seed)
+        targets = np.repeat(split.targets.scores, seeds, axis=0)
+        run_seeds = np.tile(np.arange(seeds), n_targets)
+        truth = targets.mean(1)
+        rmse_rs = None
+        for name in methods:
+            t0 = time.time()
+            result = simulate(make_method(name), split.reference.scores, targets, run_seeds)
+            rmse = rmse_curve(result.estimate, truth)
+            if name == "random":
+                rmse_rs = rmse
+            n = np.arange(1, rmse.size + 1)
+            curves.append(pd.DataFrame({"dataset": dataset, "regime": regime,
+                                        "method": LABELS.get(name, name), "n": n,
+                                        "rmse": rmse}))
+            for eps in epsilon2_grid:
+                idx = stopping_points(result.estimate, result.lower, result.upper, eps,
+                                      epsilon1, window)
+                err = at_stop(result.estimate, idx) - truth
+                cover = (at_stop(result.lower, idx) <= truth) & (truth <= at_stop(result.upper,
+                                                                                   idx))
+                stops.append({"dataset": dataset, "regime": regime,
+                              "method": LABELS.get(name, name), "epsilon2": eps,
+                              "mean_stop_n": float(np.mean(idx + 1)),
+                              "rmse_at_stop": float(np.sqrt(np.mean(err**2))),
+                              "coverage_at_stop": float(np.mean(cover)),
+                              "runs": int(truth.size)})
+            log(f"{dataset} {regime} {LABELS.get(name, name)}: {targets.shape[0]} runs × "
+                f"{rmse.size} steps in {time.time() - t0:.0f} s, IRMSE "
+                f"{integrated_rmse(rmse):.3f}")
+        frame = pd.concat([c for c in curves if c["regime"].iloc[0] == regime
+                           and c["dataset"].iloc[0] == dataset])
+        if rmse_rs is not None:
+            for method, part in frame.groupby("method"):
+                mask = (frame["method"] == method)
+                frame.loc[mask, "gain_vs_rs"] = rmse_gain(part["rmse"].to_numpy(), rmse_rs)
+        curves = [c for c in curves if not (c["regime"].iloc[0] == regime
+                                             and c["dataset"].iloc[0] == dataset)] + [frame]
+    return pd.concat(curves, ignore_index=True), pd.DataFrame(stops)
+
+
+def irmse_table(curves: pd.DataFrame) -> pd.DataFrame:
+    """Integrated RMSE per dataset × regime × method, with the ratio to BayesAME-RS."""
+    rows = []
+    for (dataset, regime, method), part in curves.groupby(["dataset", "regime", "method"]):
+        rows.append({"dataset": dataset, "regime": regime, "method": method,
+                     "irmse": integrated_rmse(part.sort_values("n")["rmse"].to_numpy())})
+    table = pd.DataFrame(rows)
+    base = table[table["method"] == "BayesAME-RS"].set_index(["dataset", "regime"])["irmse"]
+    table["ratio_to_bayesame_rs"] = [
+        r.irmse / base.get((r.dataset, r.regime), np.nan) for r in table.itertuples()]
+    return table
+
+
+def write_report(curves: pd.DataFrame, stops: pd.DataFrame, out: Path) -> Path:
+    """CSV files, plots (RMSE vs n on a log axis; cost–accuracy) and a markdown table."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    curves.to_csv(out / "rmse_curves.csv", index=False)
+    stops.to_csv(out / "cost_accuracy.csv", index=False)
+    table = irmse_table(curves)
+    table.to_csv(out / "irmse.csv", index=False)
+    panels = list(curves.groupby(["dataset", "regime"]))
+    fig, axes = plt.subplots(2, len(panels), figsize=(4.5 * len(panels), 7), squeeze=False)
+    for col, ((dataset, regime), part) in enumerate(panels):
+        ax = axes[0, col]
+        for method, m in part.groupby("method"):
+            ax.plot(m["n"], 100 * m["rmse"], label=method)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n (items evaluated)")
+        ax.set_ylabel("RMSE × 100")
+        ax.set_title(f"{dataset}, {regime}")
+        ax.legend(fontsize=8)
+        ax = axes[1, col]
+        s = stops[(stops["dataset"] == dataset) & (stops["regime"] == regime)]
+        for method, m in s.groupby("method"):
+            ax.plot(m["mean_stop_n"], 100 * m["rmse_at_stop"], "o-", label=method)
+        ax.set_xlabel("mean stopping n (ε2 grid)")
+        ax.set_ylabel("RMSE at stop × 100")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "estimation.png", dpi=110)
+    plt.close(fig)
+    pivot = table.pivot_table(index=["dataset", "regime"], columns="method", values="irmse")
+    lines = ["| dataset | regime | " + " | ".join(pivot.columns) + " | BayesAME / BayesAME-RS |",
+             "|---" * (len(pivot.columns) + 3) + "|"]
+    for (dataset, regime), row in pivot.iterrows():
+        ratio = (row.get("BayesAME", np.nan) / row.get("BayesAME-RS", np.nan))
+        lines.append(f"| {dataset} | {regime} | "
+                     + " | ".join(f"{v:.3f}" for v in row.to_numpy()) + f" | {ratio:.3f} |")
+    lines += ["", "| dataset | regime | method | ε2 | mean stop n | RMSE at stop | coverage |",
+              "|---|---|---|---|---|---|---|"]
+    for r in stops.itertuples():
+        lines.append(f"| {r.dataset} | {r.regime} | {r.method} | {r.epsilon2:g} | "
+                     f"{r.mean_stop_n:.1f} | {r.rmse_at_stop:.4f} | {r.coverage_at_stop:.3f} |")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return out / "report.md"

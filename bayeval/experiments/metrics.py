@@ -1,0 +1,41 @@
+"""Metrics for estimation experiments (seed 000 §5; METHODS.md §6). One home for them."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+
+def rmse_curve(estimate: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """RMSE(n) = sqrt(mean over runs of (R̂_n − R*)²); ``estimate`` is (runs, N)."""
+    return np.sqrt(np.mean((estimate - truth[:, None]) ** 2, axis=0))
+
+
+def integrated_rmse(rmse: np.ndarray) -> float:
+    """Evaluation-weighted integrated RMSE, ×100: 100 Σ n RMSE(n) / Σ n (our normalisation)."""
+    n = np.arange(1, rmse.size + 1)
+    return float(100.0 * np.sum(n * rmse) / np.sum(n))
+
+
+def rmse_gain(rmse: np.ndarray, rmse_reference: np.ndarray) -> np.ndarray:
+    """(RMSE_RS(n) − RMSE(n)) / RMSE_RS(n), NaN where the reference RMSE is 0."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(rmse_reference > 0, (rmse_reference - rmse) / rmse_reference, np.nan)
+
+
+def stopping_points(estimate: np.ndarray, lower: np.ndarray, upper: np.ndarray,
+                    epsilon2: float, epsilon1: float = 0.005, window: int = 30) -> np.ndarray:
+    """Index t (n = t + 1) where the two-condition rule first holds for each run; the last
+    step when it never does. Same rule as :func:`bayeval.stopping.two_condition`, applied
+    after the fact (stopping does not change which items a run picks)."""
+    runs, steps = estimate.shape
+    spread = np.full((runs, steps), np.inf)
+    if steps > window:
+        view = sliding_window_view(estimate, window + 1, axis=1)
+        spread[:, window:] = view.max(-1) - view.min(-1)
+    ok = (spread <= epsilon1) & ((upper - lower) <= epsilon2)
+    return np.where(ok.any(1), ok.argmax(1), steps - 1)
+
+
+def at_stop(values: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    return values[np.arange(values.shape[0]), stops]
