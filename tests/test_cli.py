@@ -48,7 +48,7 @@ def test_default_evaluate_covers_the_true_score():
 
 
 def test_human_readable_output():
-    result = _invoke("evaluate", "--seed", "2", "--epsilon", "0.2")
+    result = _invoke("evaluate", "--seed", "2", "--method", "random", "--epsilon", "0.2")
     assert result.exit_code == 0
     for word in ("estimate", "95% interval", "true score", "items used", "of 541"):
         assert word in result.stdout
@@ -73,7 +73,8 @@ def test_bad_arguments_give_one_line_errors(args, message):
 
 def test_existing_journal_needs_resume(tmp_path):
     journal = tmp_path / "j.jsonl"
-    assert _invoke("evaluate", "-q", "--journal", str(journal)).exit_code == 0
+    assert _invoke("evaluate", "-q", "--method", "random", "--journal",
+                   str(journal)).exit_code == 0
     result = _invoke("evaluate", "-q", "--journal", str(journal))
     assert result.exit_code == 2 and "already exists" in result.stderr
     again = _invoke("evaluate", "-q", "--journal", str(journal), "--resume", "--seed", "3")
