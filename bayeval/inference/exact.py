@@ -100,8 +100,9 @@ def rank1_observe(state: ExactState, item: Array, score: Array) -> ExactState:
     k = state.cov[:, b]
     v = k[b] + state.noise[b]
     mu = state.mu + k * (score - state.mu[b]) / v
+    # k_i k_j = k_j k_i exactly in floating point, so a symmetric Σ stays exactly
+    # symmetric without re-symmetrising (a B×B transpose per step)
     cov = state.cov - jnp.outer(k, k) / v
-    cov = 0.5 * (cov + cov.T)
     return state._replace(
         mu=mu, cov=cov,
         remaining=state.remaining.at[b].add(-1.0), count=state.count.at[b].add(1.0),
