@@ -12,6 +12,7 @@ seed and answers choose the same items.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -38,7 +39,10 @@ def _tree_bytes(tree) -> int:
     return sum(int(np.prod(x.shape)) * x.dtype.itemsize for x in jax.tree_util.tree_leaves(tree))
 
 
+@functools.lru_cache(maxsize=32)
 def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
+    """The jitted chunk runner, cached per (method, n_steps, until_stop) so that repeated
+    simulations of one method compile once."""
     backend = method.backend
 
     def one_select(prediction, available, key, t):
