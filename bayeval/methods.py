@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 
 from bayeval import acquisition as acq
 from bayeval.errors import BayevalError
@@ -23,6 +22,8 @@ from bayeval.estimators.interval import gaussian_bounds, z_value
 from bayeval.inference.base import Array, Backend, Prediction
 from bayeval.inference.exact import ExactBucketGP
 from bayeval.stopping import rules as stop
+
+REFIT_STREAM = 2**31 - 1
 
 
 def posterior_interval(state: Any, prediction: Prediction, z: float) -> tuple[Array, Array]:
@@ -71,10 +72,9 @@ class Method:
 
         return jax.jit(summarize)
 
-    def refit_due(self, n: Array) -> Array:
-        """Whether the backend re-fits after the n-th observation (every F-th)."""
-        every = self.backend.refit_every
-        return (every > 0) & (n % max(every, 1) == 0) if every else jnp.zeros((), bool)
+    def refit_key(self, key: Array) -> Array:
+        """The key stream of re-fits, apart from the selection keys ``fold_in(key, t)``."""
+        return jax.random.fold_in(key, REFIT_STREAM)
 
     @functools.cached_property
     def step(self) -> Callable:
@@ -85,7 +85,8 @@ class Method:
         def step(state, stop_state, item, score, n, key):
             state = self.backend.observe(state, item, score)
             if self.backend.refit_every:
-                state = jax.lax.cond(self.refit_due(n), self.backend.refit,
+                due = n % self.backend.refit_every == 0
+                state = jax.lax.cond(due, self.backend.refit,
                                      lambda s, k: s, state, key)
             prediction = self.backend.predict(state)
             bounds = self.bounds(state, prediction)
@@ -155,10 +156,12 @@ register_method("random", random_sample_mean)
 
 
 def _bayesame(name: str, rule, policy, epsilon: float, epsilon1: float, window: int,
-              refit_every: int, lbfgs_steps: int, level: float, params: dict) -> Method:
+              refit_every: int, lbfgs_steps: int, level: float) -> Method:
     backend = ExactBucketGP(refit_every=refit_every, lbfgs_steps=lbfgs_steps).backend()
-    stopping = stop.two_condition(epsilon, epsilon1, window)
-    return Method(name, backend, rule, policy, stopping, params=params, level=level)
+    params = {"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
+              "refit_every": refit_every, "lbfgs_steps": lbfgs_steps, "level": level}
+    return Method(name, backend, rule, policy, stop.two_condition(epsilon, epsilon1, window),
+                  params=params, level=level)
 
 
 def bayesame(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
@@ -166,19 +169,15 @@ def bayesame(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
     """BayesAME (seed 000 §3.1): exact bucket GP, information-gain selection (random when
     B < N − N0), Gaussian posterior interval, two-condition stopping (ε1 over a window of
     W, ε2 on the interval width)."""
-    params = {"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
-              "refit_every": refit_every, "lbfgs_steps": lbfgs_steps, "level": level}
     return _bayesame("bayesame", acq.bayesame_rule(), acq.argmax, epsilon, epsilon1, window,
-                     refit_every, lbfgs_steps, level, params)
+                     refit_every, lbfgs_steps, level)
 
 
 def bayesame_rs(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
                 refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95) -> Method:
     """BayesAME-RS (seed 000 §5.1): the bucket-GP estimate with random selection."""
-    params = {"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
-              "refit_every": refit_every, "lbfgs_steps": lbfgs_steps, "level": level}
     return _bayesame("bayesame-rs", acq.uniform(), acq.sample, epsilon, epsilon1, window,
-                     refit_every, lbfgs_steps, level, params)
+                     refit_every, lbfgs_steps, level)
 
 
 def bayes_aipw(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
@@ -187,7 +186,7 @@ def bayes_aipw(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
     return Method("bayes-aipw", aipw.backend, acq.uniform(), acq.sample,
                   stop.two_condition(epsilon, epsilon1, window),
                   params={"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
-                          "level": level}, level=level, interval=aipw.interval)
+                          "level": level}, level=level)
 
 
 register_method("bayesame", bayesame)

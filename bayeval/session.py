@@ -115,7 +115,7 @@ class Session:
         self.reference_source = reference_source
         self.extra = extra
         self._key = jax.random.key(seed)
-        self._refit_key = jax.random.fold_in(self._key, 2**31 - 1)
+        self._refit_key = method.refit_key(self._key)
         n = reference.n_items
         self._state, self._prediction, self._bounds, self._stop_state = method.initial(
             reference.scores, n)

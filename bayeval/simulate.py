@@ -71,7 +71,7 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
         records["items"] = jnp.zeros((R, n_steps), jnp.int32)
         available = jnp.ones(targets.shape, bool)
         stop_n = jnp.zeros(R, jnp.int32)
-        refit_keys = jax.vmap(lambda k: jax.random.fold_in(k, 2**31 - 1))(keys)
+        refit_keys = jax.vmap(method.refit_key)(keys)
 
         def cond(carry):
             t, *_, stop_n, _ = carry

@@ -20,7 +20,6 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from bayeval.estimators.interval import gaussian_bounds
 from bayeval.inference.base import Array, Backend, Prediction, no_refit
 
 A0 = 1.0
@@ -83,10 +82,6 @@ def predict(state: AIPWState) -> Prediction:
     item_var = jnp.where(unobserved, s2, 0.0)
     item_cov = jnp.where(unobserved, s2 / n_items, 0.0)
     return Prediction(estimate, var, item_mean, item_var, item_cov, n, jnp.ones((), bool))
-
-
-def interval(state: AIPWState, prediction: Prediction, z: float) -> tuple[Array, Array]:
-    return gaussian_bounds(prediction.mean, prediction.var, z)
 
 
 backend = Backend("bayes_aipw", init, observe, predict, no_refit)

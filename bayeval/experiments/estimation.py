@@ -47,17 +47,11 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
         targets = np.repeat(split.targets.scores, seeds, axis=0)
         run_seeds = np.tile(np.arange(seeds), n_targets)
         truth = targets.mean(1)
-        rmse_rs = None
+        rmse_by_method = {}
         for name in methods:
             t0 = time.time()
             result = simulate(make_method(name), split.reference.scores, targets, run_seeds)
-            rmse = rmse_curve(result.estimate, truth)
-            if name == "random":
-                rmse_rs = rmse
-            n = np.arange(1, rmse.size + 1)
-            curves.append(pd.DataFrame({"dataset": dataset, "regime": regime,
-                                        "method": LABELS.get(name, name), "n": n,
-                                        "rmse": rmse}))
+            rmse = rmse_by_method[LABELS.get(name, name)] = rmse_curve(result.estimate, truth)
             for eps in epsilon2_grid:
                 idx = stopping_points(result.estimate, result.lower, result.upper, eps,
                                       epsilon1, window)
@@ -73,14 +67,12 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
             log(f"{dataset} {regime} {LABELS.get(name, name)}: {targets.shape[0]} runs × "
                 f"{rmse.size} steps in {time.time() - t0:.0f} s, IRMSE "
                 f"{integrated_rmse(rmse):.3f}")
-        frame = pd.concat([c for c in curves if c["regime"].iloc[0] == regime
-                           and c["dataset"].iloc[0] == dataset])
-        if rmse_rs is not None:
-            for method, part in frame.groupby("method"):
-                mask = (frame["method"] == method)
-                frame.loc[mask, "gain_vs_rs"] = rmse_gain(part["rmse"].to_numpy(), rmse_rs)
-        curves = [c for c in curves if not (c["regime"].iloc[0] == regime
-                                             and c["dataset"].iloc[0] == dataset)] + [frame]
+        rmse_rs = rmse_by_method.get(LABELS["random"])
+        for label, rmse in rmse_by_method.items():
+            curves.append(pd.DataFrame({
+                "dataset": dataset, "regime": regime, "method": label,
+                "n": np.arange(1, rmse.size + 1), "rmse": rmse,
+                "gain_vs_rs": np.nan if rmse_rs is None else rmse_gain(rmse, rmse_rs)}))
     return pd.concat(curves, ignore_index=True), pd.DataFrame(stops)
 
 

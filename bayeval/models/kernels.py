@@ -30,6 +30,6 @@ def squared_exponential(phi: Array, alpha: Array, beta: Array) -> Array:
 
 def matern32(phi: Array, alpha: Array, beta: Array) -> Array:
     """K(r) = α (1 + √3 r) exp(−√3 r),  r = sqrt(β/K) ||φ_b − φ_b'||  (METHODS.md §2)."""
-    r = jnp.sqrt(jnp.maximum(beta * scaled_sq_dist(phi), 1e-30))
-    r = jnp.where(beta * scaled_sq_dist(phi) > 0, r, 0.0)
+    r2 = beta * scaled_sq_dist(phi)
+    r = jnp.where(r2 > 0, jnp.sqrt(jnp.maximum(r2, 1e-30)), 0.0)
     return alpha * (1.0 + jnp.sqrt(3.0) * r) * jnp.exp(-jnp.sqrt(3.0) * r)
