@@ -291,12 +291,14 @@ def bench_estimation(
     regimes: Annotated[str, typer.Option(
         help="Comma-separated: interpolation, extrapolation.")] = "interpolation,extrapolation",
     methods: Annotated[str, typer.Option(
-        help="Comma-separated methods.")] = "bayesame,bayesame-rs,random,bayes-aipw",
+        help="Comma-separated method specs: name or name(key=value, ...), e.g. "
+             "'bayesame,bayesame(refit_every=0)'.")] = "bayesame,bayesame-rs,random,bayes-aipw",
     targets: Annotated[int, typer.Option(help="Target models per regime.")] = 10,
-    seeds: Annotated[int, typer.Option(help="Selection seeds per target.")] = 20,
+    seeds: Annotated[int, typer.Option(
+        help="Seeds: each draws its own reference subset and selection.")] = 20,
     reference_fraction: Annotated[float, typer.Option(
         help="Share of the pool used as reference models.")] = 0.5,
-    split_seed: Annotated[int, typer.Option(help="Seed of the reference/target split.")] = 0,
+    split_seed: Annotated[int, typer.Option(help="Seed of the target draw.")] = 0,
     out: Annotated[Path, typer.Option(help="Folder for CSV files, plots and report.md.")
                    ] = Path("results/estimation"),
 ) -> None:
@@ -305,6 +307,7 @@ def bench_estimation(
     import pandas as pd
 
     from bayeval.experiments.estimation import run_estimation, write_report
+    from bayeval.methods import split_method_specs
 
     _enable_compilation_cache()
     all_curves, all_stops = [], []
@@ -312,7 +315,7 @@ def bench_estimation(
         for name in [d.strip() for d in datasets.split(",") if d.strip()]:
             curves, stops = run_estimation(
                 name, regimes=[r.strip() for r in regimes.split(",")],
-                methods=[m.strip() for m in methods.split(",")], n_targets=targets,
+                methods=split_method_specs(methods), n_targets=targets,
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
                 log=lambda line: err.print(line, highlight=False))
             all_curves.append(curves)

@@ -9,6 +9,8 @@ same method on resume. Register a new one with :func:`register_method`.
 from __future__ import annotations
 
 import functools
+import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,7 +21,7 @@ from bayeval import acquisition as acq
 from bayeval.errors import BayevalError
 from bayeval.estimators import aipw, sample_mean
 from bayeval.estimators.interval import gaussian_bounds, z_value
-from bayeval.inference.base import Array, Backend, Prediction
+from bayeval.inference.base import Array, Backend, Prediction, advance
 from bayeval.inference.exact import ExactBucketGP
 from bayeval.stopping import rules as stop
 
@@ -79,15 +81,12 @@ class Method:
     @functools.cached_property
     def step(self) -> Callable:
         """Jitted ``(state, stop_state, item, score, n, key) -> (state, pred, bounds,
-        stop_state, stop)``: observe one score (the n-th), re-fit when due, predict, and
-        update the stopping rule."""
+        stop_state, stop)``: observe one score (the n-th), re-fit or compact when due
+        (:func:`~bayeval.inference.base.advance`), predict, and update the stopping rule."""
 
         def step(state, stop_state, item, score, n, key):
             state = self.backend.observe(state, item, score)
-            if self.backend.refit_every:
-                due = n % self.backend.refit_every == 0
-                state = jax.lax.cond(due, self.backend.refit,
-                                     lambda s, k: s, state, key)
+            state = advance(self.backend, state, n, key)
             prediction = self.backend.predict(state)
             bounds = self.bounds(state, prediction)
             stop_state, done = self.stopping.update(stop_state, prediction, bounds)
@@ -127,6 +126,12 @@ def _cached(name: str, frozen: tuple[tuple[str, Any], ...]) -> Method:
     return _REGISTRY[name](**dict(frozen))
 
 
+def accepts_parameter(name: str, parameter: str) -> bool:
+    """Whether the registered method ``name`` takes ``parameter``."""
+    factory = _REGISTRY.get(name)
+    return factory is not None and parameter in inspect.signature(factory).parameters
+
+
 def make_method(name: str, **params: Any) -> Method:
     """The method ``name`` with ``params`` (cached: equal arguments give the same object)."""
     if name not in _REGISTRY:
@@ -135,6 +140,38 @@ def make_method(name: str, **params: Any) -> Method:
         return _cached(name, tuple(sorted(params.items())))
     except TypeError as exc:
         raise BayevalError(f"method {name!r}: bad parameters {params} ({exc})") from None
+
+
+def parse_method_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name"`` or ``"name(key=value, …)"`` → (name, params); values are read as bool
+    (true/false), None (none), int, float or else string. E.g. ``bayesame(refit_every=0)``."""
+    match = re.fullmatch(r"\s*([\w.-]+)\s*(?:\((.*)\))?\s*", spec)
+    if match is None:
+        raise BayevalError(f"bad method spec {spec!r} (expected name or name(key=value, ...))")
+    params: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in (match.group(2) or "").split(","))):
+        key, eq, raw = part.partition("=")
+        if not eq or not key.strip():
+            raise BayevalError(f"bad parameter {part!r} in method spec {spec!r}")
+        value: Any = raw.strip()
+        if value.lower() in ("true", "false"):
+            value = value.lower() == "true"
+        elif value.lower() == "none":
+            value = None
+        else:
+            for cast in (int, float):
+                try:
+                    value = cast(value)
+                    break
+                except ValueError:
+                    pass
+        params[key.strip()] = value
+    return match.group(1), params
+
+
+def split_method_specs(text: str) -> list[str]:
+    """Split ``"a,b(x=1, y=2),c"`` at the commas outside parentheses."""
+    return [p.strip() for p in re.findall(r"(?:[^,(]|\([^)]*\))+", text) if p.strip()]
 
 
 def random_sample_mean(epsilon: float = 0.1, min_n: int = 30, level: float = 0.95) -> Method:
@@ -156,28 +193,41 @@ register_method("random", random_sample_mean)
 
 
 def _bayesame(name: str, rule, policy, epsilon: float, epsilon1: float, window: int,
-              refit_every: int, lbfgs_steps: int, level: float) -> Method:
-    backend = ExactBucketGP(refit_every=refit_every, lbfgs_steps=lbfgs_steps).backend()
+              refit_every: int, lbfgs_steps: int, level: float, warm_start: bool,
+              fit_buckets: int | None, bucket_capacity: int | None) -> Method:
+    backend = ExactBucketGP(refit_every=refit_every, lbfgs_steps=lbfgs_steps,
+                            warm_start=warm_start, fit_buckets=fit_buckets,
+                            bucket_capacity=bucket_capacity).backend()
     params = {"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
-              "refit_every": refit_every, "lbfgs_steps": lbfgs_steps, "level": level}
+              "refit_every": refit_every, "lbfgs_steps": lbfgs_steps, "level": level,
+              "warm_start": warm_start, "fit_buckets": fit_buckets,
+              "bucket_capacity": bucket_capacity}
     return Method(name, backend, rule, policy, stop.two_condition(epsilon, epsilon1, window),
                   params=params, level=level)
 
 
 def bayesame(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
-             refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95) -> Method:
+             refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95,
+             warm_start: bool = False, fit_buckets: int | None = 256,
+             bucket_capacity: int | None = None) -> Method:
     """BayesAME (seed 000 §3.1): exact bucket GP, information-gain selection (random when
     B < N − N0), Gaussian posterior interval, two-condition stopping (ε1 over a window of
-    W, ε2 on the interval width)."""
+    W, ε2 on the interval width). ``warm_start``: re-fits start from the current (α, β)
+    instead of α = β = 1; ``fit_buckets`` and ``bucket_capacity``: see
+    :class:`~bayeval.inference.exact.ExactBucketGP`."""
     return _bayesame("bayesame", acq.bayesame_rule(), acq.argmax, epsilon, epsilon1, window,
-                     refit_every, lbfgs_steps, level)
+                     refit_every, lbfgs_steps, level, warm_start, fit_buckets,
+                     bucket_capacity)
 
 
 def bayesame_rs(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
-                refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95) -> Method:
+                refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95,
+                warm_start: bool = False, fit_buckets: int | None = 256,
+             bucket_capacity: int | None = None) -> Method:
     """BayesAME-RS (seed 000 §5.1): the bucket-GP estimate with random selection."""
     return _bayesame("bayesame-rs", acq.uniform(), acq.sample, epsilon, epsilon1, window,
-                     refit_every, lbfgs_steps, level)
+                     refit_every, lbfgs_steps, level, warm_start, fit_buckets,
+                     bucket_capacity)
 
 
 def bayes_aipw(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,

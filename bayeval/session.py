@@ -398,6 +398,11 @@ class Session:
         return self._prediction
 
     @property
+    def state(self):
+        """The backend's current state (for the exact backend: the bucket posterior)."""
+        return self._state
+
+    @property
     def journal_path(self) -> Path | None:
         return self._journal_path
 

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeval.inference.base import advance
 from bayeval.methods import Method
 
 
@@ -57,6 +58,7 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
 
     v_select = jax.vmap(one_select, in_axes=(0, 0, 0, None))
     v_update = jax.vmap(backend.observe)
+    v_compact = jax.vmap(backend.compact) if backend.compact is not None else None
     v_summary = jax.vmap(one_summary)
     def v_refit(states, keys):
         # one run after another: a vmapped L-BFGS (nested while-loops over a batch) stalls
@@ -85,10 +87,8 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
             items = v_select(preds, available, keys, t)
             scores = targets[rows, items]
             states = v_update(states, items, scores)
-            if backend.refit_every:
-                due = (t + 1) % backend.refit_every == 0
-                keys_t = jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
-                states = jax.lax.cond(due, v_refit, lambda s, k: s, states, keys_t)
+            keys_t = jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
+            states = advance(backend, states, t + 1, keys_t, v_refit, v_compact)
             preds, bounds, stop_states, stop = v_summary(states, stop_states)
             stop_n = jnp.where((stop_n == 0) & stop, t + 1, stop_n)
             available = available.at[rows, items].set(False)

@@ -73,6 +73,30 @@ def test_simulation_matches_the_session(world, name):
                                    atol=1e-9)
 
 
+def test_deferred_updates_and_refits_agree_between_session_and_simulation(world):
+    # 4 pending updates at most: compactions at n = 4, 8, …, re-fits at n = 10, 20; both
+    # drivers schedule them alike and the final posterior is the dense conditioning
+    from bayeval.inference.exact import condition, posterior_cov
+
+    factory = ExactBucketGP(refit_every=10, pending=4)
+    method = Method("small-buffer", factory.backend(), acq.bayesame_rule(), acq.argmax,
+                    budget(30))
+    reference = world.drop_models(["m0"])
+    sim = simulate(method, reference.scores, world.select_models(["m0"]).scores, [3],
+                   n_steps=23)
+    session = Session(reference, "m0", method, seed=3, max_items=23)
+    session.run(MatrixOracle(world, "m0"))
+    assert [world.item_index(i) for i, _ in session.observations] == list(sim.items[0])
+    np.testing.assert_allclose([h[1] for h in session.history], sim.estimate[0], atol=1e-9)
+    state = session.state
+    assert int(state.n_pending) == 3  # 23 = 20 (re-fit) + 3
+    mu0, cov0, noise = factory.prior(state.phi, state.sizes, state.log_hyper,
+                                     float(state.noise[0] / state.sizes[0]))
+    mu, cov = condition(mu0, cov0, noise, state.count, state.total)
+    np.testing.assert_allclose(state.mu, mu, atol=1e-9)
+    np.testing.assert_allclose(posterior_cov(state), cov, atol=1e-9)
+
+
 def test_bayesame_resume_replays_refits(tmp_path, world):
     reference = world.drop_models(["m0"])
     oracle = MatrixOracle(world, "m0")

@@ -43,11 +43,21 @@ def sample(key: Array, log_weights: Array, available: Array, k: int = 1) -> Arra
 
 
 def argmax(key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
-    """The ``k`` available items of largest log-weight, exact ties broken at random."""
+    """The ``k`` available items of largest log-weight, exact ties broken at random.
+
+    Item by item: among the not yet chosen items of the largest log-weight, the one with
+    the largest uniform tie-break draw (O(k N); the same choice as a lexicographic sort on
+    (log-weight, draw))."""
     tie_break = jax.random.uniform(key, log_weights.shape)
     primary = jnp.where(available, log_weights, -jnp.inf)
-    order = jnp.lexsort((-tie_break, -primary))
-    return order[:k]
+    chosen = []
+    taken = jnp.zeros(log_weights.shape, bool)
+    for _ in range(k):
+        best = jnp.max(jnp.where(taken, -jnp.inf, primary))
+        pick = jnp.argmax(jnp.where((primary == best) & ~taken, tie_break, -1.0))
+        chosen.append(pick)
+        taken = taken.at[pick].set(True)
+    return jnp.stack(chosen)
 
 
 def switch(condition, if_true: Rule, if_false: Rule) -> Rule:

@@ -28,8 +28,12 @@ class Split(NamedTuple):
 
 def make_split(matrix: ScoreMatrix, regime: Regime = "interpolation", n_targets: int = 10,
                reference_fraction: float = 0.5, seed: int = 0,
-               discard_fraction: float = 0.2) -> Split:
-    """A reference/target split following the protocol of METHODS.md §6."""
+               discard_fraction: float = 0.2, reference_seed: int | None = None) -> Split:
+    """A reference/target split following the protocol of METHODS.md §6.
+
+    ``seed`` draws the targets and, unless ``reference_seed`` is given, the reference
+    subset; with ``reference_seed`` the targets stay those of ``seed`` and only the
+    reference subset is redrawn (one draw per experiment seed)."""
     if not 0.0 < reference_fraction <= 1.0:
         raise DataError(f"reference_fraction must be in (0, 1], got {reference_fraction}")
     if not 0 < n_targets < matrix.n_models:
@@ -48,5 +52,7 @@ def make_split(matrix: ScoreMatrix, regime: Regime = "interpolation", n_targets:
     if pool.size == 0:
         raise DataError(f"{matrix.name}: no models left for the reference pool")
     n_ref = max(1, round(reference_fraction * pool.size))
+    if reference_seed is not None:
+        rng = np.random.default_rng([seed, reference_seed])
     reference = rng.choice(pool, size=n_ref, replace=False)
     return Split(matrix.select_models(np.sort(reference)), matrix.select_models(targets))

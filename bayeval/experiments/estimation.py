@@ -1,10 +1,16 @@
 """The estimation experiment of seed 000 §5 (METHODS.md §6) on the bundled data.
 
-For each regime (interpolation, extrapolation) one reference/target split is drawn
-(``split_seed``); every method runs full length (n = 1..N) on each of the targets with
-each selection seed, through the vmapped engine. Outputs: RMSE(n) per method, integrated
-RMSE, RMSE gain over RS-Mean, and cost–accuracy points of the two-condition rule over an
-ε2 grid (stopping n, RMSE and coverage at stopping).
+For each regime (interpolation, extrapolation) the targets are drawn once (``split_seed``)
+and every seed s draws its own reference subset of the pool (``make_split(...,
+reference_seed=s)``), so seeds vary both the reference models and the selection; every
+method runs full length (n = 1..N) on each target for each seed through the vmapped
+engine (bucket-GP methods padded to one bucket count, so all seeds share one compiled
+program). Outputs: RMSE(n) per method, integrated RMSE, RMSE gain over RS-Mean, and
+cost–accuracy points of the two-condition rule over an ε2 grid (stopping n, RMSE and
+coverage at stopping).
+
+Methods are given as specs, ``name`` or ``name(key=value, …)`` (e.g.
+``bayesame(refit_every=0)``), so ablations run through the same code.
 """
 
 from __future__ import annotations
@@ -24,13 +30,19 @@ from bayeval.experiments.metrics import (
     rmse_gain,
     stopping_points,
 )
-from bayeval.methods import make_method
-from bayeval.simulate import simulate
+from bayeval.methods import accepts_parameter, make_method, parse_method_spec
+from bayeval.models.bucket_gp import make_buckets
+from bayeval.simulate import SimulationResult, simulate
 
 METHODS = ("bayesame", "bayesame-rs", "random", "bayes-aipw")
 LABELS = {"bayesame": "BayesAME", "bayesame-rs": "BayesAME-RS", "random": "RS-Mean",
           "bayes-aipw": "Bayes-AIPW"}
 EPSILON2_GRID = (0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03)
+
+
+def label(spec: str) -> str:
+    """The display name of a method spec."""
+    return LABELS.get(spec.strip(), spec.strip())
 
 
 def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "extrapolation"),
@@ -43,34 +55,41 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
     matrix = load_dataset(dataset)
     curves, stops = [], []
     for regime in regimes:
-        split = make_split(matrix, regime, n_targets, reference_fraction, seed=split_seed)
-        targets = np.repeat(split.targets.scores, seeds, axis=0)
-        run_seeds = np.tile(np.arange(seeds), n_targets)
-        truth = targets.mean(1)
+        splits = [make_split(matrix, regime, n_targets, reference_fraction, seed=split_seed,
+                             reference_seed=s) for s in range(seeds)]
+        capacity = max(make_buckets(sp.reference.scores).n_buckets for sp in splits)
+        targets = splits[0].targets.scores
+        truth = np.tile(targets.mean(1), seeds)  # runs are seed-major
         rmse_by_method = {}
-        for name in methods:
+        for spec in methods:
+            name, params = parse_method_spec(spec)
+            if accepts_parameter(name, "bucket_capacity"):
+                params.setdefault("bucket_capacity", capacity)
+            method = make_method(name, **params)
             t0 = time.time()
-            result = simulate(make_method(name), split.reference.scores, targets, run_seeds)
-            rmse = rmse_by_method[LABELS.get(name, name)] = rmse_curve(result.estimate, truth)
+            parts = [simulate(method, sp.reference.scores, targets,
+                              s * n_targets + np.arange(n_targets))
+                     for s, sp in enumerate(splits)]
+            result = SimulationResult(*(np.concatenate(x) for x in zip(*parts, strict=True)))
+            rmse = rmse_by_method[label(spec)] = rmse_curve(result.estimate, truth)
             for eps in epsilon2_grid:
                 idx = stopping_points(result.estimate, result.lower, result.upper, eps,
                                       epsilon1, window)
                 err = at_stop(result.estimate, idx) - truth
                 cover = (at_stop(result.lower, idx) <= truth) & (truth <= at_stop(result.upper,
                                                                                    idx))
-                stops.append({"dataset": dataset, "regime": regime,
-                              "method": LABELS.get(name, name), "epsilon2": eps,
-                              "mean_stop_n": float(np.mean(idx + 1)),
+                stops.append({"dataset": dataset, "regime": regime, "method": label(spec),
+                              "epsilon2": eps, "mean_stop_n": float(np.mean(idx + 1)),
                               "rmse_at_stop": float(np.sqrt(np.mean(err**2))),
                               "coverage_at_stop": float(np.mean(cover)),
                               "runs": int(truth.size)})
-            log(f"{dataset} {regime} {LABELS.get(name, name)}: {targets.shape[0]} runs × "
-                f"{rmse.size} steps in {time.time() - t0:.0f} s, IRMSE "
+            log(f"{dataset} {regime} {label(spec)}: {truth.size} runs ({n_targets} targets × "
+                f"{seeds} seeds) × {rmse.size} steps in {time.time() - t0:.0f} s, IRMSE "
                 f"{integrated_rmse(rmse):.3f}")
         rmse_rs = rmse_by_method.get(LABELS["random"])
-        for label, rmse in rmse_by_method.items():
+        for name, rmse in rmse_by_method.items():
             curves.append(pd.DataFrame({
-                "dataset": dataset, "regime": regime, "method": label,
+                "dataset": dataset, "regime": regime, "method": name,
                 "n": np.arange(1, rmse.size + 1), "rmse": rmse,
                 "gain_vs_rs": np.nan if rmse_rs is None else rmse_gain(rmse, rmse_rs)}))
     return pd.concat(curves, ignore_index=True), pd.DataFrame(stops)

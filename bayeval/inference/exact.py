@@ -1,7 +1,7 @@
 """Exact Gaussian inference for the bucket GP (seed 000 §3.1, App. A; METHODS.md §1).
 
 The posterior over bucket scores θ ∈ R^B is Gaussian and is kept as state. Observing the
-score s of an item of bucket b is a rank-1 update, O(B²):
+score s of an item of bucket b is a rank-1 update:
 
     k = Σ e_b,  v = Σ_bb + N_b σ²,   μ ← μ + k (s − μ_b)/v,   Σ ← Σ − k kᵀ / v.
 
@@ -10,6 +10,19 @@ With m_b unobserved items left in bucket b and noise variance d_b = N_b σ² per
     E[R | C]   = (1/N) (Σ_{i∈C} s_i + Σ_b m_b μ_b),
     Var(R | C) = (1/N²) (mᵀ Σ m + Σ_b m_b d_b),
     Cov(R, s_i | C) = (1/N) ((Σ m)_b + d_b),   Var(s_i | C) = Σ_bb + d_b   (i in bucket b).
+
+**Deferred rank-1 updates (our implementation choice, exact).** Σ is stored as
+Σ = Σ_c − Uᵀ U with Σ_c the covariance at the last compaction and U (P × B) holding the
+rows k/√v of the (at most P) updates since. A step then costs O(P B): the column
+k = Σ_c[b] − U[:, b]ᵀ U, and the vectors Σ m and diag Σ that prediction needs are carried
+along by O(B) identities,
+
+    Σ' m' = Σ m − k (kᵀ m + d_b) / v    (m' = m − e_b),     diag Σ' = diag Σ − k² / v.
+
+Every P observations :func:`compact` folds U into Σ_c with one B × P × B product and
+recomputes Σ m and diag Σ from Σ_c (so rounding in the carried vectors never accumulates
+over more than P steps). Per observation that is O(P B + B²) memory traffic amortised to
+O(P B + B²/P) instead of the three O(B²) passes of the plain update.
 
 Hyperparameters (α, β) are re-fitted by type-II maximum likelihood (L-BFGS on log α,
 log β, from α = β = 1) and the posterior is rebuilt by one dense conditioning. Both use
@@ -33,10 +46,16 @@ from numpyro import handlers
 from bayeval.inference.base import Array, Backend, Prediction
 from bayeval.models.bucket_gp import N0, bucket_gp_model, default_sigma2, make_buckets
 
+PENDING = 32  # P: rank-1 updates held before a compaction (≈ √B balances the two costs)
+
 
 class ExactState(NamedTuple):
     mu: Array  # (B,) posterior mean of θ
-    cov: Array  # (B, B) posterior covariance of θ
+    base: Array  # (B, B) Σ_c, the posterior covariance at the last compaction
+    pending: Array  # (P, B) rows k/√v of the updates since; Σ = Σ_c − pendingᵀ pending
+    n_pending: Array  # () rows of ``pending`` in use
+    cov_m: Array  # (B,) Σ m
+    cov_diag: Array  # (B,) diag Σ
     noise: Array  # (B,) d_b = N_b σ², noise variance of one item of bucket b
     remaining: Array  # (B,) m_b, unobserved items per bucket
     count: Array  # (B,) n_b, observed items per bucket
@@ -46,7 +65,7 @@ class ExactState(NamedTuple):
     scores: Array  # (N,) observed scores (0 elsewhere)
     log_hyper: Array  # (2,) log α, log β of the current prior
     phi: Array  # (B, K) bucket reference vectors
-    sizes: Array  # (B,) N_b
+    sizes: Array  # (B,) N_b (1 for a padded bucket, see ``bucket_capacity``)
     nearly_unique: Array  # () B ≥ N − N0: information-based selection is trusted
 
 
@@ -73,13 +92,35 @@ def _masked_system(cov0: Array, noise: Array, count: Array, mu0: Array, total: A
     return A, resid, seen
 
 
+@jax.custom_vjp
+def gaussian_nll(A: Array, resid: Array) -> Array:
+    """½ rᵀ A⁻¹ r + ½ log|A| for a symmetric positive definite A (Cholesky), with the
+    closed-form gradient ∂/∂A = ½ (A⁻¹ − a aᵀ), ∂/∂r = a, a = A⁻¹ r (Rasmussen & Williams
+    eq. 5.9): one O(S³) inverse instead of differentiating through the factorisation."""
+    return _gaussian_nll_fwd(A, resid)[0]
+
+
+def _gaussian_nll_fwd(A: Array, resid: Array):
+    chol = jnp.linalg.cholesky(A)
+    a = jax.scipy.linalg.cho_solve((chol, True), resid)
+    value = 0.5 * resid @ a + jnp.sum(jnp.log(jnp.diag(chol)))
+    return value, (chol, a)
+
+
+def _gaussian_nll_bwd(residuals, g):
+    chol, a = residuals
+    inverse = jax.scipy.linalg.cho_solve((chol, True), jnp.eye(chol.shape[0], dtype=chol.dtype))
+    return g * 0.5 * (inverse - jnp.outer(a, a)), g * a
+
+
+gaussian_nll.defvjp(_gaussian_nll_fwd, _gaussian_nll_bwd)
+
+
 def negative_log_marginal(cov0: Array, noise: Array, count: Array, mu0: Array,
                           total: Array) -> Array:
     """−log p(ȳ_O) for the observed buckets' means (up to terms free of α, β)."""
     A, resid, _ = _masked_system(cov0, noise, count, mu0, total)
-    chol = jnp.linalg.cholesky(A)
-    z = jax.scipy.linalg.solve_triangular(chol, resid, lower=True)
-    return 0.5 * z @ z + jnp.sum(jnp.log(jnp.diag(chol)))
+    return gaussian_nll(A, resid)
 
 
 def condition(mu0: Array, cov0: Array, noise: Array, count: Array,
@@ -94,31 +135,60 @@ def condition(mu0: Array, cov0: Array, noise: Array, count: Array,
     return mu, 0.5 * (cov + cov.T)
 
 
+def posterior_cov(state: ExactState) -> Array:
+    """The (B, B) posterior covariance Σ = Σ_c − Uᵀ U (materialised; O(B² P))."""
+    return state.base - _outer_sum(state.pending)
+
+
+def _outer_sum(pending: Array) -> Array:
+    gram = pending.T @ pending
+    return 0.5 * (gram + gram.T)  # exactly symmetric whatever the product's rounding
+
+
+def with_covariance(state: ExactState, mu: Array, cov: Array) -> ExactState:
+    """``state`` with posterior (μ, Σ) set, no pending updates, Σ m and diag Σ recomputed."""
+    return state._replace(mu=mu, base=cov, pending=jnp.zeros_like(state.pending),
+                          n_pending=jnp.zeros((), jnp.int32), cov_m=cov @ state.remaining,
+                          cov_diag=jnp.diag(cov))
+
+
+def compact(state: ExactState) -> ExactState:
+    """Fold the pending rank-1 updates into Σ_c (see module docstring)."""
+    return with_covariance(state, state.mu, posterior_cov(state))
+
+
 def rank1_observe(state: ExactState, item: Array, score: Array) -> ExactState:
-    """Add the score of one item: the O(B²) rank-1 update of the module docstring."""
+    """Add the score of one item: the rank-1 update of the module docstring, O(P B).
+
+    At most P = ``state.pending.shape[0]`` updates may be pending: :func:`compact` must run
+    after every P-th observation (``Backend.compact_every``; :class:`~bayeval.methods.Method`
+    and :func:`~bayeval.simulate.simulate` do so). A state observed past a full buffer
+    turns to NaN rather than silently losing an update.
+    """
     b = state.item_bucket[item]
-    k = state.cov[:, b]
+    k = state.base[b] - state.pending[:, b] @ state.pending
     v = k[b] + state.noise[b]
-    mu = state.mu + k * (score - state.mu[b]) / v
-    # k_i k_j = k_j k_i exactly in floating point, so a symmetric Σ stays exactly
-    # symmetric without re-symmetrising (a B×B transpose per step)
-    cov = state.cov - jnp.outer(k, k) / v
+    full = state.n_pending >= state.pending.shape[0]
+    mu = jnp.where(full, jnp.nan, state.mu + k * (score - state.mu[b]) / v)
     return state._replace(
-        mu=mu, cov=cov,
+        mu=mu,
+        pending=state.pending.at[state.n_pending].set(k / jnp.sqrt(v)),
+        n_pending=state.n_pending + 1,
+        cov_m=state.cov_m - k * ((k @ state.remaining + state.noise[b]) / v),
+        cov_diag=state.cov_diag - k * k / v,
         remaining=state.remaining.at[b].add(-1.0), count=state.count.at[b].add(1.0),
         total=state.total.at[b].add(score), observed=state.observed.at[item].set(True),
         scores=state.scores.at[item].set(score))
 
 
 def predict(state: ExactState) -> Prediction:
-    """E[R|C], Var(R|C) and every item's predictive mean, variance and Cov with R."""
+    """E[R|C], Var(R|C) and every item's predictive mean, variance and Cov with R, O(N + B)."""
     n_items = state.item_bucket.shape[0]
     m = state.remaining
-    cov_m = state.cov @ m
     mean = (jnp.sum(state.total) + m @ state.mu) / n_items
-    var = (m @ cov_m + m @ state.noise) / n_items**2
-    c_b = (cov_m + state.noise) / n_items
-    v_b = jnp.diag(state.cov) + state.noise
+    var = (m @ state.cov_m + m @ state.noise) / n_items**2
+    c_b = (state.cov_m + state.noise) / n_items
+    v_b = state.cov_diag + state.noise
     b = state.item_bucket
     unobserved = ~state.observed
     n = jnp.sum(state.count)
@@ -130,6 +200,17 @@ def predict(state: ExactState) -> Prediction:
         n=n, nearly_unique=state.nearly_unique)
 
 
+def _fit_sizes(n_buckets: int, smallest: int = 64) -> list[int]:
+    """Static sizes for the observed-bucket subsystem of a re-fit: powers of two from
+    ``smallest`` below B, then B."""
+    sizes = []
+    size = smallest
+    while size < n_buckets:
+        sizes.append(size)
+        size *= 2
+    return [*sizes, n_buckets]
+
+
 class ExactBucketGP:
     """Factory of the exact bucket-GP backend for a NumPyro ``model`` (default: the
     bucket GP of :mod:`bayeval.models.bucket_gp`).
@@ -137,18 +218,45 @@ class ExactBucketGP:
     ``model_kwargs`` go to the model (e.g. a custom ``mean`` or ``kernel``); ``sigma2``
     defaults to the N0 rule. ``refit_every`` = F (0: never re-fit). Each re-fit runs L-BFGS
     until the gradient norm is below ``gtol`` or ``lbfgs_steps`` iterations (on IFEval
-    after 150 observations it converges in 10 iterations to the optimum of 40).
+    after 150 observations it converges in 10 iterations to the optimum of 40), from
+    α = β = 1 (seed 000 App. A.4), or from the current (α, β) with ``warm_start``.
+
+    The marginal likelihood involves only the observed buckets. With ``marginal_fit``
+    (default) the re-fit evaluates the model on those buckets alone — padded to the next
+    of a few static sizes, so a re-fit after n observations costs O(n³) rather than O(B³).
+    This is exact when the prior of a set of buckets does not depend on the other buckets
+    (mean and kernel are functions of the buckets' reference vectors, as in every GP
+    prior); set ``marginal_fit=False`` for a model where it does. Beyond ``fit_buckets``
+    observed buckets (default 256; None: no limit) the likelihood is that of a uniform
+    random subset of that many of them, drawn afresh at each re-fit from the re-fit key
+    (our choice: two hyperparameters are well determined by 256 bucket means, and the fit
+    then costs O(256³) per L-BFGS step however many items were observed); the rebuild of
+    the posterior always conditions on every observation.
+
+    ``bucket_capacity`` pads the bucket arrays to that many buckets (copies of bucket 0's
+    vector, no items), so that runs on reference sets with different numbers of buckets
+    share one compiled program. A padded bucket is never observed and has m_b = 0, so it
+    enters no estimate, variance, gain or likelihood.
     """
 
     def __init__(self, model: Callable = bucket_gp_model, refit_every: int = 50,
                  lbfgs_steps: int = 30, gtol: float = 1e-5, sigma2: float | None = None,
-                 n0: int = N0, **model_kwargs: Any) -> None:
+                 n0: int = N0, pending: int = PENDING, warm_start: bool = False,
+                 marginal_fit: bool = True, bucket_capacity: int | None = None,
+                 fit_buckets: int | None = 256, **model_kwargs: Any) -> None:
+        if pending < 1:
+            raise ValueError(f"pending must be ≥ 1, got {pending}")
         self.model = model
         self.refit_every = refit_every
         self.lbfgs_steps = lbfgs_steps
         self.gtol = gtol
         self.sigma2 = sigma2
         self.n0 = n0
+        self.pending = pending
+        self.warm_start = warm_start
+        self.marginal_fit = marginal_fit
+        self.bucket_capacity = bucket_capacity
+        self.fit_buckets = fit_buckets
         self.model_kwargs = model_kwargs
 
     def prior(self, phi: Array, sizes: Array, log_hyper: Array,
@@ -163,32 +271,54 @@ class ExactBucketGP:
         buckets = make_buckets(np.asarray(reference_scores))
         sigma2 = self.sigma2 if self.sigma2 is not None else default_sigma2(
             buckets.n_buckets, buckets.n_items, self.n0)
-        phi = jnp.asarray(buckets.phi)
-        sizes = jnp.asarray(buckets.sizes)
+        nearly_unique = buckets.n_buckets >= n_items - self.n0
+        phi, sizes = buckets.phi, buckets.sizes
+        if self.bucket_capacity is not None:
+            extra = self.bucket_capacity - buckets.n_buckets
+            if extra < 0:
+                raise ValueError(f"bucket_capacity {self.bucket_capacity} < "
+                                 f"{buckets.n_buckets} buckets of the reference matrix")
+            phi = np.concatenate([phi, np.repeat(phi[:1], extra, axis=0)])
+            sizes = np.concatenate([sizes, np.ones(extra)])  # a size for the noise only
+        remaining = np.where(np.arange(phi.shape[0]) < buckets.n_buckets, sizes, 0.0)
+        phi, sizes = jnp.asarray(phi), jnp.asarray(sizes)
         log_hyper = jnp.zeros(2, jnp.float64)
         mu0, cov0, noise = self.prior(phi, sizes, log_hyper, sigma2)
-        B = buckets.n_buckets
-        return ExactState(
-            mu=mu0, cov=0.5 * (cov0 + cov0.T), noise=noise, remaining=sizes,
-            count=jnp.zeros(B), total=jnp.zeros(B),
+        B = phi.shape[0]
+        state = ExactState(
+            mu=mu0, base=cov0, pending=jnp.zeros((self.pending, B)),
+            n_pending=jnp.zeros((), jnp.int32), cov_m=jnp.zeros(B), cov_diag=jnp.zeros(B),
+            noise=noise, remaining=jnp.asarray(remaining), count=jnp.zeros(B), total=jnp.zeros(B),
             item_bucket=jnp.asarray(buckets.item_bucket), observed=jnp.zeros(n_items, bool),
             scores=jnp.zeros(n_items), log_hyper=log_hyper, phi=phi, sizes=sizes,
-            nearly_unique=jnp.asarray(B >= n_items - self.n0))
+            nearly_unique=jnp.asarray(nearly_unique))
+        return with_covariance(state, mu0, 0.5 * (cov0 + cov0.T))
 
     def _sigma2(self, state: ExactState) -> Array:
         return state.noise[0] / state.sizes[0]
 
-    def refit(self, state: ExactState, key: Array | None = None) -> ExactState:
-        """Type-II ML re-fit of (log α, log β) from α = β = 1, then a dense rebuild."""
-        del key
+    def _fit_set(self, state: ExactState, key: Array | None, size: int):
+        """``size`` slots of observed buckets for the likelihood: all of them when they fit,
+        else a uniform random subset (``key``; the first ones without a key)."""
+        seen = state.count > 0
+        priority = (seen.astype(jnp.float64) if key is None
+                    else jnp.where(seen, jax.random.uniform(key, seen.shape), -1.0))
+        idx = jax.lax.top_k(jnp.where(seen, priority, -1.0), size)[1]
+        valid = seen[idx]
+        return idx, jnp.where(valid, state.count[idx], 0.0), jnp.where(valid, state.total[idx],
+                                                                        0.0)
+
+    def _optimise(self, state: ExactState, idx: Array, count: Array, total: Array) -> Array:
+        """L-BFGS on −log p(ȳ) of the buckets ``idx`` (count 0 = padding, masked out)."""
         sigma2 = self._sigma2(state)
+        phi, sizes = state.phi[idx], state.sizes[idx]
 
         def nlml(log_hyper):
-            mu0, cov0, noise = self.prior(state.phi, state.sizes, log_hyper, sigma2)
-            return negative_log_marginal(cov0, noise, state.count, mu0, state.total)
+            mu0, cov0, noise = self.prior(phi, sizes, log_hyper, sigma2)
+            return negative_log_marginal(cov0, noise, count, mu0, total)
 
         solver = optax.lbfgs()
-        start = jnp.zeros(2, jnp.float64)
+        start = state.log_hyper if self.warm_start else jnp.zeros(2, jnp.float64)
         value_and_grad = optax.value_and_grad_from_state(nlml)
 
         def body(carry):
@@ -205,11 +335,54 @@ class ExactBucketGP:
         params, *_ = jax.lax.while_loop(
             more, body, (start, solver.init(start), jnp.asarray(jnp.inf), 0))
         ok = jnp.all(jnp.isfinite(params)) & jnp.isfinite(nlml(params))
-        log_hyper = jnp.where(ok, params, state.log_hyper)
-        mu0, cov0, noise = self.prior(state.phi, state.sizes, log_hyper, sigma2)
-        mu, cov = condition(mu0, cov0, noise, state.count, state.total)
-        return state._replace(mu=mu, cov=cov, noise=noise, log_hyper=log_hyper)
+        return jnp.where(ok, params, state.log_hyper)
+
+    def _rebuild(self, state: ExactState, log_hyper: Array, size: int) -> ExactState:
+        """Posterior at ``log_hyper`` by one conditioning on the observed buckets gathered
+        into ``size`` slots: Σ = Σ0 − G Σ0[O, :], G = Σ0[:, O] A⁻¹."""
+        seen = state.count > 0
+        idx = jnp.nonzero(seen, size=size, fill_value=0)[0]
+        valid = jnp.arange(size) < jnp.sum(seen)
+        count = jnp.where(valid, state.count[idx], 0.0)  # padded slots are masked out
+        total = jnp.where(valid, state.total[idx], 0.0)
+        mu0, cov0, noise = self.prior(state.phi, state.sizes, log_hyper, self._sigma2(state))
+        A, resid, _ = _masked_system(cov0[idx][:, idx], noise[idx], count, mu0[idx], total)
+        cross = jnp.where(valid[None, :], cov0[:, idx], 0.0)
+        gain = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A, lower=True),
+                                          cross.T).T
+        cov = cov0 - gain @ cross.T
+        state = state._replace(noise=noise, log_hyper=log_hyper)
+        return with_covariance(state, mu0 + gain @ resid, 0.5 * (cov + cov.T))
+
+    def refit(self, state: ExactState, key: Array | None = None) -> ExactState:
+        """Type-II ML re-fit of (log α, log β), then a rebuild of the posterior."""
+        B = state.sizes.shape[0]
+        n_seen = jnp.sum(state.count > 0)
+        cap = B if self.fit_buckets is None else min(self.fit_buckets, B)
+        if self.marginal_fit:
+            fit_sizes, rebuild_sizes = _fit_sizes(cap), _fit_sizes(B)
+        else:
+            fit_sizes, rebuild_sizes = [B], [B]
+            if cap < B:
+                raise ValueError("fit_buckets needs marginal_fit=True")
+
+        def fit_at(size):
+            return lambda s: self._optimise(s, *self._fit_set(s, key, size))
+
+        def rebuild_at(size):
+            return lambda s, lh: self._rebuild(s, lh, size)
+
+        def pick(sizes, n):
+            return jnp.minimum(jnp.searchsorted(jnp.asarray(sizes), n), len(sizes) - 1)
+
+        log_hyper = (fit_at(fit_sizes[0])(state) if len(fit_sizes) == 1 else
+                     jax.lax.switch(pick(fit_sizes, n_seen), [fit_at(n) for n in fit_sizes],
+                                    state))
+        if len(rebuild_sizes) == 1:
+            return rebuild_at(rebuild_sizes[0])(state, log_hyper)
+        return jax.lax.switch(pick(rebuild_sizes, n_seen),
+                              [rebuild_at(n) for n in rebuild_sizes], state, log_hyper)
 
     def backend(self) -> Backend:
         return Backend("exact_bucket_gp", self.init, rank1_observe, predict, self.refit,
-                       self.refit_every)
+                       self.refit_every, compact, self.pending)
