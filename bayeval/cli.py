@@ -317,7 +317,7 @@ def bench_estimation(
                 name, regimes=[r.strip() for r in regimes.split(",")],
                 methods=split_method_specs(methods), n_targets=targets,
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
-                log=lambda line: err.print(line, highlight=False))
+                log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs")
             all_curves.append(curves)
             all_stops.append(stops)
             write_report(pd.concat(all_curves), pd.concat(all_stops), out)  # keep partial

@@ -142,3 +142,20 @@ def test_metrics_against_brute_force():
         ok = [t for t in range(10, 80) if np.ptp(est[r, t - 10:t + 1]) <= 0.005
               and width[r, t] <= 0.05]
         assert stops[r] == (ok[0] if ok else 79)
+
+
+def test_irmse_ratio_interval_resamples_groups():
+    from bayeval.experiments.metrics import irmse_ratio_interval
+
+    rng = np.random.default_rng(1)
+    truth = rng.random(12)
+    a = truth[:, None] + 0.01 * rng.normal(size=(12, 30))
+    b = truth[:, None] + 0.02 * rng.normal(size=(12, 30))
+    groups = np.repeat(np.arange(4), 3)
+    ratio, lo, hi = irmse_ratio_interval(a, b, truth, groups, n_boot=300)
+    assert ratio == pytest.approx(integrated_rmse(rmse_curve(a, truth))
+                                  / integrated_rmse(rmse_curve(b, truth)))
+    assert lo <= ratio <= hi and 0.3 < lo and hi < 0.8
+    # one group only: every resample is the full set, the interval collapses
+    assert irmse_ratio_interval(a, b, truth, np.zeros(12), n_boot=20)[1:] == pytest.approx(
+        (ratio, ratio))

@@ -26,6 +26,7 @@ from bayeval.data import load_dataset, make_split
 from bayeval.experiments.metrics import (
     at_stop,
     integrated_rmse,
+    irmse_ratio_interval,
     rmse_curve,
     rmse_gain,
     stopping_points,
@@ -50,8 +51,12 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
                    reference_fraction: float = 0.5, split_seed: int = 0,
                    epsilon2_grid: Sequence[float] = EPSILON2_GRID, epsilon1: float = 0.005,
                    window: int = 30, log: Callable[[str], None] = print,
-                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(curves, stops): RMSE(n) rows and cost–accuracy rows for every regime and method."""
+                   runs_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(curves, stops): RMSE(n) rows and cost–accuracy rows for every regime and method.
+
+    With ``runs_dir``, every (regime, method) also leaves its raw runs there as
+    ``<dataset>-<regime>-<method>.npz`` (estimate, lower, upper, items, truth, seed of
+    each run, and the method spec) as soon as it is done."""
     matrix = load_dataset(dataset)
     curves, stops = [], []
     for regime in regimes:
@@ -71,6 +76,14 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
                               s * n_targets + np.arange(n_targets))
                      for s, sp in enumerate(splits)]
             result = SimulationResult(*(np.concatenate(x) for x in zip(*parts, strict=True)))
+            if runs_dir is not None:
+                runs_dir.mkdir(parents=True, exist_ok=True)
+                safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)
+                np.savez_compressed(runs_dir / f"{dataset}-{regime}-{safe}.npz",
+                                    estimate=result.estimate, lower=result.lower,
+                                    upper=result.upper, items=result.items, truth=truth,
+                                    seed=np.repeat(np.arange(seeds), n_targets),
+                                    spec=np.asarray(spec))
             rmse = rmse_by_method[label(spec)] = rmse_curve(result.estimate, truth)
             for eps in epsilon2_grid:
                 idx = stopping_points(result.estimate, result.lower, result.upper, eps,
@@ -154,5 +167,32 @@ def write_report(curves: pd.DataFrame, stops: pd.DataFrame, out: Path) -> Path:
     for r in stops.itertuples():
         lines.append(f"| {r.dataset} | {r.regime} | {r.method} | {r.epsilon2:g} | "
                      f"{r.mean_stop_n:.1f} | {r.rmse_at_stop:.4f} | {r.coverage_at_stop:.3f} |")
+    lines += _ratio_lines(out / "runs")
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out / "report.md"
+
+
+def _ratio_lines(runs_dir: Path) -> list[str]:
+    """IRMSE ratios to BayesAME-RS with a 95% bootstrap interval over seeds, from the raw
+    runs left by :func:`run_estimation` (none when there are no raw runs)."""
+    runs: dict[tuple[str, str], dict[str, dict]] = {}
+    for path in sorted(runs_dir.glob("*.npz")) if runs_dir.is_dir() else []:
+        dataset, regime, spec = path.stem.split("-", 2)
+        with np.load(path) as data:
+            run = dict(data)
+        spec = str(run.get("spec", spec))
+        runs.setdefault((dataset, regime), {})[label(spec)] = run
+    lines = ["", "| dataset | regime | method | IRMSE / IRMSE(BayesAME-RS) | 95% bootstrap "
+             "interval (seeds resampled) |", "|---|---|---|---|---|"]
+    for (dataset, regime), by_method in runs.items():
+        base = by_method.get("BayesAME-RS")
+        if base is None:
+            continue
+        for name, run in by_method.items():
+            if name == "BayesAME-RS" or run["truth"].shape != base["truth"].shape:
+                continue
+            ratio, lo, hi = irmse_ratio_interval(run["estimate"], base["estimate"],
+                                                 run["truth"], run["seed"])
+            lines.append(f"| {dataset} | {regime} | {name} | {ratio:.3f} | "
+                         f"[{lo:.3f}, {hi:.3f}] |")
+    return lines if len(lines) > 3 else []

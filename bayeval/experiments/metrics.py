@@ -39,3 +39,28 @@ def stopping_points(estimate: np.ndarray, lower: np.ndarray, upper: np.ndarray,
 
 def at_stop(values: np.ndarray, stops: np.ndarray) -> np.ndarray:
     return values[np.arange(values.shape[0]), stops]
+
+
+def irmse_ratio_interval(estimate_a: np.ndarray, estimate_b: np.ndarray, truth: np.ndarray,
+                         groups: np.ndarray, n_boot: int = 2000, level: float = 0.95,
+                         seed: int = 0) -> tuple[float, float, float]:
+    """IRMSE(a) / IRMSE(b) and a percentile bootstrap interval, resampling whole groups
+    of runs (e.g. the seeds, each with its own reference draw) with replacement; a and b
+    are (runs, N) estimates of the same runs."""
+    groups = np.asarray(groups)
+    labels = np.unique(groups)
+    members = [np.flatnonzero(groups == g) for g in labels]
+    sq_a = (estimate_a - truth[:, None]) ** 2
+    sq_b = (estimate_b - truth[:, None]) ** 2
+
+    def ratio(rows):
+        return (integrated_rmse(np.sqrt(sq_a[rows].mean(0)))
+                / integrated_rmse(np.sqrt(sq_b[rows].mean(0))))
+
+    rng = np.random.default_rng(seed)
+    boots = [ratio(np.concatenate([members[i] for i in rng.integers(0, len(labels),
+                                                                   len(labels))]))
+             for _ in range(n_boot)]
+    tail = 100 * (1 - level) / 2
+    lo, hi = np.percentile(boots, [tail, 100 - tail])
+    return ratio(np.arange(truth.size)), float(lo), float(hi)
