@@ -1,0 +1,93 @@
+"""BayesAME's multi-target model: a linear model of coregionalisation over buckets
+(seed 000 §3.2, App. C.1; METHODS.md §2).
+
+T target models share the buckets of §1. Their bucket scores θ^t ∈ R^B are
+
+    θ^t = μ^t + Σ_{l=1..L} w_l^t u_l,   u_l ~ N(0, K_l),
+
+so the joint prior over θ = (θ^1, …, θ^T) ∈ R^{T·B} (target-major) is Gaussian with
+
+    Cov(θ^t_b, θ^{t'}_{b'}) = Σ_l w_l^t w_l^{t'} K_l(φ_b, φ_b'),  i.e.  Σ = Σ_l (w_l w_lᵀ) ⊗ K_l.
+
+The first ⌈L/2⌉ kernels are squared-exponential, the rest Matérn-3/2 (App. C.1), each with
+its own (α_l, β_l). An item i of bucket b scored by target t is s^t_i | θ ~ N(θ^t_b, N_b σ²).
+
+:func:`coregional_model` is the NumPyro program; as for :mod:`bayeval.models.bucket_gp`,
+pass a distribution instead of a value for ``alpha``, ``beta``, ``weights`` or ``sigma2``
+to put a prior on it, or other ``kernels`` / ``mean``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+
+from bayeval.inference.base import Array
+from bayeval.models.bucket_gp import JITTER, SIGMA2_TIED
+from bayeval.models.kernels import matern32, squared_exponential
+
+Kernel = Callable[[Array, Array, Array], Array]
+
+
+def default_kernels(n_latent: int) -> list[Kernel]:
+    """Half squared-exponential (the first ⌈L/2⌉), half Matérn-3/2."""
+    if n_latent < 1:
+        raise ValueError(f"need at least one latent process, got {n_latent}")
+    n_se = (n_latent + 1) // 2
+    return [squared_exponential] * n_se + [matern32] * (n_latent - n_se)
+
+
+def _site(name: str, spec: Array | float | dist.Distribution, shape: tuple[int, ...]) -> Array:
+    if isinstance(spec, dist.Distribution):
+        d = spec if spec.batch_shape == shape else spec.expand(shape)
+        return numpyro.sample(name, d.to_event(len(shape)) if shape else d)
+    return numpyro.deterministic(name, jnp.broadcast_to(jnp.asarray(spec, jnp.float64), shape))
+
+
+def coregional_covariance(phi: Array, alpha: Array, beta: Array, weights: Array,
+                          kernels: Sequence[Kernel]) -> Array:
+    """Σ = Σ_l (w_l w_lᵀ) ⊗ K_l(φ; α_l, β_l), (T·B, T·B), target-major; ``weights`` is
+    (T, L)."""
+    cov = 0.0
+    for ell, kernel in enumerate(kernels):
+        w = weights[:, ell]
+        cov = cov + jnp.kron(jnp.outer(w, w), kernel(phi, alpha[ell], beta[ell]))
+    return cov
+
+
+def coregional_model(phi: Array, sizes: Array, n_targets: int,
+                     obs_target: Array | None = None, obs_bucket: Array | None = None,
+                     obs: Array | None = None, *, n_latent: int = 2,
+                     alpha: Array | float | dist.Distribution = 1.0,
+                     beta: Array | float | dist.Distribution = 1.0,
+                     weights: Array | float | dist.Distribution | None = None,
+                     sigma2: float | dist.Distribution = SIGMA2_TIED,
+                     mean: Callable[[Array], Array] | None = None,
+                     kernels: Sequence[Kernel] | None = None) -> None:
+    """NumPyro program of the coregionalised bucket model.
+
+    Sites: ``alpha`` (L,), ``beta`` (L,), ``weights`` (T, L) (None: the prior N(0, 0.1²);
+    App. C.1 initialises w ~ N(0, 0.01)), ``sigma2``, ``theta`` (T·B,) target-major, and
+    ``s`` the observed scores, target ``obs_target[j]`` on an item of bucket
+    ``obs_bucket[j]``. ``mean(phi)`` gives the (B,) prior mean shared by all targets
+    (default: the bucket's mean reference score) or a (T, B) array of per-target means.
+    """
+    kernels = list(kernels) if kernels is not None else default_kernels(n_latent)
+    L, B = len(kernels), phi.shape[0]
+    alpha_v = _site("alpha", alpha, (L,))
+    beta_v = _site("beta", beta, (L,))
+    w = _site("weights", dist.Normal(0.0, 0.1) if weights is None else weights,
+              (n_targets, L))
+    sigma2_v = _site("sigma2", sigma2, ())
+    loc = phi.mean(axis=1) if mean is None else mean(phi)
+    loc = jnp.broadcast_to(loc, (n_targets, B)).reshape(-1)
+    cov = coregional_covariance(phi, alpha_v, beta_v, w, kernels)
+    cov = cov + JITTER * jnp.eye(n_targets * B)
+    theta = numpyro.sample("theta", dist.MultivariateNormal(loc, covariance_matrix=cov))
+    if obs_bucket is not None:
+        flat = obs_target * B + obs_bucket
+        scale = jnp.sqrt(sizes[obs_bucket] * sigma2_v)
+        numpyro.sample("s", dist.Normal(theta[flat], scale), obs=obs)
