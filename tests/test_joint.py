@@ -89,3 +89,63 @@ def test_missed_compaction_poisons_the_joint_state(ref):
     state = joint_observe(state, 0, 1, 1.0)
     assert np.isnan(np.asarray(joint_observe(state, 1, 1, 0.0).mu)).all()
     assert np.isfinite(np.asarray(joint_observe(joint_compact(state), 1, 1, 0.0).mu)).all()
+
+
+def _observe_from_model(ref, T, params, n_obs, seed):
+    """A state with n_obs scores drawn from the model at ``params`` (θ from the prior)."""
+    state = joint_state(ref, T, params, pending=64)
+    rng = np.random.default_rng(seed)
+    cov = np.asarray(joint_covariance(state))
+    theta = rng.multivariate_normal(np.asarray(state.mu), cov)
+    N, B = ref.shape[1], state.sizes.shape[0]
+    b = np.asarray(state.item_bucket)
+    pairs = [(t, i) for t in range(T) for i in range(N)]
+    for k in rng.permutation(len(pairs))[:n_obs]:
+        t, i = pairs[k]
+        s = theta[t * B + b[i]] + rng.normal() * np.sqrt(state.sizes[b[i]] * params["sigma2"])
+        state = joint_observe(state, t, i, s)
+    return state
+
+
+def test_joint_likelihood_is_the_item_level_marginal(ref):
+    # against −log N(s_O | H μ, H Σ Hᵀ + D) by dense algebra, at two parameter settings:
+    # the difference must be the same constant (terms free of the parameters)
+    from bayeval.inference.joint import joint_negative_log_marginal
+
+    T = 3
+    state = _observe_from_model(ref, T, PARAMS, 20, 1)
+    obs = np.argwhere(np.asarray(state.observed))
+    s = np.asarray(state.scores)[obs[:, 0], obs[:, 1]]
+    diffs = []
+    for params in (PARAMS, {**PARAMS, "beta": [0.4, 2.5], "sigma2": 0.2}):
+        prior = joint_state(ref, T, params)
+        B = prior.sizes.shape[0]
+        j = obs[:, 0] * B + np.asarray(prior.item_bucket)[obs[:, 1]]
+        C = np.asarray(joint_covariance(prior))[np.ix_(j, j)] + np.diag(
+            np.asarray(prior.noise)[j])
+        r = s - np.asarray(prior.mu)[j]
+        dense = 0.5 * r @ np.linalg.solve(C, r) + 0.5 * np.linalg.slogdet(C)[1]
+        p = {k: jnp.asarray(v, jnp.float64) for k, v in params.items()}
+        ours = joint_negative_log_marginal(state, p)
+        # the same on the observed pairs gathered into 20 slots (J = 21, ≤ 20 observed)
+        assert float(joint_negative_log_marginal(state, p, size=20)) == pytest.approx(
+            float(ours), abs=1e-9)
+        diffs.append(float(ours) - dense)
+    assert diffs[0] == pytest.approx(diffs[1], abs=1e-8)
+
+
+def test_adamw_refit_lowers_the_negative_log_marginal(ref):
+    from bayeval.inference.joint import joint_negative_log_marginal, joint_refit
+
+    T = 3
+    state = _observe_from_model(ref, T, PARAMS, 24, 2)
+    start = {"alpha": [1.0, 1.0], "beta": [1.0, 1.0], "sigma2": 0.1,
+             "weights": np.random.default_rng(0).normal(0, 0.1, (T, 2))}
+    fitted = joint_refit(state, start, steps=150, learning_rate=0.05)
+
+    def nlml(p):
+        return float(joint_negative_log_marginal(
+            state, {k: jnp.asarray(v, jnp.float64) for k, v in p.items()}))
+
+    assert nlml(fitted) < nlml(start) - 1.0
+    assert np.all(np.asarray(fitted["alpha"]) > 0) and float(fitted["sigma2"]) > 0

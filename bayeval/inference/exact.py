@@ -81,7 +81,7 @@ def gaussian_prior(model: Callable, phi: Array, sizes: Array, params: dict[str, 
     return theta.loc, theta.covariance_matrix, noise
 
 
-def _masked_system(cov0: Array, noise: Array, count: Array, mu0: Array, total: Array):
+def masked_system(cov0: Array, noise: Array, count: Array, mu0: Array, total: Array):
     """Matrix A = cov0 + diag(d/n) restricted to observed buckets (identity elsewhere) and
     the residual ȳ − μ0 (0 elsewhere)."""
     seen = count > 0
@@ -119,14 +119,14 @@ gaussian_nll.defvjp(_gaussian_nll_fwd, _gaussian_nll_bwd)
 def negative_log_marginal(cov0: Array, noise: Array, count: Array, mu0: Array,
                           total: Array) -> Array:
     """−log p(ȳ_O) for the observed buckets' means (up to terms free of α, β)."""
-    A, resid, _ = _masked_system(cov0, noise, count, mu0, total)
+    A, resid, _ = masked_system(cov0, noise, count, mu0, total)
     return gaussian_nll(A, resid)
 
 
 def condition(mu0: Array, cov0: Array, noise: Array, count: Array,
               total: Array) -> tuple[Array, Array]:
     """Posterior (μ, Σ) given all observations at once (dense conditioning)."""
-    A, resid, seen = _masked_system(cov0, noise, count, mu0, total)
+    A, resid, seen = masked_system(cov0, noise, count, mu0, total)
     cross = jnp.where(seen[None, :], cov0, 0.0)  # Cov(θ, ȳ_O)
     chol = jax.scipy.linalg.cho_factor(A, lower=True)
     gain = jax.scipy.linalg.cho_solve(chol, cross.T).T
@@ -346,7 +346,7 @@ class ExactBucketGP:
         count = jnp.where(valid, state.count[idx], 0.0)  # padded slots are masked out
         total = jnp.where(valid, state.total[idx], 0.0)
         mu0, cov0, noise = self.prior(state.phi, state.sizes, log_hyper, self._sigma2(state))
-        A, resid, _ = _masked_system(cov0[idx][:, idx], noise[idx], count, mu0[idx], total)
+        A, resid, _ = masked_system(cov0[idx][:, idx], noise[idx], count, mu0[idx], total)
         cross = jnp.where(valid[None, :], cov0[:, idx], 0.0)
         gain = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A, lower=True),
                                           cross.T).T

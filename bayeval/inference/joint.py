@@ -25,12 +25,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from numpyro import handlers
 
 from bayeval.inference.base import Array
-from bayeval.inference.exact import PENDING
+from bayeval.inference.exact import PENDING, gaussian_nll, masked_system
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.models.coregional import coregional_model
 
@@ -46,6 +48,7 @@ class JointState(NamedTuple):
     remaining: Array  # (J,) m_{t,b}
     count: Array  # (J,) observed items per (target, bucket)
     total: Array  # (J,) sum of observed scores per (target, bucket)
+    total_sq: Array  # (J,) sum of squared observed scores (σ² enters the fit)
     item_bucket: Array  # (N,)
     observed: Array  # (T, N) bool
     scores: Array  # (T, N)
@@ -110,6 +113,7 @@ def joint_init(phi: Array, sizes: Array, item_bucket: Array, prior: tuple[Array,
         mu=mu0, base=cov0, pending=jnp.zeros((pending, J)), n_pending=jnp.zeros((), jnp.int32),
         cov_rem=jnp.zeros((J, n_targets)), cov_diag=jnp.zeros(J), noise=noise,
         remaining=jnp.tile(sizes, n_targets), count=jnp.zeros(J), total=jnp.zeros(J),
+        total_sq=jnp.zeros(J),
         item_bucket=item_bucket, observed=jnp.zeros((n_targets, N), bool),
         scores=jnp.zeros((n_targets, N)), phi=phi, sizes=sizes)
     return _with_covariance(state, mu0, 0.5 * (cov0 + cov0.T))
@@ -133,7 +137,7 @@ def joint_observe(state: JointState, target: Array, item: Array, score: Array) -
         pending=state.pending.at[state.n_pending].set(k / jnp.sqrt(v)),
         n_pending=state.n_pending + 1, cov_rem=cov_rem, cov_diag=state.cov_diag - k * k / v,
         remaining=state.remaining.at[j].add(-1.0), count=state.count.at[j].add(1.0),
-        total=state.total.at[j].add(score),
+        total=state.total.at[j].add(score), total_sq=state.total_sq.at[j].add(score * score),
         observed=state.observed.at[target, item].set(True),
         scores=state.scores.at[target, item].set(score))
 
@@ -171,3 +175,73 @@ def joint_state(reference_scores: Any, n_targets: int, params: dict[str, Any],
                         **model_kwargs)
     return joint_init(phi, sizes, jnp.asarray(buckets.item_bucket), prior, n_targets, pending)
 
+
+
+def _unconstrained(params: dict[str, Any]) -> dict[str, Array]:
+    return {"log_alpha": jnp.log(jnp.asarray(params["alpha"], jnp.float64)),
+            "log_beta": jnp.log(jnp.asarray(params["beta"], jnp.float64)),
+            "weights": jnp.asarray(params["weights"], jnp.float64),
+            "log_sigma2": jnp.log(jnp.asarray(params["sigma2"], jnp.float64))}
+
+
+def _constrained(u: dict[str, Array]) -> dict[str, Array]:
+    return {"alpha": jnp.exp(u["log_alpha"]), "beta": jnp.exp(u["log_beta"]),
+            "weights": u["weights"], "sigma2": jnp.exp(u["log_sigma2"])}
+
+
+def joint_negative_log_marginal(state: JointState, params: dict[str, Array],
+                                model: Callable = coregional_model, size: int | None = None,
+                                **model_kwargs: Any) -> Array:
+    """−log p(s_O) of the observed scores under ``model`` at ``params``, up to a constant
+    free of the parameters: the bucket means' Gaussian term plus each bucket's spread.
+
+    The model is evaluated on the buckets of the observed pairs only (gathered into
+    ``size`` slots, default J; padding is masked out), which is exact for GP-type priors
+    whose covariance between two buckets depends on those buckets alone.
+    """
+    T = state.observed.shape[0]
+    B = state.sizes.shape[0]
+    size = T * B if size is None else size
+    seen = state.count > 0
+    idx = jax.lax.top_k(seen.astype(jnp.float64), size)[1]
+    valid = seen[idx]
+    t_of, b_of = idx // B, idx % B
+    mu, cov, noise = joint_prior(model, state.phi[b_of], state.sizes[b_of], T, params,
+                                 **model_kwargs)
+    rows = t_of * size + jnp.arange(size)  # pair i sits at (t_i, slot i) of the T·size grid
+    count = jnp.where(valid, state.count[idx], 0.0)
+    total = jnp.where(valid, state.total[idx], 0.0)
+    A, resid, _ = masked_system(cov[rows][:, rows], noise[rows], count, mu[rows], total)
+    # the spread of the scores around their bucket mean: (n−1)/2 log(2π d) + SS/(2d) per
+    # bucket (it depends on σ², which this fit estimates)
+    d = noise[rows]
+    n_safe = jnp.maximum(count, 1.0)
+    ss = jnp.maximum(jnp.where(valid, state.total_sq[idx], 0.0) - total**2 / n_safe, 0.0)
+    spread = jnp.where(count > 0, 0.5 * (count - 1.0) * jnp.log(2 * jnp.pi * d)
+                       + ss / (2 * d), 0.0)
+    return gaussian_nll(A, resid) + jnp.sum(spread)
+
+
+def joint_refit(state: JointState, params: dict[str, Any], steps: int = 200,
+                learning_rate: float = 0.01, model: Callable = coregional_model,
+                size: int | None = None, **model_kwargs: Any) -> dict[str, Array]:
+    """Type-II ML for {α_l, β_l, w, σ²} by AdamW (optax) on the negative log marginal
+    likelihood, from ``params`` (seed 000 App. A.4, C.1: learning rate 0.01 for binary
+    scores, 0.001 for continuous). Returns the fitted parameters (the better of the start
+    and the end point)."""
+    solver = optax.adamw(learning_rate)
+
+    def loss(u):
+        return joint_negative_log_marginal(state, _constrained(u), model, size, **model_kwargs)
+
+    def body(carry, _):
+        u, opt_state = carry
+        value, grad = jax.value_and_grad(loss)(u)
+        updates, opt_state = solver.update(grad, opt_state, u)
+        return (optax.apply_updates(u, updates), opt_state), value
+
+    start = _unconstrained(params)
+    (end, _), _ = jax.lax.scan(body, (start, solver.init(start)), None, length=steps)
+    better = jnp.isfinite(loss(end)) & (loss(end) <= loss(start))
+    return _constrained(jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), end,
+                                               start))
