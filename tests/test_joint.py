@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -10,10 +11,14 @@ from bayeval.inference.exact import ExactBucketGP, predict, rank1_observe, with_
 from bayeval.inference.joint import (
     joint_compact,
     joint_covariance,
-    joint_observe,
-    joint_predict,
     joint_state,
 )
+from bayeval.inference.joint import joint_observe as _joint_observe
+from bayeval.inference.joint import joint_predict as _joint_predict
+
+# compiled once per shape: eager dispatch of every small op would dominate these tests
+joint_observe = jax.jit(_joint_observe)
+joint_predict = jax.jit(_joint_predict)
 
 PARAMS = {"alpha": [1.0, 0.7], "beta": [1.5, 0.8], "weights": [[0.9, 0.2], [0.6, -0.5],
                                                                [0.1, 0.8]], "sigma2": 0.05}
