@@ -237,7 +237,8 @@ def test_gaussian_nll_gradient_matches_autodiff():
         z = jax.scipy.linalg.solve_triangular(L, r, lower=True)
         return 0.5 * z @ z + jnp.sum(jnp.log(jnp.diag(L)))
 
-    dense = 0.5 * r @ np.linalg.solve(A, r) + 0.5 * np.linalg.slogdet(A)[1]
+    An, rn = np.asarray(A), np.asarray(r)
+    dense = float(0.5 * rn @ np.linalg.solve(An, rn) + 0.5 * np.linalg.slogdet(An)[1])
     assert float(gaussian_nll(A, r)) == pytest.approx(dense, abs=1e-12)
     # through a symmetric parametrisation A(t) = A + t (E + Eᵀ), as the prior builds it
     E = jnp.asarray(rng.normal(size=(7, 7)))
