@@ -36,7 +36,7 @@ def target_information_gain(prediction: JointPrediction) -> Array:
 
 def initial_design(key: Array, n_items: int, fraction: float = 0.1) -> Array:
     """(N,) mask of ⌈fraction · N⌉ items drawn uniformly without replacement."""
-    size = max(1, math.ceil(round(fraction * n_items, 9)))  # round: 0.1 · 70 = 7.000000000000001
+    size = max(1, math.ceil(round(fraction * n_items, 9)))  # round: 0.07 · 100 = 7.000000000000001
     chosen = jax.random.permutation(key, n_items)[:size]
     return jnp.zeros(n_items, bool).at[chosen].set(True)
 
