@@ -87,7 +87,8 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
             items = v_select(preds, available, keys, t)
             scores = targets[rows, items]
             states = v_update(states, items, scores)
-            keys_t = jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
+            keys_t = (jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
+                      if backend.refit_every else None)  # re-fit keys only where re-fits run
             states = advance(backend, states, t + 1, keys_t, v_refit, v_compact)
             preds, bounds, stop_states, stop = v_summary(states, stop_states)
             stop_n = jnp.where((stop_n == 0) & stop, t + 1, stop_n)

@@ -123,11 +123,17 @@ def negative_log_marginal(cov0: Array, noise: Array, count: Array, mu0: Array,
     return gaussian_nll(A, resid)
 
 
-def condition(mu0: Array, cov0: Array, noise: Array, count: Array,
-              total: Array) -> tuple[Array, Array]:
-    """Posterior (μ, Σ) given all observations at once (dense conditioning)."""
-    A, resid, seen = masked_system(cov0, noise, count, mu0, total)
-    cross = jnp.where(seen[None, :], cov0, 0.0)  # Cov(θ, ȳ_O)
+def condition(mu0: Array, cov0: Array, noise: Array, count: Array, total: Array,
+              idx: Array | None = None) -> tuple[Array, Array]:
+    """Posterior (μ, Σ) given all observations at once (dense conditioning).
+
+    ``count`` and ``total`` are per bucket, or, with ``idx``, per slot of the buckets
+    ``idx`` the observations were gathered into (slots with count 0 are padding):
+    Σ = Σ0 − G Σ0[O, :] with G = Σ0[:, O] A⁻¹, an O(B² |idx|) product."""
+    if idx is None:
+        idx = jnp.arange(mu0.shape[0])
+    A, resid, seen = masked_system(cov0[idx][:, idx], noise[idx], count, mu0[idx], total)
+    cross = jnp.where(seen[None, :], cov0[:, idx], 0.0)  # Cov(θ, ȳ_O)
     chol = jax.scipy.linalg.cho_factor(A, lower=True)
     gain = jax.scipy.linalg.cho_solve(chol, cross.T).T
     mu = mu0 + gain @ resid
@@ -137,12 +143,18 @@ def condition(mu0: Array, cov0: Array, noise: Array, count: Array,
 
 def posterior_cov(state: ExactState) -> Array:
     """The (B, B) posterior covariance Σ = Σ_c − Uᵀ U (materialised; O(B² P))."""
-    return state.base - _outer_sum(state.pending)
+    return state.base - pending_outer(state.pending)
 
 
-def _outer_sum(pending: Array) -> Array:
+def pending_outer(pending: Array) -> Array:
+    """Uᵀ U of the pending rows, exactly symmetric whatever the product's rounding."""
     gram = pending.T @ pending
-    return 0.5 * (gram + gram.T)  # exactly symmetric whatever the product's rounding
+    return 0.5 * (gram + gram.T)
+
+
+def deferred_column(base: Array, pending: Array, j: Array) -> Array:
+    """Column j of Σ = Σ_c − Uᵀ U without materialising Σ, O(P B)."""
+    return base[j] - pending[:, j] @ pending
 
 
 def with_covariance(state: ExactState, mu: Array, cov: Array) -> ExactState:
@@ -166,7 +178,7 @@ def rank1_observe(state: ExactState, item: Array, score: Array) -> ExactState:
     turns to NaN rather than silently losing an update.
     """
     b = state.item_bucket[item]
-    k = state.base[b] - state.pending[:, b] @ state.pending
+    k = deferred_column(state.base, state.pending, b)
     v = k[b] + state.noise[b]
     full = state.n_pending >= state.pending.shape[0]
     mu = jnp.where(full, jnp.nan, state.mu + k * (score - state.mu[b]) / v)
@@ -301,8 +313,7 @@ class ExactBucketGP:
         """``size`` slots of observed buckets for the likelihood: all of them when they fit,
         else a uniform random subset (``key``; the first ones without a key)."""
         seen = state.count > 0
-        priority = (seen.astype(jnp.float64) if key is None
-                    else jnp.where(seen, jax.random.uniform(key, seen.shape), -1.0))
+        priority = jnp.ones(seen.shape) if key is None else jax.random.uniform(key, seen.shape)
         idx = jax.lax.top_k(jnp.where(seen, priority, -1.0), size)[1]
         valid = seen[idx]
         return idx, jnp.where(valid, state.count[idx], 0.0), jnp.where(valid, state.total[idx],
@@ -339,20 +350,15 @@ class ExactBucketGP:
 
     def _rebuild(self, state: ExactState, log_hyper: Array, size: int) -> ExactState:
         """Posterior at ``log_hyper`` by one conditioning on the observed buckets gathered
-        into ``size`` slots: Σ = Σ0 − G Σ0[O, :], G = Σ0[:, O] A⁻¹."""
+        into ``size`` slots."""
         seen = state.count > 0
         idx = jnp.nonzero(seen, size=size, fill_value=0)[0]
         valid = jnp.arange(size) < jnp.sum(seen)
         count = jnp.where(valid, state.count[idx], 0.0)  # padded slots are masked out
         total = jnp.where(valid, state.total[idx], 0.0)
         mu0, cov0, noise = self.prior(state.phi, state.sizes, log_hyper, self._sigma2(state))
-        A, resid, _ = masked_system(cov0[idx][:, idx], noise[idx], count, mu0[idx], total)
-        cross = jnp.where(valid[None, :], cov0[:, idx], 0.0)
-        gain = jax.scipy.linalg.cho_solve(jax.scipy.linalg.cho_factor(A, lower=True),
-                                          cross.T).T
-        cov = cov0 - gain @ cross.T
-        state = state._replace(noise=noise, log_hyper=log_hyper)
-        return with_covariance(state, mu0 + gain @ resid, 0.5 * (cov + cov.T))
+        mu, cov = condition(mu0, cov0, noise, count, total, idx)
+        return with_covariance(state._replace(noise=noise, log_hyper=log_hyper), mu, cov)
 
     def refit(self, state: ExactState, key: Array | None = None) -> ExactState:
         """Type-II ML re-fit of (log α, log β), then a rebuild of the posterior."""

@@ -32,7 +32,13 @@ import optax
 from numpyro import handlers
 
 from bayeval.inference.base import Array
-from bayeval.inference.exact import PENDING, gaussian_nll, masked_system
+from bayeval.inference.exact import (
+    PENDING,
+    deferred_column,
+    gaussian_nll,
+    masked_system,
+    pending_outer,
+)
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.models.coregional import coregional_model
 
@@ -94,8 +100,7 @@ def _with_covariance(state: JointState, mu: Array, cov: Array) -> JointState:
 
 def joint_covariance(state: JointState) -> Array:
     """The (J, J) posterior covariance, materialised."""
-    gram = state.pending.T @ state.pending
-    return state.base - 0.5 * (gram + gram.T)
+    return state.base - pending_outer(state.pending)
 
 
 def joint_compact(state: JointState) -> JointState:
@@ -126,7 +131,7 @@ def joint_observe(state: JointState, target: Array, item: Array, score: Array) -
     T = state.observed.shape[0]
     B = state.sizes.shape[0]
     j = target * B + state.item_bucket[item]
-    k = state.base[j] - state.pending[:, j] @ state.pending
+    k = deferred_column(state.base, state.pending, j)
     v = k[j] + state.noise[j]
     full = state.n_pending >= state.pending.shape[0]
     k_rem = (k * state.remaining).reshape(T, B).sum(1)  # kᵀ M
