@@ -212,7 +212,7 @@ def predict(state: ExactState) -> Prediction:
         n=n, nearly_unique=state.nearly_unique)
 
 
-def _fit_sizes(n_buckets: int, smallest: int = 64) -> list[int]:
+def fit_sizes(n_buckets: int, smallest: int = 64) -> list[int]:
     """Static sizes for the observed-bucket subsystem of a re-fit: powers of two from
     ``smallest`` below B, then B."""
     sizes = []
@@ -366,9 +366,9 @@ class ExactBucketGP:
         n_seen = jnp.sum(state.count > 0)
         cap = B if self.fit_buckets is None else min(self.fit_buckets, B)
         if self.marginal_fit:
-            fit_sizes, rebuild_sizes = _fit_sizes(cap), _fit_sizes(B)
+            fit_at_sizes, rebuild_sizes = fit_sizes(cap), fit_sizes(B)
         else:
-            fit_sizes, rebuild_sizes = [B], [B]
+            fit_at_sizes, rebuild_sizes = [B], [B]
             if cap < B:
                 raise ValueError("fit_buckets needs marginal_fit=True")
 
@@ -381,9 +381,9 @@ class ExactBucketGP:
         def pick(sizes, n):
             return jnp.minimum(jnp.searchsorted(jnp.asarray(sizes), n), len(sizes) - 1)
 
-        log_hyper = (fit_at(fit_sizes[0])(state) if len(fit_sizes) == 1 else
-                     jax.lax.switch(pick(fit_sizes, n_seen), [fit_at(n) for n in fit_sizes],
-                                    state))
+        log_hyper = (fit_at(fit_at_sizes[0])(state) if len(fit_at_sizes) == 1 else
+                     jax.lax.switch(pick(fit_at_sizes, n_seen),
+                                    [fit_at(n) for n in fit_at_sizes], state))
         if len(rebuild_sizes) == 1:
             return rebuild_at(rebuild_sizes[0])(state, log_hyper)
         return jax.lax.switch(pick(rebuild_sizes, n_seen),

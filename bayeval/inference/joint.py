@@ -34,6 +34,7 @@ from numpyro import handlers
 from bayeval.inference.base import Array
 from bayeval.inference.exact import (
     PENDING,
+    condition,
     deferred_column,
     gaussian_nll,
     masked_system,
@@ -78,11 +79,21 @@ def joint_prior(model: Callable, phi: Array, sizes: Array, n_targets: int,
                 params: dict[str, Array], **model_kwargs: Any) -> tuple[Array, Array, Array]:
     """(μ, Σ, d) over the J = T·B joint buckets, read from the NumPyro program ``model``
     (signature of :func:`~bayeval.models.coregional.coregional_model`) with ``params``
-    fixed."""
+    fixed. With ``row_target`` in ``model_kwargs``, over those (target, bucket) rows
+    instead (``phi`` and ``sizes`` per row).
+
+    ``theta`` is conditioned on a placeholder so that tracing draws nothing: only the
+    distributions' parameters are read."""
     B = phi.shape[0]
-    targets = jnp.repeat(jnp.arange(n_targets), B)
-    buckets = jnp.tile(jnp.arange(B), n_targets)
-    seeded = handlers.seed(handlers.substitute(model, data=params), rng_seed=0)
+    rows = model_kwargs.get("row_target")
+    if rows is None:
+        targets = jnp.repeat(jnp.arange(n_targets), B)
+        buckets = jnp.tile(jnp.arange(B), n_targets)
+    else:
+        targets, buckets = rows, jnp.arange(B)
+    placeholder = {"theta": jnp.zeros(targets.shape[0])}
+    seeded = handlers.seed(handlers.condition(handlers.substitute(model, data=params),
+                                              data=placeholder), rng_seed=0)
     trace = handlers.trace(seeded).get_trace(phi, sizes, n_targets, targets, buckets, None,
                                              **model_kwargs)
     theta = trace["theta"]["fn"]
@@ -194,32 +205,43 @@ def _constrained(u: dict[str, Array]) -> dict[str, Array]:
             "weights": u["weights"], "sigma2": jnp.exp(u["log_sigma2"])}
 
 
+def observed_pairs(state: JointState, size: int, key: Array | None = None
+                   ) -> tuple[Array, Array]:
+    """(idx, valid): ``size`` slots holding joint indices of observed (target, bucket)
+    pairs, padding marked invalid. With more observed pairs than slots, ``key`` draws a
+    uniform subset (without it, the lowest indices are kept)."""
+    seen = state.count > 0
+    priority = seen.astype(jnp.float64)
+    if key is not None:
+        priority = priority + jax.random.uniform(key, seen.shape) * 0.5
+    idx = jax.lax.top_k(priority, size)[1]
+    return idx, seen[idx]
+
+
 def joint_negative_log_marginal(state: JointState, params: dict[str, Array],
                                 model: Callable = coregional_model, size: int | None = None,
-                                **model_kwargs: Any) -> Array:
+                                key: Array | None = None, **model_kwargs: Any) -> Array:
     """−log p(s_O) of the observed scores under ``model`` at ``params``, up to a constant
     free of the parameters: the bucket means' Gaussian term plus each bucket's spread.
 
     The model is evaluated on the buckets of the observed pairs only (gathered into
     ``size`` slots, default J; padding is masked out), which is exact for GP-type priors
-    whose covariance between two buckets depends on those buckets alone.
+    whose covariance between two buckets depends on those buckets alone. With more
+    observed pairs than ``size``, the fit uses a uniform subset of them drawn with ``key``
+    (the marginal likelihood of those pairs' scores).
     """
     T = state.observed.shape[0]
     B = state.sizes.shape[0]
     size = T * B if size is None else size
-    seen = state.count > 0
-    idx = jax.lax.top_k(seen.astype(jnp.float64), size)[1]
-    valid = seen[idx]
+    idx, valid = observed_pairs(state, size, key)
     t_of, b_of = idx // B, idx % B
-    mu, cov, noise = joint_prior(model, state.phi[b_of], state.sizes[b_of], T, params,
-                                 **model_kwargs)
-    rows = t_of * size + jnp.arange(size)  # pair i sits at (t_i, slot i) of the T·size grid
+    mu, cov, d = joint_prior(model, state.phi[b_of], state.sizes[b_of], T, params,
+                             row_target=t_of, **model_kwargs)
     count = jnp.where(valid, state.count[idx], 0.0)
     total = jnp.where(valid, state.total[idx], 0.0)
-    A, resid, _ = masked_system(cov[rows][:, rows], noise[rows], count, mu[rows], total)
+    A, resid, _ = masked_system(cov, d, count, mu, total)
     # the spread of the scores around their bucket mean: (n−1)/2 log(2π d) + SS/(2d) per
     # bucket (it depends on σ², which this fit estimates)
-    d = noise[rows]
     n_safe = jnp.maximum(count, 1.0)
     ss = jnp.maximum(jnp.where(valid, state.total_sq[idx], 0.0) - total**2 / n_safe, 0.0)
     spread = jnp.where(count > 0, 0.5 * (count - 1.0) * jnp.log(2 * jnp.pi * d)
@@ -227,17 +249,30 @@ def joint_negative_log_marginal(state: JointState, params: dict[str, Array],
     return gaussian_nll(A, resid) + jnp.sum(spread)
 
 
+FITTED = ("alpha", "beta", "weights", "sigma2")
+
+
 def joint_refit(state: JointState, params: dict[str, Any], steps: int = 200,
                 learning_rate: float = 0.01, model: Callable = coregional_model,
-                size: int | None = None, **model_kwargs: Any) -> dict[str, Array]:
+                size: int | None = None, key: Array | None = None,
+                fit: tuple[str, ...] = FITTED, **model_kwargs: Any) -> dict[str, Array]:
     """Type-II ML for {α_l, β_l, w, σ²} by AdamW (optax) on the negative log marginal
     likelihood, from ``params`` (seed 000 App. A.4, C.1: learning rate 0.01 for binary
-    scores, 0.001 for continuous). Returns the fitted parameters (the better of the start
-    and the end point)."""
+    scores, 0.001 for continuous). Parameters not named in ``fit`` stay at their value.
+    Returns the fitted parameters (the better of the start and the end point)."""
+    unknown = set(fit) - set(FITTED)
+    if unknown:
+        raise ValueError(f"cannot fit {sorted(unknown)}; the fitted parameters are {FITTED}")
     solver = optax.adamw(learning_rate)
+    start = _unconstrained(params)
+    held = {f"log_{k}" if k != "weights" else k for k in FITTED if k not in fit}
+
+    def hold(u):
+        return {k: jax.lax.stop_gradient(start[k]) if k in held else v for k, v in u.items()}
 
     def loss(u):
-        return joint_negative_log_marginal(state, _constrained(u), model, size, **model_kwargs)
+        return joint_negative_log_marginal(state, _constrained(hold(u)), model, size, key,
+                                           **model_kwargs)
 
     def body(carry, _):
         u, opt_state = carry
@@ -245,8 +280,24 @@ def joint_refit(state: JointState, params: dict[str, Any], steps: int = 200,
         updates, opt_state = solver.update(grad, opt_state, u)
         return (optax.apply_updates(u, updates), opt_state), value
 
-    start = _unconstrained(params)
     (end, _), _ = jax.lax.scan(body, (start, solver.init(start)), None, length=steps)
+    end = hold(end)
     better = jnp.isfinite(loss(end)) & (loss(end) <= loss(start))
     return _constrained(jax.tree_util.tree_map(lambda a, b: jnp.where(better, a, b), end,
                                                start))
+
+
+def joint_rebuild(state: JointState, params: dict[str, Array], size: int,
+                  model: Callable = coregional_model, **model_kwargs: Any) -> JointState:
+    """The posterior under new ``params``, conditioned on every observation at once.
+
+    The observed (target, bucket) pairs are gathered into ``size`` slots (``size`` must be
+    at least their number; pass one of a few static sizes to bound recompilation), and
+    :func:`~bayeval.inference.exact.condition` gives (μ, Σ) in O(J² size + size³)."""
+    T = state.observed.shape[0]
+    mu0, cov0, noise = joint_prior(model, state.phi, state.sizes, T, params, **model_kwargs)
+    idx, valid = observed_pairs(state, size)
+    count = jnp.where(valid, state.count[idx], 0.0)
+    total = jnp.where(valid, state.total[idx], 0.0)
+    mu, cov = condition(mu0, cov0, noise, count, total, idx)
+    return _with_covariance(state._replace(noise=noise), mu, cov)

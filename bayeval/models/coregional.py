@@ -48,13 +48,20 @@ def _site(name: str, spec: Array | float | dist.Distribution, shape: tuple[int, 
 
 
 def coregional_covariance(phi: Array, alpha: Array, beta: Array, weights: Array,
-                          kernels: Sequence[Kernel]) -> Array:
+                          kernels: Sequence[Kernel], row_target: Array | None = None) -> Array:
     """Σ = Σ_l (w_l w_lᵀ) ⊗ K_l(φ; α_l, β_l), (T·B, T·B), target-major; ``weights`` is
-    (T, L)."""
+    (T, L). With ``row_target`` (R,), the covariance of R given rows instead: row r is
+    target ``row_target[r]`` on bucket vector ``phi[r]``,
+    Σ_rs = Σ_l w_l[t_r] w_l[t_s] K_l(φ_r, φ_s)."""
     cov = 0.0
     for ell, kernel in enumerate(kernels):
         w = weights[:, ell]
-        cov = cov + jnp.kron(jnp.outer(w, w), kernel(phi, alpha[ell], beta[ell]))
+        k = kernel(phi, alpha[ell], beta[ell])
+        if row_target is None:
+            cov = cov + jnp.kron(jnp.outer(w, w), k)
+        else:
+            wr = w[row_target]
+            cov = cov + wr[:, None] * wr[None, :] * k
     return cov
 
 
@@ -66,7 +73,8 @@ def coregional_model(phi: Array, sizes: Array, n_targets: int,
                      weights: Array | float | dist.Distribution | None = None,
                      sigma2: float | dist.Distribution = SIGMA2_TIED,
                      mean: Callable[[Array], Array] | None = None,
-                     kernels: Sequence[Kernel] | None = None) -> None:
+                     kernels: Sequence[Kernel] | None = None,
+                     row_target: Array | None = None) -> None:
     """NumPyro program of the coregionalised bucket model.
 
     Sites: ``alpha`` (L,), ``beta`` (L,), ``weights`` (T, L) (None: the prior N(0, 0.1²);
@@ -74,6 +82,11 @@ def coregional_model(phi: Array, sizes: Array, n_targets: int,
     ``s`` the observed scores, target ``obs_target[j]`` on an item of bucket
     ``obs_bucket[j]``. ``mean(phi)`` gives the (B,) prior mean shared by all targets
     (default: the bucket's mean reference score) or a (T, B) array of per-target means.
+
+    ``row_target`` (R,) puts ``theta`` over R chosen (target, bucket) rows instead of the
+    full grid: row r is target ``row_target[r]`` on the bucket of ``phi[r]`` (size
+    ``sizes[r]``), and ``obs_bucket`` then indexes rows (``obs_target`` is not used). The
+    marginal likelihood of a few observed pairs needs only those rows.
     """
     kernels = list(kernels) if kernels is not None else default_kernels(n_latent)
     L, B = len(kernels), phi.shape[0]
@@ -83,11 +96,14 @@ def coregional_model(phi: Array, sizes: Array, n_targets: int,
               (n_targets, L))
     sigma2_v = _site("sigma2", sigma2, ())
     loc = phi.mean(axis=1) if mean is None else mean(phi)
-    loc = jnp.broadcast_to(loc, (n_targets, B)).reshape(-1)
-    cov = coregional_covariance(phi, alpha_v, beta_v, w, kernels)
-    cov = cov + JITTER * jnp.eye(n_targets * B)
+    if row_target is None:
+        loc = jnp.broadcast_to(loc, (n_targets, B)).reshape(-1)
+    elif jnp.ndim(loc) == 2:
+        loc = loc[row_target, jnp.arange(B)]
+    cov = coregional_covariance(phi, alpha_v, beta_v, w, kernels, row_target)
+    cov = cov + JITTER * jnp.eye(cov.shape[0])
     theta = numpyro.sample("theta", dist.MultivariateNormal(loc, covariance_matrix=cov))
     if obs_bucket is not None:
-        flat = obs_target * B + obs_bucket
+        flat = obs_bucket if row_target is not None else obs_target * B + obs_bucket
         scale = jnp.sqrt(sizes[obs_bucket] * sigma2_v)
         numpyro.sample("s", dist.Normal(theta[flat], scale), obs=obs)
