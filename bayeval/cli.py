@@ -97,6 +97,10 @@ def evaluate(
         help="Model to evaluate. With the oracle evaluator: a model of the matrix, held out "
              "from the reference (default: one drawn with --seed). With a command: any "
              "name for the new model.")] = None,
+    targets: Annotated[str | None, typer.Option(
+        help="Several models to evaluate jointly (comma-separated), e.g. checkpoints of "
+             "one family: multi-target BayesAME shares what it learns between them. With "
+             "a command, {target} in it is replaced by the model's name.")] = None,
     evaluator: Annotated[EvaluatorKind | None, typer.Option(
         help="oracle: simulate with the target's known row; command: run --command for "
              "each item.")] = None,
@@ -134,8 +138,19 @@ def evaluate(
     items were used.
     """
     try:
-        result = _evaluate(dataset, reference, target, evaluator, command, timeout, retries,
-                           method, epsilon, max_items, seed, journal, resume, quiet)
+        if targets is not None or (resume and journal is not None and _is_joint(journal)):
+            if target is not None:
+                raise BayevalError("give either --target or --targets, not both")
+            if method is not None:
+                raise BayevalError("--targets always uses multi-target BayesAME; drop --method")
+            result = _evaluate_joint(dataset, reference, targets, evaluator, command, timeout,
+                                     retries, epsilon, max_items, seed, journal, resume, quiet)
+            printer = _print_joint_result
+        else:
+            result = _evaluate(dataset, reference, target, evaluator, command, timeout,
+                               retries, method, epsilon, max_items, seed, journal, resume,
+                               quiet)
+            printer = _print_result
     except BayevalError as exc:
         raise _fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -144,7 +159,7 @@ def evaluate(
     if as_json:
         print(json.dumps(result))
     else:
-        _print_result(result)
+        printer(result)
 
 
 def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, method,
@@ -232,6 +247,147 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             "items": [item for item, _ in session.observations],
             "journal": None if session.journal_path is None else str(session.journal_path),
         }
+
+
+def _is_joint(journal: Path) -> bool:
+    from bayeval.session import Session
+
+    header = Session.read_journal(journal)[0]
+    return "targets" in header
+
+
+def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, retries,
+                    epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
+    from bayeval.evaluators import CommandEvaluator
+    from bayeval.joint_session import JointSession
+    from bayeval.session import load_source_matrix
+
+    _enable_compilation_cache()
+    if resume:
+        given = {"--dataset": dataset, "--reference": reference, "--targets": targets,
+                 "--evaluator": evaluator, "--command": command, "--epsilon": epsilon,
+                 "--max-items": max_items, "--seed": seed}
+        clash = [k for k, v in given.items() if v is not None]
+        if clash:
+            raise BayevalError(f"--resume reads the settings from {journal}; drop "
+                               f"{', '.join(clash)}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            session = JointSession.resume(journal)
+        for w in caught:
+            err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+        settings = session.extra
+        matrix = load_source_matrix(session.reference_source or {})
+    else:
+        if dataset is not None and reference is not None:
+            raise BayevalError("give either --dataset or --reference, not both")
+        names = [t.strip() for t in targets.split(",") if t.strip()]
+        if not names:
+            raise BayevalError("--targets needs at least one model name")
+        source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
+                                  else {"dataset": dataset or DEFAULT_DATASET})
+        matrix = load_source_matrix(source)
+        kind = (evaluator or EvaluatorKind.oracle).value
+        if kind == "command" and not command:
+            raise BayevalError("--evaluator command needs --command 'CMD {target} {item}'")
+        if kind != "command" and command is not None:
+            raise BayevalError("--command is only used with --evaluator command")
+        known = set(matrix.models)
+        if kind == "oracle":
+            unknown = [t for t in names if t not in known]
+            if unknown:
+                raise BayevalError(f"unknown target id(s) {unknown}: not models of "
+                                   f"{matrix.name} ({matrix.n_models} models)")
+        held = [t for t in names if t in known]
+        ref = matrix.drop_models(held) if held else matrix
+        if held:
+            source["held_out"] = held
+        if journal is None and kind == "command":
+            journal = Path(f"bayeval-joint-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        settings = {"evaluator": kind, "command": command, "timeout": timeout,
+                    "retries": retries}
+        params = {} if epsilon is None else {"epsilon": epsilon}
+        session = JointSession(ref, names, params, seed=0 if seed is None else seed,
+                               journal=journal, max_evaluations=max_items,
+                               reference_source=source, extra=settings)
+    with session:
+        if settings["evaluator"] == EvaluatorKind.command.value:
+            runner = CommandEvaluator(settings["command"], timeout=settings["timeout"],
+                                      retries=settings["retries"])
+
+            def evaluate_fn(target, item):
+                return runner(item, target)
+        else:
+            rows = {t: matrix.row(t) for t in session.target_ids}
+            index = {item: j for j, item in enumerate(matrix.items)}
+
+            def evaluate_fn(target, item):
+                return float(rows[target][index[item]])
+        if quiet:
+            session.run(evaluate_fn)
+        else:
+            columns = (TextColumn("[bold]evaluating"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("{task.fields[status]}"), TimeElapsedColumn())
+            T = len(session.target_ids)
+            with Progress(*columns, console=err, transient=False) as progress:
+                task = progress.add_task("eval", total=T * session.reference.n_items,
+                                         completed=session.n_evaluations, status="")
+
+                def on_step(s, target, item, score):
+                    run = s.run_state
+                    phase = "initial design" if run.in_design else (
+                        f"{int(run.done.sum())}/{T} targets done")
+                    progress.update(task, completed=s.n_evaluations, status=phase)
+
+                session.run(evaluate_fn, on_step=on_step)
+        run = session.run_state
+        per_target = []
+        for k, (t, (value, lower, upper)) in enumerate(session.estimates().items()):
+            truth = None
+            if t in set(matrix.models):
+                row = matrix.row(t)
+                if not np.isnan(row).any():
+                    truth = float(row.mean())
+            per_target.append({
+                "target": t, "estimate": value, "lower": lower, "upper": upper,
+                "true_score": truth,
+                "covered": None if truth is None else bool(lower <= truth <= upper),
+                "items_used": int((~run.available[k]).sum()),
+                "stopped_after": int(run.stopped_at[k]) or None})
+        return {
+            "targets": per_target,
+            "reference": session.reference.name,
+            "reference_models": session.reference.n_models,
+            "method": "bayesame-joint",
+            "params": session.config.params,
+            "seed": session.seed,
+            "level": session.config.level,
+            "evaluations": session.n_evaluations,
+            "skipped": len(session.skipped),
+            "n_items": session.reference.n_items,
+            "stopped": session.stop_reason,
+            "journal": None if session.journal_path is None else str(session.journal_path),
+        }
+
+
+def _print_joint_result(r: dict[str, Any]) -> None:
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("target", "estimate", f"{r['level']:.0%} interval", "true score", "items",
+                "stopped after"):
+        table.add_column(col, justify="left" if col == "target" else "right",
+                         no_wrap=col != "target", overflow="fold")
+    for t in r["targets"]:
+        truth = "" if t["true_score"] is None else (
+            f"{t['true_score']:.4f}" + ("" if t["covered"] else " (outside)"))
+        table.add_row(t["target"], f"{t['estimate']:.4f}",
+                      f"[{t['lower']:.4f}, {t['upper']:.4f}]", truth,
+                      f"{t['items_used']}/{r['n_items']}",
+                      "" if t["stopped_after"] is None else f"{t['stopped_after']} evals")
+    out.print(table)
+    total = len(r["targets"]) * r["n_items"]
+    out.print(f"reference {r['reference']} ({r['reference_models']} models); "
+              f"{r['evaluations']} evaluations of {total} ({r['evaluations'] / total:.1%}); "
+              f"stopped: {r['stopped']}" + (f"; journal {r['journal']}" if r["journal"] else ""))
 
 
 def _run_with_progress(session, evaluate_fn, quiet: bool) -> None:

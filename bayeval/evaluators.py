@@ -67,9 +67,10 @@ class CommandEvaluator:
     """Runs ``command`` in a shell for each item and reads the score from its stdout.
 
     ``{item}`` in the command is replaced by the (shell-quoted) item id; without it the id
-    is appended as the last argument. The last non-empty line of stdout must be a number
-    in [0, 1]. A non-zero exit, a timeout or any other answer is retried ``retries``
-    times, then reported as :class:`EvaluationError`.
+    is appended as the last argument. ``{target}`` is replaced by the target model's id
+    when one is given (several targets evaluated jointly). The last non-empty line of
+    stdout must be a number in [0, 1]. A non-zero exit, a timeout or any other answer is
+    retried ``retries`` times, then reported as :class:`EvaluationError`.
     """
 
     def __init__(self, command: str, timeout: float = 600.0, retries: int = 1) -> None:
@@ -79,14 +80,17 @@ class CommandEvaluator:
         self.timeout = timeout
         self.retries = retries
 
-    def command_for(self, item: str) -> str:
+    def command_for(self, item: str, target: str | None = None) -> str:
         quoted = shlex.quote(item)
-        if "{item}" in self.command:
-            return self.command.replace("{item}", quoted)
-        return f"{self.command} {quoted}"
+        command = self.command
+        if target is not None:
+            command = command.replace("{target}", shlex.quote(target))
+        if "{item}" in command:
+            return command.replace("{item}", quoted)
+        return f"{command} {quoted}"
 
-    def _attempt(self, item: str) -> float:
-        cmd = self.command_for(item)
+    def _attempt(self, item: str, target: str | None = None) -> float:
+        cmd = self.command_for(item, target)
         try:
             done = subprocess.run(cmd, shell=True, capture_output=True, text=True,
                                   timeout=self.timeout, stdin=subprocess.DEVNULL)
@@ -106,11 +110,11 @@ class CommandEvaluator:
         except DataError as exc:
             raise EvaluationError(str(exc)) from None
 
-    def __call__(self, item: str) -> float:
+    def __call__(self, item: str, target: str | None = None) -> float:
         reason = ""
         for _ in range(self.retries + 1):
             try:
-                return self._attempt(item)
+                return self._attempt(item, target)
             except EvaluationError as exc:
                 reason = str(exc)
         raise EvaluationError(f"{reason} (after {self.retries + 1} attempt(s))")

@@ -259,6 +259,8 @@ class JointRun:
         init_items = np.flatnonzero(init)
         self._init_queue = [Pair(t, int(i)) for i in init_items for t in range(T)]
         self.n_init = len(self._init_queue)
+        self._init_pos = 0  # first pair of the design not yet scored or skipped
+        self._init_end: int | None = None  # evaluations when the design was complete
         self.n = 0
         self.last = -1
         self.refits = 0
@@ -266,11 +268,19 @@ class JointRun:
 
     # ------------------------------------------------------------------ queries
     @property
+    def in_design(self) -> bool:
+        """Whether pairs of the initial design are still to be scored."""
+        queue = self._init_queue
+        while self._init_pos < len(queue) and not self.available[queue[self._init_pos]]:
+            self._init_pos += 1
+        return self._init_pos < len(queue)
+
+    @property
     def finished(self) -> bool:
         """All targets met their rule (after the initial design), or nothing is left."""
         if self.max_evaluations is not None and self.n >= self.max_evaluations:
             return True
-        if self.n < self.n_init:
+        if self.in_design:
             return False
         return bool(np.all(self.done | ~self.available.any(1)))
 
@@ -283,8 +293,8 @@ class JointRun:
         """The (target, item) to evaluate next."""
         if self.finished:
             raise BayevalError("the joint evaluation is finished; nothing to ask")
-        if self.n < self.n_init:
-            return self._init_queue[self.n]
+        if self.in_design:
+            return self._init_queue[self._init_pos]
         cfg = self.config
         open_rows = ~self.done & self.available.any(1)
         target = int(mt.next_target(jnp.asarray(~open_rows), self.last))
@@ -309,9 +319,12 @@ class JointRun:
         self.available[target, item] = False
         self.n += 1
         self.last = target
-        after_init = self.n - self.n_init
-        due = after_init == 0 or (cfg.refit_every > 0 and after_init > 0
-                                  and after_init % cfg.refit_every == 0)
+        if self._init_end is None and not self.in_design:
+            self._init_end = self.n  # the design is complete: first re-fit
+            due = True
+        else:
+            after = self.n - (self._init_end or self.n)
+            due = cfg.refit_every > 0 and after > 0 and after % cfg.refit_every == 0
         if due and cfg.adam_steps > 0:
             self._refit()
         elif int(self.state.n_pending) >= cfg.pending:
@@ -323,12 +336,24 @@ class JointRun:
             self.done[target] = True
             self.stopped_at[target] = self.n
 
-    def _refit(self) -> None:
-        cfg = self.config
+    def refit_slots(self) -> tuple[int, int]:
+        """(fit, rebuild): the static slot counts a re-fit uses now, for the AdamW fit
+        (≤ ``fit_pairs`` observed pairs) and for the rebuild (all observed pairs)."""
         pairs = int(jnp.sum(self.state.count > 0))
         size = next(s for s in self.refit_sizes if s >= pairs)
-        fit = size if cfg.fit_pairs is None else next(
-            s for s in self.refit_sizes if s >= min(pairs, cfg.fit_pairs))
+        fit = size if self.config.fit_pairs is None else next(
+            s for s in self.refit_sizes if s >= min(pairs, self.config.fit_pairs))
+        return fit, size
+
+    def skip(self, target: int, item: int) -> None:
+        """Leave ``target`` on ``item`` unscored (its evaluation failed); never asked again."""
+        if not self.available[target, item]:
+            raise BayevalError(f"target {target} on item {item} was already scored or skipped")
+        self.available[target, item] = False
+
+    def _refit(self) -> None:
+        cfg = self.config
+        fit, size = self.refit_slots()
         key = jax.random.fold_in(jax.random.fold_in(self._key, REFIT_STREAM), self.n)
         self.params = cfg.refit(self.state, self.params, key, self.learning_rate, fit)
         self.state = cfg.rebuild(self.state, self.params, size)

@@ -58,7 +58,114 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-class Session:
+class JournalFile:
+    """The writing side of a journal: a header line written atomically, then one fsync-ed
+    JSON line per record. Subclasses provide ``_header()``."""
+
+    _journal_path: Path | None = None
+    _journal = None
+
+    def _header(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _write_header(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(self._header()) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path)
+        self._open_journal(path)
+
+    def _open_journal(self, path: Path) -> None:
+        self._journal_path = path
+        self._journal = open(path, "ab")
+
+    def _append(self, record: dict[str, Any]) -> None:
+        if self._journal is None:
+            return
+        self._journal.write((json.dumps(record) + "\n").encode())
+        self._journal.flush()
+        os.fsync(self._journal.fileno())
+
+    def close(self) -> None:
+        """Close the journal file (the session can no longer record)."""
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def journal_path(self) -> Path | None:
+        return self._journal_path
+
+    @classmethod
+    def read_journal(cls, path: str | os.PathLike) -> tuple[dict[str, Any], list[dict], str | None,
+                                                          int]:
+        """(header, events, note about a cut-off last line or None, bytes that are whole)."""
+        path = Path(path)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise JournalError(f"journal {path}: no such file") from None
+        lines = data.split(b"\n")
+        # A final element without a newline after it is a line the crash may have cut.
+        records: list[dict] = []
+        whole_bytes = 0
+        note = None
+        offset = 0
+        for lineno, raw in enumerate(lines, start=1):
+            is_last = lineno == len(lines)
+            end = offset + len(raw) + (0 if is_last else 1)
+            if raw.strip():
+                try:
+                    record = json.loads(raw)
+                    if not isinstance(record, dict):
+                        raise ValueError("not a JSON object")
+                except ValueError as exc:
+                    tail = all(not rest.strip() for rest in lines[lineno:])
+                    if not tail or lineno == 1:
+                        where = "header" if lineno == 1 else "record"
+                        raise JournalError(f"journal {path} line {lineno}: corrupt {where} "
+                                           f"({str(exc)[:60]})") from None
+                    note = (f"journal {path} line {lineno}: incomplete record "
+                            f"({len(raw)} bytes, written during a crash?) ignored; "
+                            f"{max(len(records) - 1, 0)} record(s) before it kept")
+                    break
+                records.append(record)
+            whole_bytes = end
+            offset = end
+        if not records:
+            raise JournalError(f"journal {path}: empty, no header")
+        header = records[0]
+        if header.get("format") != JOURNAL_FORMAT:
+            raise JournalError(f"journal {path} line 1: not a bayeval journal header")
+        if header.get("version") != JOURNAL_VERSION:
+            raise JournalError(f"journal {path}: version {header.get('version')} is not "
+                               f"supported (this bayeval writes version {JOURNAL_VERSION})")
+        return header, records[1:], note, whole_bytes
+
+    @staticmethod
+    def _cut_tail(path: Path, whole: int) -> None:
+        """Cut an incomplete last line (``whole`` = bytes that are whole lines) and end the
+        file with a newline."""
+        with open(path, "r+b") as fh:
+            fh.truncate(whole)
+            if whole > 0:
+                fh.seek(whole - 1)
+                if fh.read(1) != b"\n":
+                    fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+class Session(JournalFile):
     """An active evaluation of one target model against a reference matrix.
 
     Parameters
@@ -145,86 +252,7 @@ class Session:
             "extra": self.extra,
         }
 
-    def _write_header(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(self._header()) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path)
-        self._open_journal(path)
-
-    def _open_journal(self, path: Path) -> None:
-        self._journal_path = path
-        self._journal = open(path, "ab")
-
-    def _append(self, record: dict[str, Any]) -> None:
-        if self._journal is None:
-            return
-        self._journal.write((json.dumps(record) + "\n").encode())
-        self._journal.flush()
-        os.fsync(self._journal.fileno())
-
-    def close(self) -> None:
-        """Close the journal file (the session can no longer record)."""
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
-
-    def __enter__(self) -> Session:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     # ------------------------------------------------------------------ resume
-    @classmethod
-    def read_journal(cls, path: str | os.PathLike) -> tuple[dict[str, Any], list[dict], str | None,
-                                                          int]:
-        """(header, events, note about a cut-off last line or None, bytes that are whole)."""
-        path = Path(path)
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise JournalError(f"journal {path}: no such file") from None
-        lines = data.split(b"\n")
-        # A final element without a newline after it is a line the crash may have cut.
-        records: list[dict] = []
-        whole_bytes = 0
-        note = None
-        offset = 0
-        for lineno, raw in enumerate(lines, start=1):
-            is_last = lineno == len(lines)
-            end = offset + len(raw) + (0 if is_last else 1)
-            if raw.strip():
-                try:
-                    record = json.loads(raw)
-                    if not isinstance(record, dict):
-                        raise ValueError("not a JSON object")
-                except ValueError as exc:
-                    tail = all(not rest.strip() for rest in lines[lineno:])
-                    if not tail or lineno == 1:
-                        where = "header" if lineno == 1 else "record"
-                        raise JournalError(f"journal {path} line {lineno}: corrupt {where} "
-                                           f"({str(exc)[:60]})") from None
-                    note = (f"journal {path} line {lineno}: incomplete record "
-                            f"({len(raw)} bytes, written during a crash?) ignored; "
-                            f"{max(len(records) - 1, 0)} record(s) before it kept")
-                    break
-                records.append(record)
-            whole_bytes = end
-            offset = end
-        if not records:
-            raise JournalError(f"journal {path}: empty, no header")
-        header = records[0]
-        if header.get("format") != JOURNAL_FORMAT:
-            raise JournalError(f"journal {path} line 1: not a bayeval journal header")
-        if header.get("version") != JOURNAL_VERSION:
-            raise JournalError(f"journal {path}: version {header.get('version')} is not "
-                               f"supported (this bayeval writes version {JOURNAL_VERSION})")
-        return header, records[1:], note, whole_bytes
-
     @classmethod
     def resume(cls, path: str | os.PathLike, reference: ScoreMatrix | None = None,
                method: Method | None = None) -> Session:
@@ -259,14 +287,7 @@ class Session:
         if note is not None:
             session.notes.append(note)
             warnings.warn(note, JournalWarning, stacklevel=2)
-        with open(path, "r+b") as fh:  # cut an incomplete tail, end with a newline
-            fh.truncate(whole)
-            if whole > 0:
-                fh.seek(whole - 1)
-                if fh.read(1) != b"\n":
-                    fh.write(b"\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        cls._cut_tail(path, whole)
         session._open_journal(path)
         return session
 
@@ -401,10 +422,6 @@ class Session:
     def state(self):
         """The backend's current state (for the exact backend: the bucket posterior)."""
         return self._state
-
-    @property
-    def journal_path(self) -> Path | None:
-        return self._journal_path
 
     def run(self, evaluator: Callable[[str], float], batch: int = 1,
             on_step: Callable[[Session, str, float | None], None] | None = None,

@@ -1,0 +1,251 @@
+"""The ask/tell loop for several target models evaluated jointly, journaled.
+
+::
+
+    session = JointSession(reference, ["ckpt-1000", "ckpt-2000", "ckpt-3000"],
+                           journal="family.jsonl")
+    while not session.done:
+        target, item = session.ask()
+        session.tell(target, item, run_model_on(target, item))
+    session.estimates()   # {target: (estimate, lower, upper)}
+
+Multi-target BayesAME (:mod:`bayeval.joint_evaluation`) chooses the (target, item) pairs.
+The journal has the format of :class:`~bayeval.session.Session`'s (a header line, then one
+fsync-ed JSON line per ``tell`` or ``skip``); :meth:`JointSession.resume` replays it, and
+the run continues exactly as the uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bayeval.data.matrix import ScoreMatrix, validate_score
+from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
+from bayeval.joint_evaluation import JointRun, make_joint
+from bayeval.session import (
+    JOURNAL_FORMAT,
+    JOURNAL_VERSION,
+    JournalFile,
+    JournalWarning,
+    load_reference,
+)
+
+METHOD_NAME = "bayesame-joint"
+
+
+class JointSession(JournalFile):
+    """An active joint evaluation of several target models against a reference matrix.
+
+    Parameters
+    ----------
+    reference: the reference models' scores (no target may be one of them).
+    target_ids: names of the models evaluated jointly.
+    params: settings of :class:`~bayeval.joint_evaluation.JointBayesAME` (e.g.
+        ``{"epsilon": 0.02}``).
+    seed: seeds every random choice.
+    journal: path of the JSON-lines journal (must not exist; see :meth:`resume`).
+    max_evaluations: stop after this many scores in all.
+    reference_source, extra: recorded in the header, as for
+        :class:`~bayeval.session.Session`.
+    """
+
+    def __init__(self, reference: ScoreMatrix, target_ids: Sequence[str],
+                 params: dict[str, Any] | None = None, *, seed: int = 0,
+                 journal: str | os.PathLike | None = None,
+                 max_evaluations: int | None = None,
+                 reference_source: dict[str, Any] | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self._setup(reference, [str(t) for t in target_ids], dict(params or {}), int(seed),
+                    max_evaluations, reference_source, dict(extra or {}))
+        if journal is not None:
+            path = Path(journal)
+            if path.exists() and path.stat().st_size > 0:
+                raise JournalError(f"journal {path} already exists; continue it with "
+                                   "JointSession.resume / --resume, or choose another path")
+            self._write_header(path)
+
+    def _setup(self, reference: ScoreMatrix, target_ids: list[str], params: dict[str, Any],
+               seed: int, max_evaluations: int | None,
+               reference_source: dict[str, Any] | None, extra: dict[str, Any]) -> None:
+        if not isinstance(reference, ScoreMatrix):
+            raise SessionError("reference must be a bayeval.data.ScoreMatrix")
+        if len(target_ids) < 1:
+            raise SessionError("give at least one target")
+        if len(set(target_ids)) != len(target_ids):
+            raise SessionError(f"targets must be distinct, got {target_ids}")
+        clash = sorted(set(target_ids) & set(reference.models))
+        if clash:
+            raise SessionError(f"target(s) {clash} are also reference models in "
+                               f"{reference.name}; hold them out first")
+        if max_evaluations is not None and max_evaluations < 1:
+            raise SessionError(f"max_evaluations must be ≥ 1, got {max_evaluations}")
+        self.reference = reference
+        self.target_ids = target_ids
+        self.config = make_joint(**params)
+        self.seed = seed
+        self.max_evaluations = max_evaluations
+        self.reference_source = reference_source
+        self.extra = extra
+        self.run_state = JointRun(reference.scores, len(target_ids), self.config, seed,
+                                  reference.kind, max_evaluations)
+        self._target_index = {t: k for k, t in enumerate(target_ids)}
+        self.observations: list[tuple[str, str, float]] = []
+        self.skipped: list[tuple[str, str, str]] = []
+        self.notes: list[str] = []
+
+    def _header(self) -> dict[str, Any]:
+        return {
+            "format": JOURNAL_FORMAT,
+            "version": JOURNAL_VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "reference": {"name": self.reference.name,
+                          "fingerprint": self.reference.fingerprint(),
+                          "shape": list(self.reference.shape),
+                          "source": self.reference_source},
+            "targets": self.target_ids,
+            "method": {"name": METHOD_NAME, "params": self.config.params},
+            "seed": self.seed,
+            "max_evaluations": self.max_evaluations,
+            "extra": self.extra,
+        }
+
+    # ------------------------------------------------------------------ resume
+    @classmethod
+    def resume(cls, path: str | os.PathLike,
+               reference: ScoreMatrix | None = None) -> JointSession:
+        """Rebuild a joint session from its journal and keep appending to it."""
+        path = Path(path)
+        header, events, note, whole = cls.read_journal(path)
+        if header.get("method", {}).get("name") != METHOD_NAME or "targets" not in header:
+            raise JournalError(f"journal {path} is not a joint evaluation (use Session.resume)")
+        if reference is None:
+            reference = load_reference(header["reference"].get("source"), path)
+        want = header["reference"]["fingerprint"]
+        if reference.fingerprint() != want:
+            raise JournalError(f"journal {path} was written for another reference matrix "
+                               f"({header['reference']['name']}, fingerprint {want[:12]}…)")
+        session = cls.__new__(cls)
+        session._setup(reference, list(header["targets"]), header["method"]["params"],
+                       header["seed"], header.get("max_evaluations"),
+                       header["reference"].get("source"), header.get("extra") or {})
+        for lineno, event in enumerate(events, start=2):
+            session._replay(event, f"journal {path} line {lineno}")
+        if note is not None:
+            session.notes.append(note)
+            warnings.warn(note, JournalWarning, stacklevel=2)
+        cls._cut_tail(path, whole)
+        session._open_journal(path)
+        return session
+
+    def _replay(self, event: dict[str, Any], where: str) -> None:
+        try:
+            kind = event.get("event")
+            t, j = self._pair(str(event["target"]), str(event["item"]), where)
+            if kind == "tell":
+                if event.get("n") != len(self.observations) + 1:
+                    raise JournalError(f"{where}: evaluation number {event.get('n')} out of "
+                                       f"sequence (expected {len(self.observations) + 1})")
+                self._apply_tell(t, j, validate_score(event["score"], where))
+            elif kind == "skip":
+                self._apply_skip(t, j, str(event.get("reason", "")))
+            else:
+                raise JournalError(f"{where}: unknown event {kind!r}")
+        except KeyError as exc:
+            raise JournalError(f"{where}: record lacks field {exc}") from None
+        except (DataError, SessionError) as exc:
+            raise JournalError(str(exc)) from None
+
+    # ------------------------------------------------------------------ ask / tell
+    def _pair(self, target: str, item: str, where: str) -> tuple[int, int]:
+        if target not in self._target_index:
+            raise SessionError(f"{where}: {target!r} is not one of the targets "
+                               f"{self.target_ids}")
+        try:
+            j = self.reference.item_index(item)
+        except DataError:
+            raise SessionError(f"{where}: item {item!r} is not in the benchmark "
+                               f"{self.reference.name}") from None
+        t = self._target_index[target]
+        if not self.run_state.available[t, j]:
+            raise SessionError(f"{where}: {target!r} on item {item!r} was already recorded")
+        return t, j
+
+    @property
+    def n_evaluations(self) -> int:
+        return len(self.observations)
+
+    @property
+    def done(self) -> bool:
+        return self.stop_reason is not None
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the session is done, or None while it is not."""
+        run = self.run_state
+        if self.max_evaluations is not None and run.n >= self.max_evaluations:
+            return f"budget of {self.max_evaluations} evaluations"
+        if run.finished:
+            if run.done.all():
+                return f"every target met {self.config.stopping.name}"
+            return "every target stopped or has no item left"
+        return None
+
+    def ask(self) -> tuple[str, str]:
+        """The (target id, item id) to evaluate next."""
+        if self.done:
+            raise SessionError(f"the joint evaluation is done ({self.stop_reason})")
+        t, j = self.run_state.next_pair()
+        return self.target_ids[t], self.reference.items[j]
+
+    def tell(self, target: str, item: str, score: float) -> None:
+        """Record the score of ``target`` on ``item`` (journaled before returning)."""
+        t, j = self._pair(str(target), str(item), "tell")
+        score = validate_score(score, f"score of {target!r} on item {item!r}")
+        self._append({"event": "tell", "n": len(self.observations) + 1, "target": target,
+                      "item": item, "score": score})
+        self._apply_tell(t, j, score)
+
+    def skip(self, target: str, item: str, reason: str) -> None:
+        """Leave ``target`` on ``item`` unevaluated (e.g. the evaluation kept failing)."""
+        t, j = self._pair(str(target), str(item), "skip")
+        self._append({"event": "skip", "target": target, "item": item, "reason": reason})
+        self._apply_skip(t, j, reason)
+
+    def _apply_tell(self, t: int, j: int, score: float) -> None:
+        self.run_state.observe(t, j, score)
+        self.observations.append((self.target_ids[t], self.reference.items[j], score))
+
+    def _apply_skip(self, t: int, j: int, reason: str) -> None:
+        self.run_state.skip(t, j)
+        self.skipped.append((self.target_ids[t], self.reference.items[j], reason))
+
+    def estimates(self) -> dict[str, tuple[float, float, float]]:
+        """{target: (estimate, lower, upper)} at the configured level, clipped to [0, 1]."""
+        value, lower, upper = self.run_state.estimates()
+        return {t: (float(value[k]), float(lower[k]), float(upper[k]))
+                for k, t in enumerate(self.target_ids)}
+
+    def run(self, evaluator: Callable[[str, str], float],
+            on_step: Callable[[JointSession, str, str, float | None], None] | None = None,
+            ) -> dict[str, tuple[float, float, float]]:
+        """Ask, evaluate ``evaluator(target, item)`` and tell until done; a pair whose
+        evaluation raises :class:`EvaluationError` is skipped with the reason journaled."""
+        while not self.done:
+            target, item = self.ask()
+            try:
+                score = evaluator(target, item)
+            except EvaluationError as exc:
+                self.skip(target, item, str(exc))
+                self.notes.append(f"skipped {target} on {item}: {exc}")
+                if on_step is not None:
+                    on_step(self, target, item, None)
+                continue
+            self.tell(target, item, score)
+            if on_step is not None:
+                on_step(self, target, item, score)
+        return self.estimates()

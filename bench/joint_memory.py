@@ -1,0 +1,137 @@
+"""Peak memory and time per step of multi-target BayesAME (10 targets on ARC-Challenge by
+default), against the single-target engine on the same reference in the same process.
+
+Usage: python bench/joint_memory.py [--dataset arc_challenge] [--targets 10]
+                                    [--steps 300] [--out bench/results/joint_memory.md]
+
+Runs one :class:`~bayeval.joint_evaluation.JointRun` through its initial design (every
+target on 10% of the items), the first re-fit (AdamW on ≤ 256 observed pairs, then the
+posterior rebuilt on all of them), then ``--steps`` round-robin steps. Reports the peak
+resident memory of the process after each phase (``ru_maxrss``; the process holds nothing
+else of that size), the size of Σ_c (J² floats), the median time of a step (observe,
+predict, stopping update, selection), of a compaction and of a re-fit, all with
+compilation excluded, and the same step of single-target BayesAME (one target, same
+reference) as the reference run for the time ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+from bayeval.data import load_dataset, make_split
+from bayeval.joint_evaluation import JointRun, make_joint
+from bayeval.methods import make_method
+
+
+def peak_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9
+
+
+def timed(fn, *args):
+    t0 = time.perf_counter()
+    out = fn(*args)
+    jax.block_until_ready(out)
+    return out, time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dataset", default="arc_challenge")
+    parser.add_argument("--targets", type=int, default=10)
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+
+    matrix = load_dataset(args.dataset)
+    split = make_split(matrix, "interpolation", args.targets, 0.5, seed=0, reference_seed=0)
+    reference, targets = split.reference.scores, split.targets.scores
+    lines = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    rss0 = peak_gb()
+    cfg = make_joint(refit_every=10**9)  # only the first re-fit, timed on its own below
+    run = JointRun(reference, args.targets, cfg, seed=0, kind=matrix.kind)
+    T, B, N = args.targets, run.n_buckets, run.n_items
+    J = T * B
+    say(f"# multi-target BayesAME on {args.dataset}: {T} targets × {B} buckets (J = {J}), "
+        f"N = {N}, {reference.shape[0]} reference models")
+    say("")
+    say(f"- Σ_c: J² floats = {J * J * 8 / 1e9:.2f} GB; peak RSS before the run "
+        f"{rss0:.2f} GB, after the prior state {peak_gb():.2f} GB")
+
+    step_times, compact_times, refit_times = [], [], []
+    t_init = time.perf_counter()
+    while run.n < run.n_init - 1:
+        p = run.next_pair()
+        run.observe(p.target, p.item, targets[p.target, p.item])
+    t_init = time.perf_counter() - t_init
+    say(f"- initial design: {run.n_init} evaluations in {t_init:.1f} s (compilation "
+        f"included); peak RSS {peak_gb():.2f} GB")
+    p = run.next_pair()
+    t0 = time.perf_counter()
+    run.observe(p.target, p.item, targets[p.target, p.item])  # the first re-fit is due here
+    jax.block_until_ready(run.state.mu)
+    first_refit = time.perf_counter() - t0
+    pairs = int(np.sum(np.asarray(run.state.count) > 0))
+    say(f"- first re-fit ({pairs} observed pairs, fit on ≤ 256, rebuild on all; compilation "
+        f"included): {first_refit:.1f} s; peak RSS {peak_gb():.2f} GB")
+    # a second re-fit at the same sizes, compiled
+    fit, size = run.refit_slots()
+    _, refit_s = timed(cfg.refit, run.state, run.params, jax.random.key(1),
+                       run.learning_rate, fit)
+    _, rebuild_s = timed(cfg.rebuild, run.state, run.params, size)
+    refit_times.append(refit_s + rebuild_s)
+    say(f"- re-fit compiled: AdamW fit {refit_s:.2f} s + rebuild {rebuild_s:.2f} s; peak RSS "
+        f"{peak_gb():.2f} GB")
+    for _ in range(args.steps):
+        if run.finished:
+            break
+        pending = int(run.state.n_pending)
+        t0 = time.perf_counter()
+        p = run.next_pair()
+        run.observe(p.target, p.item, targets[p.target, p.item])
+        jax.block_until_ready(run.prediction.mean)
+        dt = time.perf_counter() - t0
+        (compact_times if pending + 1 >= cfg.pending else step_times).append(dt)
+    say(f"- {len(step_times) + len(compact_times)} round-robin steps: median step "
+        f"{1e3 * np.median(step_times[5:]):.1f} ms, median step with compaction "
+        f"{1e3 * np.median(compact_times[1:] or compact_times):.0f} ms; peak RSS "
+        f"{peak_gb():.2f} GB")
+
+    single = make_method("bayesame", refit_every=0)
+    state, pred, _, stop_state = single.initial(reference, N)
+    key = jax.random.key(0)
+    available = np.ones(N, bool)
+    times = []
+    for n in range(1, 201):
+        t0 = time.perf_counter()
+        item = int(single.select(pred, available, key, n, 1)[0])
+        state, pred, _, stop_state, _ = single.step(state, stop_state, item,
+                                                    targets[0, item], n, key)
+        jax.block_until_ready(pred.mean)
+        times.append(time.perf_counter() - t0)
+        available[item] = False
+    single_ms = 1e3 * np.median(times[10:])
+    joint_ms = 1e3 * np.median(step_times[5:])
+    say(f"- single-target BayesAME step on the same reference (B = {B}): {single_ms:.2f} ms; "
+        f"joint step / single step = {joint_ms / single_ms:.1f} (J / B = {T})")
+    say(f"- per evaluation, amortised: step {joint_ms:.1f} ms + compaction "
+        f"{1e3 * np.median(compact_times or [0]) / cfg.pending:.1f} ms + re-fit every F = 250 "
+        f"evaluations {1e3 * refit_times[0] / 250:.1f} ms")
+    say(f"- peak RSS of the whole run: {peak_gb():.2f} GB")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
