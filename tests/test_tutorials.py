@@ -23,3 +23,14 @@ def test_bayesame_tutorial_runs(tmp_path):
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "bayesame-q25:" in done.stdout and out.stat().st_size > 10_000
+
+
+def test_checkpoints_tutorial_runs(tmp_path):
+    out = tmp_path / "plot.png"
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "checkpoints.py"),
+                           "--out", str(out), "--max-evaluations", "240"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "joint: 240 evaluations" in done.stdout  # the design (4 × 55) and the first re-fit
+    assert "fitted correlation" in done.stdout and "single: 240 evaluations" in done.stdout
+    assert out.stat().st_size > 10_000
