@@ -16,8 +16,20 @@ its block); the matrix M = [m_1 … m_T] (J × T) gives every target's score at 
 
 and Σ M is carried by the O(J T) identity Σ'M' = Σ M − k (kᵀM)/v − (k d_j / v) e_tᵀ.
 
-Cost: memory J² + P J + J T floats (10 targets on ARC-Challenge, J = 10 780: 0.93 GB for
-Σ_c); a step O(P J + J T); a compaction O(P J²) every P steps.
+Representation, chosen by memory. The joint covariance costs J² floats whatever the
+number of observations (10 targets on ARC-Challenge, J = 10 780: 0.93 GB for Σ_c). The
+alternative, an observation-space Cholesky grown by one row per observation, costs
+n_obs · J floats for the cross-covariances, which passes J² once n_obs > J, i.e. once each
+target has seen about one item per bucket — which the two-condition rule at ε2 = 0.02
+usually asks for (most items of a nearly-unique benchmark). The joint form is also O(P J)
+per step instead of O(n_obs J). Costs:
+
+* memory: J² + P J + J T floats, plus J²-sized transients during a compaction or rebuild;
+* a step: O(P J + J T);
+* a compaction (every P steps): O(P J² + J² T);
+* a re-fit: AdamW on the marginal likelihood of at most S_fit observed (target, bucket)
+  pairs, O(steps · S_fit³) (prior rows built for those pairs only), then the rebuild of
+  the posterior on all S observed pairs, O(J² S + S³) (:func:`joint_rebuild`).
 """
 
 from __future__ import annotations
