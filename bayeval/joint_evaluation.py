@@ -194,7 +194,7 @@ class JointBayesAME:
         def rebuild(state, params, size):
             return joint_rebuild(state, params, size, n_latent=self.n_latent)
 
-        return jax.jit(rebuild, static_argnums=2)
+        return jax.jit(rebuild, static_argnums=2, donate_argnums=0)
 
 
 class Pair(NamedTuple):

@@ -88,7 +88,7 @@ def main() -> None:
     fit, size = run.refit_slots()
     _, refit_s = timed(cfg.refit, run.state, run.params, jax.random.key(1),
                        run.learning_rate, fit)
-    _, rebuild_s = timed(cfg.rebuild, run.state, run.params, size)
+    run.state, rebuild_s = timed(cfg.rebuild, run.state, run.params, size)  # donated
     refit_times.append(refit_s + rebuild_s)
     say(f"- re-fit compiled: AdamW fit {refit_s:.2f} s + rebuild {rebuild_s:.2f} s; peak RSS "
         f"{peak_gb():.2f} GB")

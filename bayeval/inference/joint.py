@@ -46,7 +46,6 @@ from numpyro import handlers
 from bayeval.inference.base import Array
 from bayeval.inference.exact import (
     PENDING,
-    condition,
     deferred_column,
     gaussian_nll,
     masked_system,
@@ -304,12 +303,24 @@ def joint_rebuild(state: JointState, params: dict[str, Array], size: int,
     """The posterior under new ``params``, conditioned on every observation at once.
 
     The observed (target, bucket) pairs are gathered into ``size`` slots (``size`` must be
-    at least their number; pass one of a few static sizes to bound recompilation), and
-    :func:`~bayeval.inference.exact.condition` gives (μ, Σ) in O(J² size + size³)."""
+    at least their number; pass one of a few static sizes to bound recompilation). With
+    A = Σ0[O,O] + diag(d/n) = L Lᵀ and V = L⁻¹ Σ0[O,:] (size × J),
+
+        μ = μ0 + Vᵀ L⁻¹ (ȳ − μ0[O]),   Σ = Σ0 − ½ (VᵀV + (VᵀV)ᵀ),
+
+    the dense conditioning of :func:`~bayeval.inference.exact.condition` written so that
+    no more than three J² arrays are live at once (prior, product, result); O(J² size +
+    size³). Donate ``state`` under ``jit`` so its Σ_c buffer is reused."""
     T = state.observed.shape[0]
     mu0, cov0, noise = joint_prior(model, state.phi, state.sizes, T, params, **model_kwargs)
     idx, valid = observed_pairs(state, size)
     count = jnp.where(valid, state.count[idx], 0.0)
     total = jnp.where(valid, state.total[idx], 0.0)
-    mu, cov = condition(mu0, cov0, noise, count, total, idx)
+    A, resid, seen = masked_system(cov0[idx][:, idx], noise[idx], count, mu0[idx], total)
+    chol = jnp.linalg.cholesky(A)
+    cross_t = jnp.where(seen[:, None], cov0[idx], 0.0)  # Σ0[O, :], padding rows zero
+    V = jax.scipy.linalg.solve_triangular(chol, cross_t, lower=True)
+    mu = mu0 + V.T @ jax.scipy.linalg.solve_triangular(chol, resid, lower=True)
+    gram = V.T @ V
+    cov = cov0 - 0.5 * (gram + gram.T)
     return _with_covariance(state._replace(noise=noise), mu, cov)
