@@ -75,7 +75,9 @@ class JointBayesAME:
     pairs, drawn afresh at each re-fit (None: all; the rebuild always uses all).
     ``fit_sigma2=False`` keeps σ² at the single-target rule of §1 (10⁻⁴ when the reference
     vectors are nearly unique, else 10⁻¹) instead of fitting it (an ablation: App. C.1
-    fits σ²).
+    fits σ²). ``target_offset`` = τ²₀ adds a constant offset per target, c_t ~ N(0, τ²),
+    to the model (see :func:`~bayeval.models.coregional.coregional_model`), with τ²
+    fitted from τ²₀ at every re-fit (None: the paper's model, no offset).
     """
 
     epsilon: float = 0.02
@@ -91,6 +93,7 @@ class JointBayesAME:
     selection: str = "round_robin"
     fit_pairs: int | None = 256
     fit_sigma2: bool = True
+    target_offset: float | None = None
     n0: int = N0
     pending: int = PENDING
 
@@ -243,6 +246,8 @@ class JointRun:
         L = config.n_latent
         self.params = {"alpha": jnp.ones(L), "beta": jnp.ones(L), "weights": weights,
                        "sigma2": jnp.asarray(sigma2, jnp.float64)}
+        if config.target_offset is not None:
+            self.params["offset"] = jnp.asarray(config.target_offset, jnp.float64)
         phi, sizes = jnp.asarray(buckets.phi), jnp.asarray(buckets.sizes)
         prior = config.prior(phi, sizes, self.params, T)
         self.state: JointState = joint_init(phi, sizes, jnp.asarray(buckets.item_bucket),

@@ -47,6 +47,12 @@ def test_pair_rows_are_the_grid_covariance_rows():
     rows = np.asarray(coregional_covariance(phi[b], alpha, beta, w, kernels, jnp.asarray(t)))
     j = t * 5 + b
     np.testing.assert_allclose(rows, grid[np.ix_(j, j)], atol=1e-14)
+    # a per-target offset c_t ~ N(0, τ²) adds τ² exactly to the pairs of one target
+    with_offset = np.asarray(coregional_covariance(phi, alpha, beta, w, kernels, offset=0.3))
+    same = (np.arange(15)[:, None] // 5) == (np.arange(15)[None, :] // 5)
+    np.testing.assert_allclose(with_offset - grid, 0.3 * same, atol=1e-14)
+    rows_offset = coregional_covariance(phi[b], alpha, beta, w, kernels, jnp.asarray(t), 0.3)
+    np.testing.assert_allclose(np.asarray(rows_offset), with_offset[np.ix_(j, j)], atol=1e-14)
 
 
 def test_rebuild_at_the_same_parameters_is_the_sequential_posterior(ref):

@@ -163,8 +163,12 @@ def write_report(costs: pd.DataFrame, curves: pd.DataFrame, out: Path, n_items: 
     table = cost_table(costs)
     table.to_csv(out / "cost_table.csv", index=False)
     panels = list(curves.groupby(["dataset", "regime"], sort=False))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.8), squeeze=False)
-    for ax, ((dataset, regime), part) in zip(axes[0], panels, strict=True):
+    ncols = min(2, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 3.8 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, ((dataset, regime), part) in zip(axes.flat, panels, strict=False):
         # up to 95% of N·T: at N·T every single-target run is exact and the log axis
         # would be spent on the last few items; a joint run's estimates are frozen once
         # every target has stopped (dotted lines: mean totals at stop)

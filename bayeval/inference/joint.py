@@ -204,16 +204,17 @@ def joint_state(reference_scores: Any, n_targets: int, params: dict[str, Any],
 
 
 
+UNBOUNDED = ("weights",)  # fitted as they are; every other parameter is positive (log)
+
+
 def _unconstrained(params: dict[str, Any]) -> dict[str, Array]:
-    return {"log_alpha": jnp.log(jnp.asarray(params["alpha"], jnp.float64)),
-            "log_beta": jnp.log(jnp.asarray(params["beta"], jnp.float64)),
-            "weights": jnp.asarray(params["weights"], jnp.float64),
-            "log_sigma2": jnp.log(jnp.asarray(params["sigma2"], jnp.float64))}
+    return {k if k in UNBOUNDED else f"log_{k}":
+            jnp.asarray(v, jnp.float64) if k in UNBOUNDED
+            else jnp.log(jnp.asarray(v, jnp.float64)) for k, v in params.items()}
 
 
 def _constrained(u: dict[str, Array]) -> dict[str, Array]:
-    return {"alpha": jnp.exp(u["log_alpha"]), "beta": jnp.exp(u["log_beta"]),
-            "weights": u["weights"], "sigma2": jnp.exp(u["log_sigma2"])}
+    return {k.removeprefix("log_"): v if k in UNBOUNDED else jnp.exp(v) for k, v in u.items()}
 
 
 def observed_pairs(state: JointState, size: int, key: Array | None = None
@@ -260,23 +261,24 @@ def joint_negative_log_marginal(state: JointState, params: dict[str, Array],
     return gaussian_nll(A, resid) + jnp.sum(spread)
 
 
-FITTED = ("alpha", "beta", "weights", "sigma2")
+FITTED = ("alpha", "beta", "weights", "sigma2", "offset")
 
 
 def joint_refit(state: JointState, params: dict[str, Any], steps: int = 200,
                 learning_rate: float = 0.01, model: Callable = coregional_model,
                 size: int | None = None, key: Array | None = None,
                 fit: tuple[str, ...] = FITTED, **model_kwargs: Any) -> dict[str, Array]:
-    """Type-II ML for {α_l, β_l, w, σ²} by AdamW (optax) on the negative log marginal
-    likelihood, from ``params`` (seed 000 App. A.4, C.1: learning rate 0.01 for binary
-    scores, 0.001 for continuous). Parameters not named in ``fit`` stay at their value.
+    """Type-II ML for {α_l, β_l, w, σ²} (and the per-target offset variance τ² when
+    ``params`` has ``offset``) by AdamW (optax) on the negative log marginal likelihood,
+    from ``params`` (seed 000 App. A.4, C.1: learning rate 0.01 for binary scores, 0.001
+    for continuous). Parameters not named in ``fit`` stay at their value.
     Returns the fitted parameters (the better of the start and the end point)."""
     unknown = set(fit) - set(FITTED)
     if unknown:
         raise ValueError(f"cannot fit {sorted(unknown)}; the fitted parameters are {FITTED}")
     solver = optax.adamw(learning_rate)
     start = _unconstrained(params)
-    held = {f"log_{k}" if k != "weights" else k for k in FITTED if k not in fit}
+    held = {k for k in start if k.removeprefix("log_") not in fit}
 
     def hold(u):
         return {k: jax.lax.stop_gradient(start[k]) if k in held else v for k, v in u.items()}

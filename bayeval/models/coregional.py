@@ -68,11 +68,13 @@ def _site(name: str, spec: Array | float | dist.Distribution, shape: tuple[int, 
 
 
 def coregional_covariance(phi: Array, alpha: Array, beta: Array, weights: Array,
-                          kernels: Sequence[Kernel], row_target: Array | None = None) -> Array:
+                          kernels: Sequence[Kernel], row_target: Array | None = None,
+                          offset: Array | float = 0.0) -> Array:
     """Σ = Σ_l (w_l w_lᵀ) ⊗ K_l(φ; α_l, β_l), (T·B, T·B), target-major; ``weights`` is
     (T, L). With ``row_target`` (R,), the covariance of R given rows instead: row r is
     target ``row_target[r]`` on bucket vector ``phi[r]``,
-    Σ_rs = Σ_l w_l[t_r] w_l[t_s] K_l(φ_r, φ_s)."""
+    Σ_rs = Σ_l w_l[t_r] w_l[t_s] K_l(φ_r, φ_s). ``offset`` = τ² adds τ² to every pair of
+    rows of the same target: a constant offset c_t ~ N(0, τ²) per target."""
     cov = 0.0
     for ell, kernel in enumerate(kernels):
         w = weights[:, ell]
@@ -82,7 +84,9 @@ def coregional_covariance(phi: Array, alpha: Array, beta: Array, weights: Array,
         else:
             wr = w[row_target]
             cov = cov + wr[:, None] * wr[None, :] * k
-    return cov
+    T, B = weights.shape[0], phi.shape[0]
+    rows = jnp.repeat(jnp.arange(T), B) if row_target is None else row_target
+    return cov + offset * (rows[:, None] == rows[None, :])
 
 
 def coregional_model(phi: Array, sizes: Array, n_targets: int,
@@ -94,7 +98,8 @@ def coregional_model(phi: Array, sizes: Array, n_targets: int,
                      sigma2: float | dist.Distribution = SIGMA2_TIED,
                      mean: Callable[[Array], Array] | None = None,
                      kernels: Sequence[Kernel] | None = None,
-                     row_target: Array | None = None) -> None:
+                     row_target: Array | None = None,
+                     offset: Array | float | dist.Distribution = 0.0) -> None:
     """NumPyro program of the coregionalised bucket model.
 
     Sites: ``alpha`` (L,), ``beta`` (L,), ``weights`` (T, L) (None: the prior N(0, 0.1²);
@@ -102,6 +107,11 @@ def coregional_model(phi: Array, sizes: Array, n_targets: int,
     ``s`` the observed scores, target ``obs_target[j]`` on an item of bucket
     ``obs_bucket[j]``. ``mean(phi)`` gives the (B,) prior mean shared by all targets
     (default: the bucket's mean reference score) or a (T, B) array of per-target means.
+
+    ``offset`` (site ``offset``) is the variance τ² of a constant offset c_t ~ N(0, τ²)
+    of each target's abilities (0: none): it lets every target sit at its own level
+    whatever the rank L of the shared processes (our addition; the paper's model is
+    τ² = 0).
 
     ``row_target`` (R,) puts ``theta`` over R chosen (target, bucket) rows instead of the
     full grid: row r is target ``row_target[r]`` on the bucket of ``phi[r]`` (size
@@ -115,12 +125,13 @@ def coregional_model(phi: Array, sizes: Array, n_targets: int,
     w = _site("weights", dist.Normal(0.0, 0.1) if weights is None else weights,
               (n_targets, L))
     sigma2_v = _site("sigma2", sigma2, ())
+    offset_v = _site("offset", offset, ())
     loc = phi.mean(axis=1) if mean is None else mean(phi)
     if row_target is None:
         loc = jnp.broadcast_to(loc, (n_targets, B)).reshape(-1)
     elif jnp.ndim(loc) == 2:
         loc = loc[row_target, jnp.arange(B)]
-    cov = coregional_covariance(phi, alpha_v, beta_v, w, kernels, row_target)
+    cov = coregional_covariance(phi, alpha_v, beta_v, w, kernels, row_target, offset_v)
     diag = jnp.arange(cov.shape[0])
     cov = cov.at[diag, diag].add(JITTER)  # not + JITTER·I: XLA would fold a J² constant
     theta = numpyro.sample("theta", LazyMultivariateNormal(loc, cov))
