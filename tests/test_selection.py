@@ -1,0 +1,96 @@
+"""Successive rejects: the phase schedule, and SR / SySRs against a step-by-step reference."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import jax
+import numpy as np
+import pytest
+
+from bayeval.selection.schedule import logbar, phase_schedule, spent
+from bayeval.selection.successive_rejects import (
+    item_orders,
+    successive_rejects,
+    synchronised_successive_rejects,
+)
+
+
+def test_schedule_is_the_closed_form_when_no_phase_is_capped():
+    for K, L, n in ((5, 1000, 200), (10, 500, 700), (3, 50, 20), (30, 1172, 5000)):
+        want = [math.ceil((n - K) / (logbar(K) * (K + 1 - k))) for k in range(1, K)]
+        assert max(want) <= L
+        assert phase_schedule(K, L, n).tolist() == want
+        assert spent(phase_schedule(K, L, n)) <= n
+
+
+def test_schedule_never_exceeds_the_budget_or_the_items():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        K, L = int(rng.integers(2, 40)), int(rng.integers(1, 300))
+        n = int(rng.integers(K, K * L + 5))
+        s = phase_schedule(K, L, n)
+        assert s.shape == (K - 1,) and spent(s) <= n
+        assert np.all(np.diff(s) >= 0) and s.min() >= 1 and s.max() <= L
+        plain = np.minimum([math.ceil((n - K) / (logbar(K) * (K + 1 - k))) for k in
+                            range(1, K)], L)
+        # freed budget goes to earlier phases: never fewer items than the plain capped form
+        assert np.all(s >= np.maximum(plain, 1)) or spent(np.maximum(plain, 1)) > n
+    with pytest.raises(ValueError, match="budget"):
+        phase_schedule(5, 10, 4)
+
+
+def _reference(scores, key, budget, shared):
+    """SR / SySRs step by step with explicit item sets (same item orders and tie draws)."""
+    K, L = scores.shape
+    order_key, tie_key = jax.random.split(key)
+    orders = np.asarray(item_orders(order_key, K, L, shared))
+    ties = np.asarray(jax.random.uniform(tie_key, (K - 1, K)))
+    schedule = phase_schedule(K, L, budget)
+    seen = [[] for _ in range(K)]
+    alive = list(range(K))
+    out, used, prev = [], 0, 0
+    for k, n_k in enumerate(schedule):
+        new = orders[0, prev:n_k]  # SySRs: the phase's new items, shared
+        for i in alive:
+            items = new if shared else orders[i, prev:n_k]
+            assert not set(items) & set(seen[i])  # never an item twice
+            seen[i].extend(int(j) for j in items)
+            used += len(items)
+        means = {i: scores[i, seen[i]].mean() for i in alive}
+        worst = min(means.values())
+        tied = [i for i in alive if means[i] == worst]
+        drop = max(tied, key=lambda i: ties[k, i])
+        out.append(drop)
+        alive.remove(drop)
+        prev = n_k
+    if shared:
+        phases = [set(orders[0, a:b]) for a, b in zip([0, *schedule[:-1]], schedule,
+                                                      strict=True)]
+        assert sum(map(len, phases)) == len(set().union(*phases))  # unique over phases
+    return out + alive, used
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_matches_the_step_by_step_reference(shared):
+    rng = np.random.default_rng(1)
+    scores = (rng.random((7, 40)) < rng.random((7, 1))).astype(float)  # binary: many ties
+    algo = synchronised_successive_rejects if shared else successive_rejects
+    for seed in range(6):
+        for budget in (30, 90, 200, 280):
+            key = jax.random.key(seed)
+            result = algo(scores, key, budget)
+            order, used = _reference(scores, key, budget, shared)
+            assert np.asarray(result.order).tolist() == order
+            assert int(result.best) == order[-1] and int(result.evaluations) == used <= budget
+
+
+def test_a_dominant_model_is_always_found():
+    rng = np.random.default_rng(2)
+    scores = (rng.random((12, 300)) < 0.5).astype(float)
+    scores[7] = (rng.random(300) < 0.9).astype(float)
+    keys = jax.random.split(jax.random.key(0), 200)
+    for algo in (successive_rejects, synchronised_successive_rejects):
+        run = jax.jit(jax.vmap(functools.partial(algo, scores, budget=360)))
+        assert np.all(np.asarray(run(keys).best) == 7)
