@@ -94,3 +94,58 @@ def test_a_dominant_model_is_always_found():
     for algo in (successive_rejects, synchronised_successive_rejects):
         run = jax.jit(jax.vmap(functools.partial(algo, scores, budget=360)))
         assert np.all(np.asarray(run(keys).best) == 7)
+
+
+def _ucb_reference(scores, key, budget, a, shared):
+    from bayeval.selection.bandits import item_orders as orders_of
+
+    K, L = scores.shape
+    order_key, tie_key, _ = jax.random.split(key, 3)
+    orders = np.asarray(orders_of(order_key, K, L, shared))
+    sums, counts = np.zeros(K), np.zeros(K, int)
+    for t in range(min(budget, K * L)):
+        index = np.array([np.inf if counts[i] == 0 else
+                          sums[i] / counts[i] + np.sqrt(a / counts[i]) for i in range(K)])
+        open_arm = counts < L
+        best = index[open_arm].max()
+        tie = np.asarray(jax.random.uniform(jax.random.fold_in(tie_key, t), (K,)))
+        arm = max((i for i in range(K) if open_arm[i] and index[i] == best),
+                  key=lambda i: tie[i])
+        sums[arm] += scores[arm, orders[arm, counts[arm]]]
+        counts[arm] += 1
+    return sums, counts
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_ucb_e_matches_the_step_by_step_reference(shared):
+    from bayeval.selection.bandits import ucb_e
+
+    rng = np.random.default_rng(3)
+    scores = (rng.random((5, 12)) < rng.random((5, 1))).astype(float)
+    for seed, (budget, a) in enumerate([(20, 1.0), (45, 0.1), (60, 10.0)]):
+        key = jax.random.key(seed)
+        sums, counts = _ucb_reference(scores, key, budget, a, shared)
+        assert counts.max() <= 12 and counts.sum() == min(budget, 60)
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
+        result = ucb_e(scores, key, budget, a, shared)
+        assert means[int(result.best)] == means.max()
+        assert int(result.evaluations) == counts.sum()
+    # the whole matrix: every model leaves the arm set after its L items, the full means win
+    result = ucb_e(scores, jax.random.key(9), 5 * 12, 1.0, shared)
+    assert scores.mean(1)[int(result.best)] == scores.mean(1).max()
+
+
+def test_every_algorithm_finds_a_dominant_model():
+    from bayeval.selection.bandits import ucb_e, uniform_sampling
+
+    rng = np.random.default_rng(2)
+    scores = (rng.random((12, 300)) < 0.5).astype(float)
+    scores[4] = (rng.random(300) < 0.9).astype(float)
+    keys = jax.random.split(jax.random.key(1), 100)
+    for shared in (False, True):
+        for algo in (functools.partial(ucb_e, a=1.0, shared=shared),
+                     functools.partial(uniform_sampling, shared=shared)):
+            run = jax.jit(jax.vmap(functools.partial(algo, scores, budget=720)))
+            assert np.all(np.asarray(run(keys).best) == 4)
+    us = uniform_sampling(scores, jax.random.key(0), 725)
+    assert int(us.evaluations) == 12 * 60

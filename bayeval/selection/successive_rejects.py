@@ -45,6 +45,7 @@ def item_orders(key: Array, n_models: int, n_items: int, shared: bool) -> Array:
 
 def _successive_rejects(scores: Array, key: Array, schedule: np.ndarray,
                         shared: bool) -> SelectionResult:
+    scores = jnp.asarray(scores)
     K, L = scores.shape
     order_key, tie_key = jax.random.split(key)
     orders = item_orders(order_key, K, L, shared)

@@ -1,0 +1,76 @@
+"""UCB-E, SyUCB-E, uniform sampling (US) and synchronised uniform sampling (SyUS) for
+best-model identification (seed 002; METHODS.md §7).
+
+* **UCB-E(a)**: each evaluation goes to the model maximising μ̂_i + sqrt(a / s_i) (s_i: its
+  evaluations so far; unevaluated models first), on a new item of its own drawn without
+  replacement; models evaluated on every item leave the arm set. The answer is the model
+  of best empirical mean.
+* **SyUCB-E(a)**: the same index, but one random permutation of the items is shared: model
+  i's s-th evaluation is on the s-th item of it.
+* **US / SyUS**: ⌊n / K⌋ evaluations per model (at most L) on independent / shared random
+  items; best empirical mean.
+
+Exact ties of the final means, and of the UCB index, are broken uniformly at random. Pure
+JAX functions of (scores, key) for a static budget, vmappable over keys.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from bayeval.inference.base import Array
+from bayeval.selection.successive_rejects import SelectionResult, item_orders
+
+
+def _ranking(means: Array, key: Array) -> Array:
+    """(K,) models from the worst mean to the best, exact ties in random order."""
+    tie = jax.random.uniform(key, means.shape)
+    return jnp.lexsort((tie, means))
+
+
+def _result(means: Array, key: Array, evaluations: Array) -> SelectionResult:
+    order = _ranking(means, key)
+    return SelectionResult(order[-1], order, jnp.asarray(evaluations))
+
+
+def ucb_e(scores: Array, key: Array, budget: int, a: float = 1.0,
+          shared: bool = False) -> SelectionResult:
+    """UCB-E(a) (``shared=False``) or SyUCB-E(a) (``shared=True``) with ``budget``
+    evaluations (at most K·L are used)."""
+    scores = jnp.asarray(scores)
+    K, L = scores.shape
+    order_key, tie_key, final_key = jax.random.split(key, 3)
+    orders = item_orders(order_key, K, L, shared)
+    steps = min(int(budget), K * L)
+
+    def body(t, carry):
+        sums, counts = carry
+        index = jnp.where(counts > 0,
+                          sums / jnp.maximum(counts, 1) + jnp.sqrt(a / jnp.maximum(counts, 1)),
+                          jnp.inf)
+        open_arm = counts < L
+        best = jnp.max(jnp.where(open_arm, index, -jnp.inf))
+        tie = jax.random.uniform(jax.random.fold_in(tie_key, t), (K,))
+        arm = jnp.argmax(jnp.where(open_arm & (index == best), tie, -1.0))
+        item = orders[arm, counts[arm]]
+        return sums.at[arm].add(scores[arm, item]), counts.at[arm].add(1)
+
+    sums, counts = jax.lax.fori_loop(0, steps, body, (jnp.zeros(K, scores.dtype),
+                                                      jnp.zeros(K, jnp.int32)))
+    means = jnp.where(counts > 0, sums / jnp.maximum(counts, 1), -jnp.inf)
+    return _result(means, final_key, steps)
+
+
+def uniform_sampling(scores: Array, key: Array, budget: int,
+                     shared: bool = False) -> SelectionResult:
+    """US (``shared=False``) or SyUS (``shared=True``): ⌊budget / K⌋ items per model."""
+    scores = jnp.asarray(scores)
+    K, L = scores.shape
+    per_model = min(int(budget) // K, L)
+    if per_model < 1:
+        raise ValueError(f"a budget of {budget} cannot evaluate each of {K} models once")
+    order_key, final_key = jax.random.split(key)
+    orders = item_orders(order_key, K, L, shared)[:, :per_model]
+    means = jnp.take_along_axis(scores, orders, axis=1).mean(axis=1)
+    return _result(means, final_key, per_model * K)
