@@ -86,16 +86,6 @@ def test_matches_the_step_by_step_reference(shared):
             assert int(result.best) == order[-1] and int(result.evaluations) == used <= budget
 
 
-def test_a_dominant_model_is_always_found():
-    rng = np.random.default_rng(2)
-    scores = (rng.random((12, 300)) < 0.5).astype(float)
-    scores[7] = (rng.random(300) < 0.9).astype(float)
-    keys = jax.random.split(jax.random.key(0), 200)
-    for algo in (successive_rejects, synchronised_successive_rejects):
-        run = jax.jit(jax.vmap(functools.partial(algo, scores, budget=360)))
-        assert np.all(np.asarray(run(keys).best) == 7)
-
-
 def _ucb_reference(scores, key, budget, a, shared):
     from bayeval.selection.bandits import item_orders as orders_of
 
@@ -142,10 +132,12 @@ def test_every_algorithm_finds_a_dominant_model():
     scores = (rng.random((12, 300)) < 0.5).astype(float)
     scores[4] = (rng.random(300) < 0.9).astype(float)
     keys = jax.random.split(jax.random.key(1), 100)
+    algorithms = [successive_rejects, synchronised_successive_rejects]
     for shared in (False, True):
-        for algo in (functools.partial(ucb_e, a=1.0, shared=shared),
-                     functools.partial(uniform_sampling, shared=shared)):
-            run = jax.jit(jax.vmap(functools.partial(algo, scores, budget=720)))
-            assert np.all(np.asarray(run(keys).best) == 4)
+        algorithms += [functools.partial(ucb_e, a=1.0, shared=shared),
+                       functools.partial(uniform_sampling, shared=shared)]
+    for algo in algorithms:  # 20% of the pairs
+        run = jax.jit(jax.vmap(functools.partial(algo, scores, budget=720)))
+        assert np.all(np.asarray(run(keys).best) == 4)
     us = uniform_sampling(scores, jax.random.key(0), 725)
     assert int(us.evaluations) == 12 * 60
