@@ -141,3 +141,23 @@ def test_every_algorithm_finds_a_dominant_model():
         assert np.all(np.asarray(run(keys).best) == 4)
     us = uniform_sampling(scores, jax.random.key(0), 725)
     assert int(us.evaluations) == 12 * 60
+
+
+def test_accuracy_table_and_confidence_budget():
+    from bayeval.experiments.selection import ALGORITHMS, accuracy_table, confidence_budget
+
+    rng = np.random.default_rng(4)
+    scores = (rng.random((6, 50)) < 0.4).astype(float)
+    scores[2] = (rng.random(50) < 0.95).astype(float)
+    table = accuracy_table(scores, fractions=(0.2, 1.0), runs=40, chunk=40)
+    assert set(table.algorithm) == set(ALGORITHMS) and len(table) == 2 * len(ALGORITHMS)
+    full = table[table.budget == 1.0]
+    assert np.all(full.accuracy == 1.0)  # every pair evaluated: the true best
+    at_20 = table[table.budget == 0.2].set_index("algorithm").accuracy
+    # 0.95 vs 0.4 over 10 items per model: SR-type phases cannot miss it; the greedy
+    # UCB-E(a = 0.1) may, rarely
+    assert at_20["SR"] == at_20["SySRs"] == 1.0 and at_20.min() >= 0.9
+    assert confidence_budget(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.9, 1.0, 0.95, 1.0]),
+                             0.95) == 0.2
+    assert confidence_budget(np.array([0.1, 0.2, 0.3]), np.array([0.9, 1.0, 0.9]), 0.95) != 0.2
+    assert confidence_budget(np.array([0.1, 0.2]), np.array([1.0, 1.0]), 1.0) == 0.1

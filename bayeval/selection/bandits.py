@@ -74,3 +74,51 @@ def uniform_sampling(scores: Array, key: Array, budget: int,
     orders = item_orders(order_key, K, L, shared)[:, :per_model]
     means = jnp.take_along_axis(scores, orders, axis=1).mean(axis=1)
     return _result(means, final_key, per_model * K)
+
+
+def ucb_e_best(scores: Array, key: Array, budgets: Array, a: float = 1.0,
+               shared: bool = False) -> Array:
+    """(B,) the model of best empirical mean after each of ``budgets`` evaluations of one
+    UCB-E(a) / SyUCB-E(a) run (one pass up to the largest budget; exact ties of the means
+    broken at random)."""
+    scores = jnp.asarray(scores)
+    budgets = jnp.minimum(jnp.asarray(budgets), scores.size)
+    K, L = scores.shape
+    order_key, tie_key, final_key = jax.random.split(key, 3)
+    orders = item_orders(order_key, K, L, shared)
+
+    def body(t, carry):
+        sums, counts, record = carry
+        index = jnp.where(counts > 0,
+                          sums / jnp.maximum(counts, 1) + jnp.sqrt(a / jnp.maximum(counts, 1)),
+                          jnp.inf)
+        open_arm = counts < L
+        best = jnp.max(jnp.where(open_arm, index, -jnp.inf))
+        tie = jax.random.uniform(jax.random.fold_in(tie_key, t), (K,))
+        arm = jnp.argmax(jnp.where(open_arm & (index == best), tie, -1.0))
+        item = orders[arm, counts[arm]]
+        sums, counts = sums.at[arm].add(scores[arm, item]), counts.at[arm].add(1)
+        means = jnp.where(counts > 0, sums / jnp.maximum(counts, 1), -jnp.inf)
+        top = jnp.max(means)
+        pick = jnp.argmax(jnp.where(means == top, jax.random.uniform(
+            jax.random.fold_in(final_key, t), (K,)), -1.0))
+        return sums, counts, jnp.where(budgets == t + 1, pick, record).astype(jnp.int32)
+
+    init = (jnp.zeros(K, scores.dtype), jnp.zeros(K, jnp.int32),
+            jnp.zeros(budgets.shape, jnp.int32))
+    return jax.lax.fori_loop(0, jnp.max(budgets), body, init)[2]
+
+
+def uniform_best(scores: Array, key: Array, budgets: Array, shared: bool = False) -> Array:
+    """(B,) the model of best mean of US / SyUS at each of ``budgets`` (one item order per
+    run, ⌊n / K⌋ items per model, exact ties broken at random)."""
+    scores = jnp.asarray(scores)
+    K, L = scores.shape
+    order_key, final_key = jax.random.split(key)
+    orders = item_orders(order_key, K, L, shared)
+    running = jnp.cumsum(jnp.take_along_axis(scores, orders, axis=1), axis=1)
+    per_model = jnp.clip(jnp.asarray(budgets) // K, 1, L)
+    means = running[:, per_model - 1].T / per_model[:, None]  # (B, K)
+    tie = jax.random.uniform(final_key, (K,))
+    top = means.max(axis=1, keepdims=True)
+    return jnp.argmax(jnp.where(means == top, tie[None, :], -1.0), axis=1)

@@ -22,10 +22,9 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from bayeval.inference.base import Array
-from bayeval.selection.schedule import phase_schedule, spent
+from bayeval.selection.schedule import phase_schedule
 
 
 class SelectionResult(NamedTuple):
@@ -43,18 +42,30 @@ def item_orders(key: Array, n_models: int, n_items: int, shared: bool) -> Array:
     return jax.vmap(lambda k: jax.random.permutation(k, n_items))(keys)
 
 
-def _successive_rejects(scores: Array, key: Array, schedule: np.ndarray,
-                        shared: bool) -> SelectionResult:
+def run_schedule(scores: Array, key: Array, schedule: Array, shared: bool) -> SelectionResult:
+    """SR (``shared=False``) or SySRs (``shared=True``) for a given phase schedule
+    ((K − 1,) items per surviving model at the end of each phase, as from
+    :func:`~bayeval.selection.schedule.phase_schedule`). The schedule may be a traced
+    array, so one compiled program serves every budget."""
     scores = jnp.asarray(scores)
     K, L = scores.shape
     order_key, tie_key = jax.random.split(key)
     orders = item_orders(order_key, K, L, shared)
     running = jnp.cumsum(jnp.take_along_axis(scores, orders, axis=1), axis=1)  # (K, L)
+    return eliminate(running, tie_key, schedule)
+
+
+def eliminate(running: Array, tie_key: Array, schedule: Array) -> SelectionResult:
+    """The phases of successive rejects given each model's running score sums along its
+    item order (``running[i, m − 1]`` = sum of its first m scores)."""
+    schedule = jnp.asarray(schedule)
+    K = running.shape[0]
     alive = jnp.ones(K, bool)
     eliminated = []
     ties = jax.random.uniform(tie_key, (K - 1, K))
-    for k, n_k in enumerate(schedule):
-        means = running[:, int(n_k) - 1] / float(n_k)
+    for k in range(K - 1):
+        n_k = schedule[k]
+        means = running[:, n_k - 1] / n_k
         worst = jnp.min(jnp.where(alive, means, jnp.inf))
         candidates = alive & (means == worst)
         out = jnp.argmax(jnp.where(candidates, ties[k], -1.0))
@@ -62,16 +73,16 @@ def _successive_rejects(scores: Array, key: Array, schedule: np.ndarray,
         alive = alive.at[out].set(False)
     best = jnp.argmax(alive)
     return SelectionResult(best, jnp.stack([*eliminated, best]),
-                           jnp.asarray(spent(schedule)))
+                           jnp.sum(schedule) + schedule[-1])
 
 
 def successive_rejects(scores: Array, key: Array, budget: int) -> SelectionResult:
     """SR with a budget of ``budget`` model–item evaluations."""
-    K, L = scores.shape
-    return _successive_rejects(scores, key, phase_schedule(K, L, budget), shared=False)
+    K, L = jnp.shape(scores)
+    return run_schedule(scores, key, phase_schedule(K, L, budget), shared=False)
 
 
 def synchronised_successive_rejects(scores: Array, key: Array, budget: int) -> SelectionResult:
     """SySRs with a budget of ``budget`` model–item evaluations."""
-    K, L = scores.shape
-    return _successive_rejects(scores, key, phase_schedule(K, L, budget), shared=True)
+    K, L = jnp.shape(scores)
+    return run_schedule(scores, key, phase_schedule(K, L, budget), shared=True)
