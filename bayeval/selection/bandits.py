@@ -34,6 +34,22 @@ def _result(means: Array, key: Array, evaluations: Array) -> SelectionResult:
     return SelectionResult(order[-1], order, jnp.asarray(evaluations))
 
 
+def _pull(scores: Array, orders: Array, a: float, tie_key: Array, sums: Array,
+          counts: Array) -> tuple[Array, Array]:
+    """One UCB-E evaluation: the open model of largest μ̂_i + sqrt(a / s_i) (unevaluated
+    first, ties at random) on its next item."""
+    K, L = scores.shape
+    index = jnp.where(counts > 0,
+                      sums / jnp.maximum(counts, 1) + jnp.sqrt(a / jnp.maximum(counts, 1)),
+                      jnp.inf)
+    open_arm = counts < L
+    best = jnp.max(jnp.where(open_arm, index, -jnp.inf))
+    tie = jax.random.uniform(tie_key, (K,))
+    arm = jnp.argmax(jnp.where(open_arm & (index == best), tie, -1.0))
+    item = orders[arm, counts[arm]]
+    return sums.at[arm].add(scores[arm, item]), counts.at[arm].add(1)
+
+
 def ucb_e(scores: Array, key: Array, budget: int, a: float = 1.0,
           shared: bool = False) -> SelectionResult:
     """UCB-E(a) (``shared=False``) or SyUCB-E(a) (``shared=True``) with ``budget``
@@ -45,16 +61,7 @@ def ucb_e(scores: Array, key: Array, budget: int, a: float = 1.0,
     steps = min(int(budget), K * L)
 
     def body(t, carry):
-        sums, counts = carry
-        index = jnp.where(counts > 0,
-                          sums / jnp.maximum(counts, 1) + jnp.sqrt(a / jnp.maximum(counts, 1)),
-                          jnp.inf)
-        open_arm = counts < L
-        best = jnp.max(jnp.where(open_arm, index, -jnp.inf))
-        tie = jax.random.uniform(jax.random.fold_in(tie_key, t), (K,))
-        arm = jnp.argmax(jnp.where(open_arm & (index == best), tie, -1.0))
-        item = orders[arm, counts[arm]]
-        return sums.at[arm].add(scores[arm, item]), counts.at[arm].add(1)
+        return _pull(scores, orders, a, jax.random.fold_in(tie_key, t), *carry)
 
     sums, counts = jax.lax.fori_loop(0, steps, body, (jnp.zeros(K, scores.dtype),
                                                       jnp.zeros(K, jnp.int32)))
@@ -89,15 +96,7 @@ def ucb_e_best(scores: Array, key: Array, budgets: Array, a: float = 1.0,
 
     def body(t, carry):
         sums, counts, record = carry
-        index = jnp.where(counts > 0,
-                          sums / jnp.maximum(counts, 1) + jnp.sqrt(a / jnp.maximum(counts, 1)),
-                          jnp.inf)
-        open_arm = counts < L
-        best = jnp.max(jnp.where(open_arm, index, -jnp.inf))
-        tie = jax.random.uniform(jax.random.fold_in(tie_key, t), (K,))
-        arm = jnp.argmax(jnp.where(open_arm & (index == best), tie, -1.0))
-        item = orders[arm, counts[arm]]
-        sums, counts = sums.at[arm].add(scores[arm, item]), counts.at[arm].add(1)
+        sums, counts = _pull(scores, orders, a, jax.random.fold_in(tie_key, t), sums, counts)
         means = jnp.where(counts > 0, sums / jnp.maximum(counts, 1), -jnp.inf)
         top = jnp.max(means)
         pick = jnp.argmax(jnp.where(means == top, jax.random.uniform(
