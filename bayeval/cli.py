@@ -542,6 +542,58 @@ def bench_multitarget(
               "multitarget.png, report.md")
 
 
+@bench_app.command("selection")
+def bench_selection(
+    datasets: Annotated[str, typer.Option(
+        "--datasets", help="Comma-separated bundled datasets, or 'all'.")] = "all",
+    runs: Annotated[int, typer.Option(help="Runs (seeds) per algorithm and budget.")] = 1000,
+    max_budget: Annotated[float, typer.Option(
+        help="Largest budget fraction of the grid (1%…100% plus 1.25…5.5%).")] = 1.0,
+    algorithms: Annotated[str, typer.Option(
+        help="Comma-separated: SR, SySRs, UCB-E(a=0.1), UCB-E(a=1), UCB-E(a=10), "
+             "SyUCB-E(a=1), US, SyUS.")] = ",".join(
+        ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)", "US",
+         "SyUS")),
+    out: Annotated[Path, typer.Option(help="Folder for accuracy.csv, selection.png and "
+                                           "report.md.")] = Path("results/selection"),
+) -> None:
+    """Seed 002's experiment: accuracy of identifying the best model against the budget,
+    confidence budgets, for every algorithm on the bundled datasets."""
+    import pandas as pd
+
+    from bayeval.data import list_datasets, load_dataset
+    from bayeval.experiments.selection import (
+        ALGORITHMS,
+        BUDGET_GRID,
+        TABLE_BUDGETS,
+        accuracy_table,
+        write_report,
+    )
+
+    names = list_datasets() if datasets == "all" else [
+        d.strip() for d in datasets.split(",") if d.strip()]
+    algos = [a.strip() for a in algorithms.split(",") if a.strip()]
+    unknown = [a for a in algos if a not in ALGORITHMS]
+    if unknown:
+        raise _fail(f"unknown algorithm(s) {unknown} (known: {', '.join(ALGORITHMS)})")
+    grid = sorted({*(b for b in BUDGET_GRID if b <= max_budget + 1e-12),
+                   *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
+    tables = []
+    try:
+        for name in names:
+            matrix = load_dataset(name)
+            scores = matrix.scores
+            if np.isnan(scores).any():
+                raise BayevalError(f"{name}: the score matrix has missing entries")
+            tables.append(accuracy_table(scores, algos, grid, runs, dataset=name,
+                                         log=lambda line: err.print(line, highlight=False)))
+            write_report(pd.concat(tables), out, runs)  # keep partial results
+    except BayevalError as exc:
+        raise _fail(str(exc)) from None
+    print((out / "report.md").read_text())
+    err.print(f"wrote {out}/accuracy.csv, selection.png, report.md")
+
+
 def main() -> None:  # pragma: no cover - console entry point alias
     app()
 

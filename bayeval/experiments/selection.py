@@ -101,3 +101,63 @@ def confidence_budget(budget: np.ndarray, accuracy: np.ndarray, level: float) ->
     if below[-1] == b.size - 1:
         return float("nan")
     return float(b[below[-1] + 1])
+
+
+def write_report(table: pd.DataFrame, out, runs: int):
+    """CSV, error-vs-budget plots and report.md (accuracy at the table budgets averaged
+    over datasets beside the paper's anchors; confidence budgets per algorithm)."""
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "accuracy.csv", index=False)
+    datasets = list(dict.fromkeys(table.dataset))
+    ncols = min(3, len(datasets))
+    nrows = -(-len(datasets) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.5 * nrows), squeeze=False)
+    for ax in axes.flat[len(datasets):]:
+        ax.set_visible(False)
+    for ax, name in zip(axes.flat, datasets, strict=False):
+        for algo, part in table[table.dataset == name].groupby("algorithm", sort=False):
+            ax.plot(100 * part.budget, 100 * (1 - part.accuracy), label=algo)
+        ax.set_xscale("log")
+        ax.set_xlabel("budget (% of model–item pairs)")
+        ax.set_ylabel("error rate (%)")
+        ax.set_title(name)
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "selection.png", dpi=110)
+    plt.close(fig)
+    lines = [f"Identification accuracy (%) over {runs} runs, mean over {len(datasets)} "
+             f"datasets ({', '.join(datasets)}).", "",
+             "| algorithm | " + " | ".join(f"{100 * b:g}%" for b in TABLE_BUDGETS) + " |",
+             "|---" * (len(TABLE_BUDGETS) + 1) + "|"]
+    mean = table.groupby(["algorithm", "budget"], sort=False).accuracy.mean()
+    for algo in dict.fromkeys(table.algorithm):
+        vals = [mean.get((algo, b), np.nan) for b in TABLE_BUDGETS]
+        lines.append(f"| {algo} | " + " | ".join(
+            "—" if np.isnan(v) else f"{100 * v:.1f}" for v in vals) + " |")
+        if algo in ANCHORS:
+            lines.append(f"| {algo} (seed 002, 15 benchmarks) | "
+                         + " | ".join(f"{v:.1f}" for v in ANCHORS[algo])
+                         + " |" + " — |" * (len(TABLE_BUDGETS) - 4))
+    lines += ["", "Confidence budgets (% of pairs from which accuracy stays ≥ level; mean and "
+              "worst case over datasets; — : not reached on the grid):", "",
+              "| algorithm | 90% mean | 90% worst | 95% mean | 95% worst | 100% mean | "
+              "100% worst |", "|---" * 7 + "|"]
+    for algo in dict.fromkeys(table.algorithm):
+        cells = []
+        for level in (0.9, 0.95, 1.0):
+            cb = [confidence_budget(p.budget.to_numpy(), p.accuracy.to_numpy(), level)
+                  for _, p in table[table.algorithm == algo].groupby("dataset")]
+            cb = np.asarray(cb) * 100
+            cells += ["—" if np.isnan(cb).any() else f"{cb.mean():.1f}",
+                      "—" if np.isnan(cb).any() else f"{cb.max():.1f}"]
+        lines.append(f"| {algo} | " + " | ".join(cells) + " |")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return out / "report.md"
