@@ -162,34 +162,48 @@ def evaluate(
         printer(result)
 
 
+def _resume(session_class, journal: Path, given: dict[str, Any]):
+    """(session, its evaluator settings, the whole source matrix) from ``journal``; options
+    that the journal fixes must not be given again."""
+    from bayeval.session import load_source_matrix
+
+    clash = [k for k, v in given.items() if v is not None]
+    if clash:
+        raise BayevalError(f"--resume reads the settings from {journal}; drop "
+                           f"{', '.join(clash)}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        session = session_class.resume(journal)
+    for w in caught:
+        err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+    return session, session.extra, load_source_matrix(session.reference_source or {})
+
+
+def _fresh_source(dataset: str | None, reference: Path | None):
+    """(source record for the journal header, the matrix) of --dataset / --reference."""
+    from bayeval.session import load_source_matrix
+
+    if dataset is not None and reference is not None:
+        raise BayevalError("give either --dataset or --reference, not both")
+    source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
+                              else {"dataset": dataset or DEFAULT_DATASET})
+    return source, load_source_matrix(source)
+
+
 def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, method,
               epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
-    from bayeval.session import Session, load_source_matrix
+    from bayeval.session import Session
 
     _enable_compilation_cache()
     if resume:
         if journal is None:
             raise BayevalError("--resume needs --journal PATH (the journal to continue)")
-        given = {"--dataset": dataset, "--reference": reference, "--target": target,
-                 "--evaluator": evaluator, "--command": command, "--method": method,
-                 "--epsilon": epsilon, "--max-items": max_items, "--seed": seed}
-        clash = [k for k, v in given.items() if v is not None]
-        if clash:
-            raise BayevalError(f"--resume reads the settings from {journal}; drop "
-                               f"{', '.join(clash)}")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            session = Session.resume(journal)
-        for w in caught:
-            err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
-        settings = session.extra
-        matrix = load_source_matrix(session.reference_source or {})
+        session, settings, matrix = _resume(Session, journal, {
+            "--dataset": dataset, "--reference": reference, "--target": target,
+            "--evaluator": evaluator, "--command": command, "--method": method,
+            "--epsilon": epsilon, "--max-items": max_items, "--seed": seed})
     else:
-        if dataset is not None and reference is not None:
-            raise BayevalError("give either --dataset or --reference, not both")
-        source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
-                                  else {"dataset": dataset or DEFAULT_DATASET})
-        matrix = load_source_matrix(source)
+        source, matrix = _fresh_source(dataset, reference)
         kind = (evaluator or EvaluatorKind.oracle).value
         seed = 0 if seed is None else seed
         if kind == "command":
@@ -260,33 +274,18 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
                     epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
     from bayeval.evaluators import CommandEvaluator
     from bayeval.joint_session import JointSession
-    from bayeval.session import load_source_matrix
 
     _enable_compilation_cache()
     if resume:
-        given = {"--dataset": dataset, "--reference": reference, "--targets": targets,
-                 "--evaluator": evaluator, "--command": command, "--epsilon": epsilon,
-                 "--max-items": max_items, "--seed": seed}
-        clash = [k for k, v in given.items() if v is not None]
-        if clash:
-            raise BayevalError(f"--resume reads the settings from {journal}; drop "
-                               f"{', '.join(clash)}")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            session = JointSession.resume(journal)
-        for w in caught:
-            err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
-        settings = session.extra
-        matrix = load_source_matrix(session.reference_source or {})
+        session, settings, matrix = _resume(JointSession, journal, {
+            "--dataset": dataset, "--reference": reference, "--targets": targets,
+            "--evaluator": evaluator, "--command": command, "--epsilon": epsilon,
+            "--max-items": max_items, "--seed": seed})
     else:
-        if dataset is not None and reference is not None:
-            raise BayevalError("give either --dataset or --reference, not both")
+        source, matrix = _fresh_source(dataset, reference)
         names = [t.strip() for t in targets.split(",") if t.strip()]
         if not names:
             raise BayevalError("--targets needs at least one model name")
-        source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
-                                  else {"dataset": dataset or DEFAULT_DATASET})
-        matrix = load_source_matrix(source)
         kind = (evaluator or EvaluatorKind.oracle).value
         if kind == "command" and not command:
             raise BayevalError("--evaluator command needs --command 'CMD {target} {item}'")

@@ -18,8 +18,6 @@ the run continues exactly as the uninterrupted one would have.
 from __future__ import annotations
 
 import os
-import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,11 +26,7 @@ from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
 from bayeval.joint_evaluation import JointRun, make_joint
 from bayeval.session import (
-    JOURNAL_FORMAT,
-    JOURNAL_VERSION,
     JournalFile,
-    JournalWarning,
-    load_reference,
 )
 
 METHOD_NAME = "bayesame-joint"
@@ -100,13 +94,7 @@ class JointSession(JournalFile):
 
     def _header(self) -> dict[str, Any]:
         return {
-            "format": JOURNAL_FORMAT,
-            "version": JOURNAL_VERSION,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "reference": {"name": self.reference.name,
-                          "fingerprint": self.reference.fingerprint(),
-                          "shape": list(self.reference.shape),
-                          "source": self.reference_source},
+            **self._header_base(),
             "targets": self.target_ids,
             "method": {"name": METHOD_NAME, "params": self.config.params},
             "seed": self.seed,
@@ -123,23 +111,12 @@ class JointSession(JournalFile):
         header, events, note, whole = cls.read_journal(path)
         if header.get("method", {}).get("name") != METHOD_NAME or "targets" not in header:
             raise JournalError(f"journal {path} is not a joint evaluation (use Session.resume)")
-        if reference is None:
-            reference = load_reference(header["reference"].get("source"), path)
-        want = header["reference"]["fingerprint"]
-        if reference.fingerprint() != want:
-            raise JournalError(f"journal {path} was written for another reference matrix "
-                               f"({header['reference']['name']}, fingerprint {want[:12]}…)")
+        reference = cls._resume_reference(path, header, reference)
         session = cls.__new__(cls)
         session._setup(reference, list(header["targets"]), header["method"]["params"],
                        header["seed"], header.get("max_evaluations"),
                        header["reference"].get("source"), header.get("extra") or {})
-        for lineno, event in enumerate(events, start=2):
-            session._replay(event, f"journal {path} line {lineno}")
-        if note is not None:
-            session.notes.append(note)
-            warnings.warn(note, JournalWarning, stacklevel=2)
-        cls._cut_tail(path, whole)
-        session._open_journal(path)
+        session._replay_journal(path, events, note, whole)
         return session
 
     def _replay(self, event: dict[str, Any], where: str) -> None:

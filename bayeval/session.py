@@ -68,6 +68,49 @@ class JournalFile:
     def _header(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def _header_base(self) -> dict[str, Any]:
+        """The header fields every journal has: format, version, time, reference."""
+        return {
+            "format": JOURNAL_FORMAT,
+            "version": JOURNAL_VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "reference": {"name": self.reference.name,
+                          "fingerprint": self.reference.fingerprint(),
+                          "shape": list(self.reference.shape),
+                          "source": self.reference_source},
+        }
+
+    @staticmethod
+    def _resume_reference(path: Path, header: dict[str, Any],
+                          reference: ScoreMatrix | None) -> ScoreMatrix:
+        """The reference matrix to resume with: ``reference`` or the one the header's
+        source describes; its fingerprint must be the journal's."""
+        if reference is None:
+            reference = load_reference(header["reference"].get("source"), path)
+        want = header["reference"]["fingerprint"]
+        if reference.fingerprint() != want:
+            raise JournalError(
+                f"journal {path} was written for another reference matrix "
+                f"({header['reference']['name']}, {tuple(header['reference']['shape'])}, "
+                f"fingerprint {want[:12]}…) than {reference.name} {reference.shape} "
+                f"(fingerprint {reference.fingerprint()[:12]}…)")
+        return reference
+
+    def _replay_journal(self, path: Path, events: list[dict], note: str | None,
+                        whole: int) -> None:
+        """Replay ``events``, report a cut-off last line, repair the file and keep
+        appending to it."""
+        for lineno, event in enumerate(events, start=2):
+            self._replay(event, f"journal {path} line {lineno}")
+        if note is not None:
+            self.notes.append(note)
+            warnings.warn(note, JournalWarning, stacklevel=3)
+        self._cut_tail(path, whole)
+        self._open_journal(path)
+
+    def _replay(self, event: dict[str, Any], where: str) -> None:
+        raise NotImplementedError
+
     def _write_header(self, path: Path) -> None:
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -238,13 +281,7 @@ class Session(JournalFile):
 
     def _header(self) -> dict[str, Any]:
         return {
-            "format": JOURNAL_FORMAT,
-            "version": JOURNAL_VERSION,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "reference": {"name": self.reference.name,
-                          "fingerprint": self.reference.fingerprint(),
-                          "shape": list(self.reference.shape),
-                          "source": self.reference_source},
+            **self._header_base(),
             "target": self.target_id,
             "method": {"name": self.method.name, "params": self.method.params},
             "seed": self.seed,
@@ -265,15 +302,7 @@ class Session(JournalFile):
         """
         path = Path(path)
         header, events, note, whole = cls.read_journal(path)
-        if reference is None:
-            reference = load_reference(header["reference"].get("source"), path)
-        want = header["reference"]["fingerprint"]
-        if reference.fingerprint() != want:
-            raise JournalError(
-                f"journal {path} was written for another reference matrix "
-                f"({header['reference']['name']}, {tuple(header['reference']['shape'])}, "
-                f"fingerprint {want[:12]}…) than {reference.name} {reference.shape} "
-                f"(fingerprint {reference.fingerprint()[:12]}…)")
+        reference = cls._resume_reference(path, header, reference)
         session = cls.__new__(cls)
         m = header["method"]
         session._setup(reference, header["target"], method or m["name"],
@@ -282,13 +311,7 @@ class Session(JournalFile):
                        header.get("extra") or {})
         session._journal = None
         session._journal_path = None
-        for lineno, event in enumerate(events, start=2):
-            session._replay(event, f"journal {path} line {lineno}")
-        if note is not None:
-            session.notes.append(note)
-            warnings.warn(note, JournalWarning, stacklevel=2)
-        cls._cut_tail(path, whole)
-        session._open_journal(path)
+        session._replay_journal(path, events, note, whole)
         return session
 
     def _replay(self, event: dict[str, Any], where: str) -> None:

@@ -19,3 +19,12 @@ def small() -> ScoreMatrix:
     scores[2, 3] = np.nan
     return ScoreMatrix(scores, [f"m{i}" for i in range(6)], [f"it{j}" for j in range(8)],
                        name="small")
+
+
+@pytest.fixture(scope="session")
+def ref() -> np.ndarray:
+    """A binary reference matrix, 6 models × 10 items in 7 buckets (some of size > 1), for
+    the multi-target tests."""
+    rng = np.random.default_rng(11)
+    base = (rng.random((6, 7)) < 0.5).astype(float)
+    return base[:, np.array([0, 1, 2, 3, 4, 5, 6, 0, 2, 2])]

@@ -24,13 +24,6 @@ PARAMS = {"alpha": [1.0, 0.7], "beta": [1.5, 0.8], "weights": [[0.9, 0.2], [0.6,
                                                                [0.1, 0.8]], "sigma2": 0.05}
 
 
-@pytest.fixture(scope="module")
-def ref():
-    rng = np.random.default_rng(11)
-    base = (rng.random((6, 7)) < 0.5).astype(float)
-    return base[:, np.array([0, 1, 2, 3, 4, 5, 6, 0, 2, 2])]  # N = 10, sizes > 1
-
-
 def test_joint_posterior_matches_dense_conditioning(ref):
     T, N = 3, ref.shape[1]
     state = joint_state(ref, T, PARAMS, pending=2)
