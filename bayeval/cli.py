@@ -434,6 +434,243 @@ def _print_result(r: dict[str, Any]) -> None:
     out.print(table)
 
 
+def _parse_budget(text: str, n_pairs: int) -> int:
+    """'12%' of the model–item pairs, or a count of evaluations."""
+    text = text.strip()
+    try:
+        if text.endswith("%"):
+            value = float(text[:-1])
+            if not 0 < value <= 100:
+                raise ValueError
+            return max(round(value / 100 * n_pairs), 1)
+        value = int(text)
+        if value < 1:
+            raise ValueError
+        return value
+    except ValueError:
+        raise BayevalError(f"--budget {text!r}: give a percentage of the model–item pairs "
+                           "(e.g. 12%) or a number of evaluations") from None
+
+
+class _PairOracle:
+    """Simulation: answers (model, item) from a known score matrix."""
+
+    def __init__(self, matrix) -> None:
+        self.matrix = matrix
+        self._rows = {m: i for i, m in enumerate(matrix.models)}
+
+    def __call__(self, model: str, item: str) -> float:
+        from bayeval.errors import EvaluationError
+
+        score = self.matrix.scores[self._rows[model], self.matrix.item_index(item)]
+        if np.isnan(score):
+            raise EvaluationError(f"the matrix has no score of {model!r} on item {item!r}")
+        return float(score)
+
+
+@app.command()
+def select(
+    dataset: Annotated[str | None, typer.Option(
+        help="Bundled dataset whose models and items to use (see `bayeval datasets`); with "
+             "the oracle its scores answer. Default: arc_challenge.")] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="A score matrix file instead of a bundled dataset.")] = None,
+    models: Annotated[str | None, typer.Option(
+        help="Comma-separated candidate models (default: every model of the matrix).")
+    ] = None,
+    items: Annotated[Path | None, typer.Option(
+        help="File of item ids, one per line (live runs; default: the matrix's items).")
+    ] = None,
+    budget: Annotated[str, typer.Option(
+        help="Model–item evaluations allowed: a percentage of all pairs (12%) or a count.")
+    ] = "12%",
+    evaluator: Annotated[EvaluatorKind | None, typer.Option(
+        help="oracle: simulate with the matrix's scores; command: run --command for each "
+             "(model, item).")] = None,
+    command: Annotated[str | None, typer.Option(
+        help="Shell command that evaluates one model on one item and prints the score "
+             "(0..1) as its last line; {model} and {item} are replaced.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds before a command is killed.")] = 600.0,
+    retries: Annotated[int, typer.Option(
+        help="Retries of a failing command before the pair is left unevaluated.")] = 1,
+    seed: Annotated[int | None, typer.Option(help="Random seed (default 0).")] = None,
+    journal: Annotated[Path | None, typer.Option(
+        help="Append every result to this JSON-lines journal (fsync'd). Default: none for "
+             "the oracle, bayeval-select-<time>.jsonl for a command.")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the selection recorded in --journal.")] = False,
+    top: Annotated[int, typer.Option(help="Rows of the ranking to print.")] = 10,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print the result as one JSON object.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Find the best of several models with a budget of model–item evaluations
+    (synchronised successive rejects, seed 002).
+
+    With no options: simulate on the bundled ARC-Challenge matrix with 12% of its pairs,
+    and print the ranking, the evaluations used and whether the true best was found.
+    """
+    try:
+        result = _select(dataset, reference, models, items, budget, evaluator, command,
+                         timeout, retries, seed, journal, resume, quiet)
+    except BayevalError as exc:
+        raise _fail(str(exc)) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    if as_json:
+        print(json.dumps(result))
+    else:
+        _print_selection(result, top)
+
+
+def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
+            seed, journal, resume, quiet) -> dict[str, Any]:
+    from bayeval.evaluators import CommandEvaluator
+    from bayeval.selection.session import SelectionSession
+    from bayeval.session import load_source_matrix
+
+    if resume:
+        if journal is None:
+            raise BayevalError("--resume needs --journal PATH (the selection to continue)")
+        given = {"--dataset": dataset, "--reference": reference, "--models": models,
+                 "--items": items, "--evaluator": evaluator, "--command": command,
+                 "--seed": seed}
+        clash = [k for k, v in given.items() if v is not None]
+        if clash:
+            raise BayevalError(f"--resume reads the settings from {journal}; drop "
+                               f"{', '.join(clash)}")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            session = SelectionSession.resume(journal)
+        for w in caught:
+            err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+        settings = session.extra
+        source = settings.get("source")
+        matrix = load_source_matrix(source, journal) if source else None
+    else:
+        kind = (evaluator or EvaluatorKind.oracle).value
+        if kind == "command" and not command:
+            raise BayevalError("--evaluator command needs --command 'CMD {model} {item}'")
+        if kind == "oracle" and command is not None:
+            raise BayevalError("--command is only used with --evaluator command")
+        matrix, source = None, None
+        if kind == "oracle" or items is None or models is None:
+            if dataset is not None and reference is not None:
+                raise BayevalError("give either --dataset or --reference, not both")
+            source = ({"path": str(reference.resolve())} if reference is not None
+                      else {"dataset": dataset or "arc_challenge"})
+            matrix = load_source_matrix(source)
+        elif dataset is not None or reference is not None:
+            raise BayevalError("--items and --models name everything a live run needs; drop "
+                               "--dataset/--reference")
+        if models is not None:
+            names = [m.strip() for m in models.split(",") if m.strip()]
+            if matrix is not None and kind == "oracle":
+                unknown = [m for m in names if m not in set(matrix.models)]
+                if unknown:
+                    raise BayevalError(f"model(s) {unknown} are not in {matrix.name}")
+        else:
+            names = list(matrix.models)
+        if items is not None:
+            try:
+                item_ids = [ln.strip() for ln in items.read_text().splitlines() if ln.strip()]
+            except OSError as exc:
+                raise BayevalError(f"--items {items}: {exc.strerror}") from None
+            if matrix is not None and kind == "oracle":
+                unknown = [i for i in item_ids if i not in set(matrix.items)]
+                if unknown:
+                    raise BayevalError(f"--items {items}: {len(unknown)} item(s) are not in "
+                                       f"{matrix.name}, e.g. {unknown[0]!r}")
+        else:
+            item_ids = list(matrix.items)
+        n = _parse_budget(budget, len(names) * len(item_ids))
+        if journal is None and kind == "command":
+            journal = Path(f"bayeval-select-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        settings = {"evaluator": kind, "command": command, "timeout": timeout,
+                    "retries": retries, "source": source}
+        session = SelectionSession(names, item_ids, n, seed=0 if seed is None else seed,
+                                   journal=journal, extra=settings)
+    with session:
+        if settings["evaluator"] == EvaluatorKind.command.value:
+            runner = CommandEvaluator(settings["command"].replace("{model}", "{target}"),
+                                      timeout=settings["timeout"], retries=settings["retries"])
+
+            def evaluate_fn(model, item):
+                return runner(item, model)
+        else:
+            if matrix is None:
+                raise BayevalError(f"journal {journal}: no score matrix recorded for the oracle")
+            evaluate_fn = _PairOracle(matrix)
+        schedule = session.schedule
+        total = int(schedule.sum() + schedule[-1])
+        if quiet:
+            session.run(evaluate_fn)
+        else:
+            columns = (TextColumn("[bold]selecting"), BarColumn(), MofNCompleteColumn(),
+                       TextColumn("{task.fields[status]}"), TimeElapsedColumn())
+            with Progress(*columns, console=err, transient=False) as progress:
+                task = progress.add_task("select", total=total, status="",
+                                         completed=session.n_evaluations + len(session.skipped))
+
+                def on_step(s, model, item, score):
+                    phase = min(s.phase + 1, len(schedule))
+                    status = f"phase {phase}/{len(schedule)}, {int(s.alive.sum())} left"
+                    progress.update(task, completed=s.n_evaluations + len(s.skipped),
+                                    status=status)
+
+                session.run(evaluate_fn, on_step=on_step)
+        means = session.means()
+        truth = None
+        if matrix is not None and settings["evaluator"] == "oracle":
+            rows = {m: i for i, m in enumerate(matrix.models)}
+            cols = [matrix.item_index(i) for i in session.items]
+            truth = {m: float(np.nanmean(matrix.scores[rows[m], cols])) for m in session.models}
+        ranking = session.ranking()
+        result: dict[str, Any] = {
+            "best": session.best, "models": len(session.models), "items": len(session.items),
+            "budget": session.budget, "evaluations": session.n_evaluations,
+            "skipped": len(session.skipped), "phases": len(schedule), "seed": session.seed,
+            "ranking": [{"model": m, "mean": means[m][0], "evaluated": means[m][1],
+                         **({"true_mean": truth[m]} if truth else {})} for m in ranking],
+            "journal": str(session.journal_path) if session.journal_path else None}
+        if truth:
+            best_true = max(truth.values())
+            result["found_best"] = bool(truth[session.best] >= best_true - 1e-12)
+            order = sorted(session.models, key=lambda m: -truth[m])
+            result["true_best"] = order[0]
+        return result
+
+
+def _print_selection(r: dict[str, Any], top: int) -> None:
+    truth = "true_mean" in (r["ranking"][0] if r["ranking"] else {})
+    table = Table(box=box.SIMPLE_HEAD, title=f"ranking (best first, top {top})")
+    for col in ("rank", "model", "mean", "items"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    if truth:
+        table.add_column("true mean", justify="right")
+        table.add_column("true rank", justify="right")
+        true_rank = {row["model"]: k for k, row in enumerate(
+            sorted(r["ranking"], key=lambda row: -row["true_mean"]), start=1)}
+    for k, row in enumerate(r["ranking"][:top], start=1):
+        cells = [str(k), row["model"], f"{row['mean']:.4f}", str(row["evaluated"])]
+        if truth:
+            cells += [f"{row['true_mean']:.4f}", str(true_rank[row["model"]])]
+        table.add_row(*cells)
+    out.print(table)
+    pairs = r["models"] * r["items"]
+    line = (f"best: {r['best']}  ·  {r['evaluations']} evaluations of {r['budget']} allowed "
+            f"({r['evaluations'] / pairs:.1%} of {r['models']} models × {r['items']} items)")
+    if r["skipped"]:
+        line += f", {r['skipped']} left unevaluated after failures"
+    out.print(line, highlight=False)
+    if "found_best" in r:
+        out.print("the true best" if r["found_best"] else
+                  f"[bold]not[/] the true best (that is {r['true_best']})", highlight=False)
+    if r["journal"]:
+        out.print(f"journal: {r['journal']}", highlight=False)
+
+
 bench_app = typer.Typer(help="Experiments that reproduce the papers' tables.",
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
@@ -553,11 +790,14 @@ def bench_selection(
              "SyUCB-E(a=1), US, SyUS.")] = ",".join(
         ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)", "US",
          "SyUS")),
-    out: Annotated[Path, typer.Option(help="Folder for accuracy.csv, selection.png and "
-                                           "report.md.")] = Path("results/selection"),
+    out: Annotated[Path, typer.Option(help="Folder for accuracy.csv, selection.png, "
+                                           "top_m.png, report.md and runs/.")
+                   ] = Path("results/selection"),
 ) -> None:
-    """Seed 002's experiment: accuracy of identifying the best model against the budget,
-    confidence budgets, for every algorithm on the bundled datasets."""
+    """Seed 002's experiment: accuracy of identifying the best model, and the top-3/5/10
+    identification error, against the budget, with confidence budgets, for every algorithm
+    on the bundled datasets. Each (dataset, algorithm) is saved under OUT/runs as soon as
+    it is done and reused by a rerun with the same runs and grid."""
     import pandas as pd
 
     from bayeval.data import list_datasets, load_dataset
@@ -565,7 +805,7 @@ def bench_selection(
         ALGORITHMS,
         BUDGET_GRID,
         TABLE_BUDGETS,
-        accuracy_table,
+        cached_accuracy_table,
         write_report,
     )
 
@@ -584,13 +824,16 @@ def bench_selection(
             scores = matrix.scores
             if np.isnan(scores).any():
                 raise BayevalError(f"{name}: the score matrix has missing entries")
-            tables.append(accuracy_table(scores, algos, grid, runs, dataset=name,
-                                         log=lambda line: err.print(line, highlight=False)))
-            write_report(pd.concat(tables), out, runs)  # keep partial results
+            for algo in algos:  # each (dataset, algorithm) saved as soon as it is done
+                cache = out / "runs" / name / f"{algo}.csv"
+                tables.append(cached_accuracy_table(
+                    scores, algo, grid, runs, cache, name,
+                    log=lambda line: err.print(line, highlight=False)))
+                write_report(pd.concat(tables), out, runs)
     except BayevalError as exc:
         raise _fail(str(exc)) from None
     print((out / "report.md").read_text())
-    err.print(f"wrote {out}/accuracy.csv, selection.png, report.md")
+    err.print(f"wrote {out}/accuracy.csv, selection.png, top_m.png, report.md")
 
 
 def main() -> None:  # pragma: no cover - console entry point alias

@@ -22,7 +22,8 @@ def _invoke(*args: str):
 
 
 def test_help_on_every_command():
-    for args in ([], ["--help"], ["datasets", "--help"], ["evaluate", "--help"]):
+    for args in ([], ["--help"], ["datasets", "--help"], ["evaluate", "--help"],
+                 ["select", "--help"]):
         result = _invoke(*args)
         assert "Usage" in result.output, args
     assert "--resume" in _invoke("evaluate", "--help").output

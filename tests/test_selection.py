@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 
 import jax
@@ -86,43 +87,51 @@ def test_matches_the_step_by_step_reference(shared):
             assert int(result.best) == order[-1] and int(result.evaluations) == used <= budget
 
 
-def _ucb_reference(scores, key, budget, a, shared):
+def _ucb_reference(scores, key, budgets, a, shared):
+    """UCB-E step by step: the index of every model recomputed at every step, ties to the
+    run's priority; the ranking by mean at each budget."""
+    from bayeval.selection.bandits import _ranking
     from bayeval.selection.bandits import item_orders as orders_of
 
     K, L = scores.shape
-    order_key, tie_key, _ = jax.random.split(key, 3)
+    order_key, priority_key, rank_key = jax.random.split(key, 3)
     orders = np.asarray(orders_of(order_key, K, L, shared))
+    priority = np.asarray(jax.random.uniform(priority_key, (K,)))
     sums, counts = np.zeros(K), np.zeros(K, int)
-    for t in range(min(budget, K * L)):
-        index = np.array([np.inf if counts[i] == 0 else
-                          sums[i] / counts[i] + np.sqrt(a / counts[i]) for i in range(K)])
-        open_arm = counts < L
-        best = index[open_arm].max()
-        tie = np.asarray(jax.random.uniform(jax.random.fold_in(tie_key, t), (K,)))
-        arm = max((i for i in range(K) if open_arm[i] and index[i] == best),
-                  key=lambda i: tie[i])
-        sums[arm] += scores[arm, orders[arm, counts[arm]]]
-        counts[arm] += 1
-    return sums, counts
+    rankings = []
+    for b, budget in enumerate(budgets):
+        for _ in range(int(counts.sum()), min(budget, K * L)):
+            index = np.array([np.inf if counts[i] == 0 else -np.inf if counts[i] == L else
+                              sums[i] / counts[i] + np.sqrt(a / counts[i]) for i in range(K)])
+            arm = max(np.flatnonzero(index == index.max()), key=lambda i: priority[i])
+            assert counts[arm] < L  # fully evaluated models have left the arm set
+            sums[arm] += scores[arm, orders[arm, counts[arm]]]
+            counts[arm] += 1
+        means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
+        rankings.append(np.asarray(_ranking(means, jax.random.fold_in(rank_key, b)))[::-1])
+    return np.array(rankings), counts
 
 
 @pytest.mark.parametrize("shared", [False, True])
 def test_ucb_e_matches_the_step_by_step_reference(shared):
-    from bayeval.selection.bandits import ucb_e
+    from bayeval.selection.bandits import ucb_e, ucb_e_rankings
 
     rng = np.random.default_rng(3)
-    scores = (rng.random((5, 12)) < rng.random((5, 1))).astype(float)
-    for seed, (budget, a) in enumerate([(20, 1.0), (45, 0.1), (60, 10.0)]):
-        key = jax.random.key(seed)
-        sums, counts = _ucb_reference(scores, key, budget, a, shared)
-        assert counts.max() <= 12 and counts.sum() == min(budget, 60)
-        means = np.where(counts > 0, sums / np.maximum(counts, 1), -np.inf)
-        result = ucb_e(scores, key, budget, a, shared)
-        assert means[int(result.best)] == means.max()
-        assert int(result.evaluations) == counts.sum()
-    # the whole matrix: every model leaves the arm set after its L items, the full means win
-    result = ucb_e(scores, jax.random.key(9), 5 * 12, 1.0, shared)
-    assert scores.mean(1)[int(result.best)] == scores.mean(1).max()
+    for K, a in ((5, 0.1), (8, 1.0), (9, 10.0)):  # trees of 8, 8, 16 leaves: padded, full
+        scores = (rng.random((K, 12)) < rng.random((K, 1))).astype(float)
+        budgets = np.array([3, 20, 45, 45, K * 12 + 5])
+        keys = jax.random.split(jax.random.key(K), 3)
+        got = np.asarray(ucb_e_rankings(scores, keys, budgets, a, shared))
+        for r in range(3):
+            want, counts = _ucb_reference(scores, keys[r], budgets, a, shared)
+            np.testing.assert_array_equal(got[r], want)
+            assert counts.sum() == K * 12 and counts.max() == 12
+        # the whole matrix: the full means decide
+        assert scores.mean(1)[got[0, -1, 0]] == scores.mean(1).max()
+    result = ucb_e(scores, jax.random.key(4), 30, 1.0, shared)
+    want, counts = _ucb_reference(scores, jax.random.key(4), [30], 1.0, shared)
+    assert np.asarray(result.order).tolist() == want[0][::-1].tolist()
+    assert int(result.evaluations) == counts.sum() == 30
 
 
 def test_every_algorithm_finds_a_dominant_model():
@@ -143,16 +152,39 @@ def test_every_algorithm_finds_a_dominant_model():
     assert int(us.evaluations) == 12 * 60
 
 
+def test_top_m_correct_counts_tied_sets():
+    from bayeval.experiments.selection import top_m_correct
+
+    means = np.array([0.9, 0.8, 0.8, 0.7, 0.5])  # models 1 and 2 tied for ranks 2-3
+    ranked = np.array([[0, 1, 4], [0, 2, 1], [1, 0, 3], [0, 3, 1], [2, 0, 4]])
+    np.testing.assert_array_equal(top_m_correct(means, ranked, 1), [1, 1, 0, 1, 0])
+    np.testing.assert_array_equal(top_m_correct(means, ranked, 2), [1, 1, 1, 0, 1])
+    np.testing.assert_array_equal(top_m_correct(means, ranked, 3), [0, 1, 0, 0, 0])
+    # brute force: a set is right iff some ranking consistent with the ties starts with it
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        means = rng.integers(0, 4, 6) / 4
+        ranked = np.stack([rng.permutation(6) for _ in range(5)])
+        for m in (1, 2, 3, 4):
+            proper = {frozenset(p[:m]) for p in itertools.permutations(range(6))
+                      if np.all(np.diff(means[list(p)]) <= 0)}
+            want = [frozenset(r[:m]) in proper for r in ranked]
+            np.testing.assert_array_equal(top_m_correct(means, ranked, m), want)
+
+
 def test_accuracy_table_and_confidence_budget():
-    from bayeval.experiments.selection import ALGORITHMS, accuracy_table, confidence_budget
+    from bayeval.experiments.selection import accuracy_table, confidence_budget
 
     rng = np.random.default_rng(4)
     scores = (rng.random((6, 50)) < 0.4).astype(float)
     scores[2] = (rng.random(50) < 0.95).astype(float)
-    table = accuracy_table(scores, fractions=(0.2, 1.0), runs=40, chunk=40)
-    assert set(table.algorithm) == set(ALGORITHMS) and len(table) == 2 * len(ALGORITHMS)
+    algorithms = ("SR", "SySRs", "UCB-E(a=0.1)", "SyUS")  # one of each kind of ranker
+    table = accuracy_table(scores, algorithms, fractions=(0.2, 1.0), runs=40, chunk=40)
+    assert list(dict.fromkeys(table.algorithm)) == list(algorithms) and len(table) == 8
     full = table[table.budget == 1.0]
-    assert np.all(full.accuracy == 1.0)  # every pair evaluated: the true best
+    # every pair evaluated: the true best, and the true top 3 and top 5
+    assert np.all(full.accuracy == 1.0) and np.all(full.top3_error == 0)
+    assert np.all(full.top5_error == 0) and "top10_error" not in table  # m ≤ K only
     at_20 = table[table.budget == 0.2].set_index("algorithm").accuracy
     # 0.95 vs 0.4 over 10 items per model: SR-type phases cannot miss it; the greedy
     # UCB-E(a = 0.1) may, rarely

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from bayeval.inference.base import Array
-from bayeval.selection.bandits import ucb_e_best, uniform_best
+from bayeval.selection.bandits import ucb_e_rankings, uniform_rankings
 from bayeval.selection.schedule import phase_schedule
-from bayeval.selection.successive_rejects import run_schedule
+from bayeval.selection.successive_rejects import run_schedules
 
 ALGORITHMS = ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)",
               "US", "SyUS")
@@ -28,6 +28,8 @@ BUDGET_GRID = tuple(sorted({*(k / 100 for k in range(1, 101)),
                             0.0125, 0.015, 0.0175, 0.025, 0.035, 0.045, 0.055}))
 TABLE_BUDGETS = (0.08, 0.12, 0.16, 0.20, 0.25, 0.30, 0.35)
 # seed 002 Table 2 (15 benchmarks), mean accuracy at 8/12/16/20% of pairs
+TOP_M = (3, 5, 10)
+TOP = max(TOP_M)
 ANCHORS = {"SR": (72.4, 89.7, 95.9, 98.2), "SySRs": (83.5, 95.1, 98.5, 99.6),
            "UCB-E(a=1)": (80.9, 86.8, 89.9, 95.3)}
 
@@ -37,58 +39,109 @@ def _ucb_parameters(name: str) -> tuple[float, bool]:
     return float(name.split("a=")[1].rstrip(")")), shared
 
 
-def chosen_models(scores: np.ndarray, algorithm: str, budgets: np.ndarray, keys: Array,
-                  ) -> np.ndarray:
-    """(B, R) the model each run chooses at each budget (evaluations)."""
+def ranker(scores: np.ndarray, algorithm: str, budgets: np.ndarray, top: int = TOP,
+           ) -> Callable[[Array], np.ndarray]:
+    """A compiled map from (R,) keys to (B, R, top): each run's top models, best first, at
+    each budget (evaluations): the elimination order for SR/SySRs (the model eliminated
+    last ranks first), the empirical means otherwise (seed 002, App. H.2)."""
     scores_j = jnp.asarray(scores, jnp.float64)
     K, L = scores.shape
+    top = min(top, K)
     budgets = np.asarray(budgets, dtype=np.int64)
     if algorithm in ("SR", "SySRs"):
         schedules = jnp.asarray(np.stack([phase_schedule(K, L, int(n)) for n in budgets]))
         shared = algorithm == "SySRs"
 
-        def one(key):
-            return jax.vmap(lambda s: run_schedule(scores_j, key, s, shared).best)(schedules)
+        run = jax.jit(lambda keys: run_schedules(scores_j, keys, schedules, shared
+                                                 ).order[..., ::-1][..., :top])
+        return lambda keys: np.asarray(run(keys)).transpose(1, 0, 2)
     elif algorithm.startswith(("UCB-E", "SyUCB-E")):
         a, shared = _ucb_parameters(algorithm)
 
-        def one(key):
-            return ucb_e_best(scores_j, key, budgets, a, shared)
+        run = jax.jit(lambda keys: ucb_e_rankings(scores_j, keys, budgets, a, shared, top))
+        return lambda keys: np.asarray(run(keys)).transpose(1, 0, 2)
     elif algorithm in ("US", "SyUS"):
         shared = algorithm == "SyUS"
 
         def one(key):
-            return uniform_best(scores_j, key, budgets, shared)
+            return uniform_rankings(scores_j, key, budgets, shared, top)
     else:
         raise ValueError(f"unknown algorithm {algorithm!r} (known: {', '.join(ALGORITHMS)})")
-    return np.asarray(jax.jit(jax.vmap(one))(keys)).T
+    run = jax.jit(jax.vmap(one))
+    return lambda keys: np.asarray(run(keys)).transpose(1, 0, 2)
 
+
+def top_m_correct(means: np.ndarray, ranked: np.ndarray, m: int) -> np.ndarray:
+    """Whether each ranking's first m models are a true top-m set (seed 002, App. H.3):
+    with ties, any set consistent with the tied ranking counts, i.e. every chosen model's
+    full mean is at least the m-th largest and every model above it is chosen."""
+    means = np.asarray(means)
+    threshold = np.sort(means)[::-1][m - 1]
+    chosen = np.asarray(ranked)[..., :m]
+    tol = 1e-12
+    at_least = np.all(means[chosen] >= threshold - tol, axis=-1)
+    above = means > threshold + tol
+    # the chosen models are distinct, so containing every model above the threshold
+    # amounts to counting them among the chosen
+    return at_least & ((means[chosen] > threshold + tol).sum(axis=-1) == above.sum())
 
 
 def accuracy_table(scores: np.ndarray, algorithms: Sequence[str] = ALGORITHMS,
                    fractions: Sequence[float] = BUDGET_GRID, runs: int = 1000, seed: int = 0,
                    chunk: int = 100, dataset: str = "",
                    log: Callable[[str], None] | None = None) -> pd.DataFrame:
-    """One row per algorithm × budget fraction: accuracy over ``runs`` runs."""
+    """One row per algorithm × budget fraction: best-model accuracy and top-m
+    identification error (m in ``TOP_M``, where m ≤ K) over ``runs`` runs. Run r uses key
+    ``fold_in(key(seed), r)`` whatever the chunking."""
     scores = np.asarray(scores, dtype=np.float64)
     K, L = scores.shape
     means = scores.mean(axis=1)
-    winners = np.isclose(means, means.max(), rtol=0, atol=1e-12)
     budgets = np.maximum(np.round(np.asarray(fractions) * K * L).astype(np.int64), K)
+    tops = [m for m in TOP_M if m <= K]
     rows = []
     for name in algorithms:
-        correct = np.zeros(len(budgets))
-        for start in range(0, runs, chunk):
-            keys = jax.random.split(jax.random.fold_in(jax.random.key(seed), start),
-                                    min(chunk, runs - start))
-            chosen = chosen_models(scores, name, budgets, keys)
-            correct += winners[chosen].sum(axis=1)
-        for f, n, c in zip(fractions, budgets, correct, strict=True):
+        # SR/SySRs hold (R, K, L) running sums and read (R, B, K) means per phase: smaller
+        # chunks stay in cache
+        size = min(chunk if name not in ("SR", "SySRs") else min(chunk, 20), runs)
+        all_keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.key(seed), r))(
+            jnp.arange(-(-runs // size) * size))
+        run = ranker(scores, name, budgets, max(tops, default=1))
+        correct = {m: np.zeros(len(budgets)) for m in (1, *tops)}
+        for start in range(0, runs, size):  # fixed chunk shape: one compilation
+            ranked = run(all_keys[start:start + size])[:, :min(size, runs - start)]
+            for m in correct:
+                correct[m] += top_m_correct(means, ranked, m).sum(axis=1)
+        for i, (f, n) in enumerate(zip(fractions, budgets, strict=True)):
             rows.append({"dataset": dataset, "algorithm": name, "budget": float(f),
-                         "evaluations": int(n), "accuracy": c / runs})
+                         "evaluations": int(n), "accuracy": correct[1][i] / runs,
+                         **{f"top{m}_error": 1 - correct[m][i] / runs for m in tops}})
         if log is not None:
             log(f"{dataset} {name}: {runs} runs × {len(budgets)} budgets")
     return pd.DataFrame(rows)
+
+
+def cached_accuracy_table(scores: np.ndarray, algorithm: str, fractions: Sequence[float],
+                          runs: int, cache, dataset: str,
+                          log: Callable[[str], None] | None = None) -> pd.DataFrame:
+    """:func:`accuracy_table` for one algorithm, saved to ``cache`` (a CSV path) as soon as
+    it is done and read back on a rerun with the same runs and budgets."""
+    from pathlib import Path
+
+    cache = Path(cache)
+    fractions = [float(f) for f in fractions]
+    if cache.exists():
+        old = pd.read_csv(cache)
+        if ("runs" in old and len(old) == len(fractions) and (old.runs == runs).all()
+                and np.allclose(old.budget, fractions)):
+            if log is not None:
+                log(f"{dataset} {algorithm}: reusing {cache}")
+            return old.drop(columns="runs")
+    table = accuracy_table(scores, [algorithm], fractions, runs, dataset=dataset, log=log)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_suffix(".tmp")
+    table.assign(runs=runs).to_csv(tmp, index=False)
+    tmp.replace(cache)
+    return table
 
 
 def confidence_budget(budget: np.ndarray, accuracy: np.ndarray, level: float) -> float:
@@ -103,9 +156,23 @@ def confidence_budget(budget: np.ndarray, accuracy: np.ndarray, level: float) ->
     return float(b[below[-1] + 1])
 
 
+def _confidence_cells(table: pd.DataFrame, algo: str, column: str, levels) -> list[str]:
+    """Mean and worst case over datasets of the confidence budgets (%) of one algorithm,
+    ``column`` holding an accuracy (or 1 − an error rate)."""
+    cells = []
+    part = table[table.algorithm == algo]
+    for level in levels:
+        cb = np.asarray([confidence_budget(p.budget.to_numpy(), p[column].to_numpy(), level)
+                         for _, p in part.groupby("dataset")]) * 100
+        missing = np.isnan(cb).any()
+        cells += ["—" if missing else f"{cb.mean():.1f}", "—" if missing else f"{cb.max():.1f}"]
+    return cells
+
+
 def write_report(table: pd.DataFrame, out, runs: int):
-    """CSV, error-vs-budget plots and report.md (accuracy at the table budgets averaged
-    over datasets beside the paper's anchors; confidence budgets per algorithm)."""
+    """accuracy.csv, error-vs-budget plots (selection.png per dataset, top_m.png averaged)
+    and report.md: accuracy at the table budgets averaged over datasets beside seed 002's
+    anchors, confidence budgets, and top-m identification error."""
     from pathlib import Path
 
     import matplotlib
@@ -117,6 +184,7 @@ def write_report(table: pd.DataFrame, out, runs: int):
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "accuracy.csv", index=False)
     datasets = list(dict.fromkeys(table.dataset))
+    algorithms = list(dict.fromkeys(table.algorithm))
     ncols = min(3, len(datasets))
     nrows = -(-len(datasets) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.5 * nrows), squeeze=False)
@@ -133,12 +201,33 @@ def write_report(table: pd.DataFrame, out, runs: int):
     fig.tight_layout()
     fig.savefig(out / "selection.png", dpi=110)
     plt.close(fig)
+
+    tops = [int(c[3:-6]) for c in table.columns if c.startswith("top") and c.endswith("_error")]
+    complete = table.dropna(subset=[f"top{m}_error" for m in tops])
+    if tops:
+        fig, axes = plt.subplots(1, len(tops), figsize=(5 * len(tops), 3.5), squeeze=False)
+        for ax, m in zip(axes.flat, tops, strict=True):
+            mean_m = complete.groupby(["algorithm", "budget"], sort=False)[f"top{m}_error"].mean()
+            for algo in algorithms:
+                curve = mean_m.loc[algo]
+                ax.plot(100 * curve.index, 100 * curve.to_numpy(), label=algo)
+            ax.set_xscale("log")
+            ax.set_xlabel("budget (% of model–item pairs)")
+            ax.set_ylabel(f"top-{m} identification error (%)")
+            ax.set_title(f"top-{m}, mean over {complete.dataset.nunique()} datasets")
+        axes.flat[0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(out / "top_m.png", dpi=110)
+        plt.close(fig)
+
+    def header(first: str, cols) -> list[str]:
+        return [f"| {first} | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+
+    budget_cols = [f"{100 * b:g}%" for b in TABLE_BUDGETS]
     lines = [f"Identification accuracy (%) over {runs} runs, mean over {len(datasets)} "
-             f"datasets ({', '.join(datasets)}).", "",
-             "| algorithm | " + " | ".join(f"{100 * b:g}%" for b in TABLE_BUDGETS) + " |",
-             "|---" * (len(TABLE_BUDGETS) + 1) + "|"]
+             f"datasets ({', '.join(datasets)}).", "", *header("algorithm", budget_cols)]
     mean = table.groupby(["algorithm", "budget"], sort=False).accuracy.mean()
-    for algo in dict.fromkeys(table.algorithm):
+    for algo in algorithms:
         vals = [mean.get((algo, b), np.nan) for b in TABLE_BUDGETS]
         lines.append(f"| {algo} | " + " | ".join(
             "—" if np.isnan(v) else f"{100 * v:.1f}" for v in vals) + " |")
@@ -146,18 +235,26 @@ def write_report(table: pd.DataFrame, out, runs: int):
             lines.append(f"| {algo} (seed 002, 15 benchmarks) | "
                          + " | ".join(f"{v:.1f}" for v in ANCHORS[algo])
                          + " |" + " — |" * (len(TABLE_BUDGETS) - 4))
-    lines += ["", "Confidence budgets (% of pairs from which accuracy stays ≥ level; mean and "
-              "worst case over datasets; — : not reached on the grid):", "",
-              "| algorithm | 90% mean | 90% worst | 95% mean | 95% worst | 100% mean | "
-              "100% worst |", "|---" * 7 + "|"]
-    for algo in dict.fromkeys(table.algorithm):
-        cells = []
-        for level in (0.9, 0.95, 1.0):
-            cb = [confidence_budget(p.budget.to_numpy(), p.accuracy.to_numpy(), level)
-                  for _, p in table[table.algorithm == algo].groupby("dataset")]
-            cb = np.asarray(cb) * 100
-            cells += ["—" if np.isnan(cb).any() else f"{cb.mean():.1f}",
-                      "—" if np.isnan(cb).any() else f"{cb.max():.1f}"]
-        lines.append(f"| {algo} | " + " | ".join(cells) + " |")
+    lines += ["", "Confidence budgets (% of pairs from which accuracy stays ≥ level on the "
+              "grid; mean and worst case over datasets; — : not reached on the grid):", "",
+              *header("algorithm", ["90% mean", "90% worst", "95% mean", "95% worst",
+                                    "100% mean", "100% worst"])]
+    for algo in algorithms:
+        lines.append(f"| {algo} | " + " | ".join(
+            _confidence_cells(table, algo, "accuracy", (0.9, 0.95, 1.0))) + " |")
+    for m in tops:
+        part = complete.assign(top_ok=1 - complete[f"top{m}_error"])
+        mean_m = part.groupby(["algorithm", "budget"], sort=False)[f"top{m}_error"].mean()
+        lines += ["", f"Top-{m} identification error (%: the chosen {m} models are not a true "
+                  f"top-{m} set, ties counted as correct), mean over "
+                  f"{part.dataset.nunique()} datasets; 90%/95% confidence budgets (mean, "
+                  "worst):", "",
+                  *header("algorithm", [*budget_cols, "90% CB mean", "90% CB worst",
+                                        "95% CB mean", "95% CB worst"])]
+        for algo in algorithms:
+            vals = [mean_m.get((algo, b), np.nan) for b in TABLE_BUDGETS]
+            lines.append(f"| {algo} | " + " | ".join(
+                "—" if np.isnan(v) else f"{100 * v:.1f}" for v in vals) + " | "
+                + " | ".join(_confidence_cells(part, algo, "top_ok", (0.9, 0.95))) + " |")
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out / "report.md"

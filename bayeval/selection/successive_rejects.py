@@ -12,12 +12,15 @@ items a model sees:
 
 Written over a full score matrix (a simulation: the scores of the evaluations an algorithm
 asks for are looked up), each is a pure JAX function of (scores, key) for a static schedule,
-so runs vmap over keys. A phase is one batched step: the means of all surviving models on
-their first n_k items are read from running sums along their item orders.
+so runs vmap over keys; :func:`run_schedules` batches many runs and many budgets
+explicitly, which is much faster than ``jax.vmap`` of one run on CPU. A phase is one
+batched step: the means of all surviving models on their first n_k items are read from
+running sums along their item orders.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -42,38 +45,57 @@ def item_orders(key: Array, n_models: int, n_items: int, shared: bool) -> Array:
     return jax.vmap(lambda k: jax.random.permutation(k, n_items))(keys)
 
 
-def run_schedule(scores: Array, key: Array, schedule: Array, shared: bool) -> SelectionResult:
-    """SR (``shared=False``) or SySRs (``shared=True``) for a given phase schedule
-    ((K − 1,) items per surviving model at the end of each phase, as from
-    :func:`~bayeval.selection.schedule.phase_schedule`). The schedule may be a traced
-    array, so one compiled program serves every budget."""
+@functools.partial(jax.jit, static_argnames=("shared",))
+def run_schedules(scores: Array, keys: Array, schedules: Array, shared: bool
+                  ) -> SelectionResult:
+    """SR (``shared=False``) or SySRs (``shared=True``) for R runs (``keys``, (R,)) and B
+    phase schedules (``schedules``, (B, K − 1) items per surviving model at the end of
+    each phase, as from :func:`~bayeval.selection.schedule.phase_schedule`), batched:
+    ``best`` is (R, B), ``order`` (R, B, K), ``evaluations`` (B,). Run r draws its item
+    orders and tie draws from ``keys[r]`` alone, the same for every schedule (so one run
+    answers at every budget, as the experiment reads it). The schedules may be traced, so
+    one compiled program serves every budget.
+
+    Work and memory per run: one (K, L) running sum, then O(B K) per phase."""
     scores = jnp.asarray(scores)
     K, L = scores.shape
-    order_key, tie_key = jax.random.split(key)
-    orders = item_orders(order_key, K, L, shared)
-    running = jnp.cumsum(jnp.take_along_axis(scores, orders, axis=1), axis=1)  # (K, L)
-    return eliminate(running, tie_key, schedule)
+    R = keys.shape[0]
+    split = jax.vmap(jax.random.split)(keys)
+    orders = jax.vmap(lambda k: item_orders(k, K, L, shared))(split[:, 0])
+    running = jnp.cumsum(jnp.take_along_axis(jnp.broadcast_to(scores, (R, K, L)), orders,
+                                             axis=2), axis=2)  # (R, K, L)
+    ties = jax.vmap(lambda k: jax.random.uniform(k, (K - 1, K)))(split[:, 1])
+    return eliminate(running, ties, schedules)
 
 
-def eliminate(running: Array, tie_key: Array, schedule: Array) -> SelectionResult:
-    """The phases of successive rejects given each model's running score sums along its
-    item order (``running[i, m − 1]`` = sum of its first m scores)."""
-    schedule = jnp.asarray(schedule)
-    K = running.shape[0]
-    alive = jnp.ones(K, bool)
-    eliminated = []
-    ties = jax.random.uniform(tie_key, (K - 1, K))
-    for k in range(K - 1):
-        n_k = schedule[k]
-        means = running[:, n_k - 1] / n_k
-        worst = jnp.min(jnp.where(alive, means, jnp.inf))
+def eliminate(running: Array, ties: Array, schedules: Array) -> SelectionResult:
+    """The phases of successive rejects from each run's running score sums along its item
+    orders (``running[r, i, m − 1]`` = sum of model i's first m scores; (R, K, L)), its tie
+    draws ((R, K − 1, K): at phase k the tied worst model of largest draw goes) and B
+    schedules ((B, K − 1))."""
+    schedules = jnp.asarray(schedules)
+    R, K, _ = running.shape
+    models = jnp.arange(K)
+
+    def phase(alive, step):  # alive: (R, B, K)
+        n_k, tie = step  # (B,), (R, K)
+        means = jnp.moveaxis(jnp.take(running, n_k - 1, axis=2), 2, 1) / n_k[:, None]
+        worst = jnp.min(jnp.where(alive, means, jnp.inf), axis=-1, keepdims=True)
         candidates = alive & (means == worst)
-        out = jnp.argmax(jnp.where(candidates, ties[k], -1.0))
-        eliminated.append(out)
-        alive = alive.at[out].set(False)
-    best = jnp.argmax(alive)
-    return SelectionResult(best, jnp.stack([*eliminated, best]),
-                           jnp.sum(schedule) + schedule[-1])
+        out = jnp.argmax(jnp.where(candidates, tie[:, None, :], -1.0), axis=-1)
+        return alive & (models != out[..., None]), out
+
+    alive = jnp.ones((R, schedules.shape[0], K), bool)
+    alive, eliminated = jax.lax.scan(phase, alive, (schedules.T, jnp.moveaxis(ties, 1, 0)))
+    best = jnp.argmax(alive, axis=-1)
+    order = jnp.concatenate([jnp.moveaxis(eliminated, 0, -1), best[..., None]], axis=-1)
+    return SelectionResult(best, order, jnp.sum(schedules, axis=1) + schedules[:, -1])
+
+
+def run_schedule(scores: Array, key: Array, schedule: Array, shared: bool) -> SelectionResult:
+    """One run of SR / SySRs for one schedule ((K − 1,)); see :func:`run_schedules`."""
+    result = run_schedules(scores, key[None], jnp.asarray(schedule)[None], shared)
+    return SelectionResult(result.best[0, 0], result.order[0, 0], result.evaluations[0])
 
 
 def successive_rejects(scores: Array, key: Array, budget: int) -> SelectionResult:

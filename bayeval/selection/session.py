@@ -1,0 +1,277 @@
+"""Synchronised successive rejects as an ask/tell session, journaled (seed 002; METHODS.md
+§7).
+
+::
+
+    session = SelectionSession(["model-a", "model-b", "model-c"], items, budget=3000,
+                               journal="select.jsonl")
+    while not session.done:
+        pairs = session.ask()                  # every surviving model × the phase's items
+        scores = my_batched_inference(pairs)   # evaluate them in one batch if you like
+        for (model, item), score in zip(pairs, scores):
+            session.tell(model, item, score)
+    session.ranking()                           # best first
+
+Phase k asks for every surviving model on the n_k − n_{k−1} items that come next in one
+seeded permutation of the items (:func:`~bayeval.selection.schedule.phase_schedule`); when
+every pair of the phase has been told (or skipped), the model of lowest mean over its
+scores so far is eliminated (exact ties broken at random). With the same seed the items,
+the tie draws and so the eliminations are those of
+:func:`~bayeval.selection.successive_rejects.synchronised_successive_rejects` with
+``jax.random.key(seed)``.
+
+A pair that cannot be evaluated is skipped (journaled with the reason); the model's mean
+is then over the items it has. A model with no score at all when its phase ends is
+eliminated first. Every ``tell`` and ``skip`` is an fsync-ed line of the journal
+(:class:`~bayeval.session.JournalFile`); :meth:`SelectionSession.resume` replays it and the
+run continues as the uninterrupted one would have.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from bayeval.data.matrix import validate_score
+from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
+from bayeval.selection.schedule import phase_schedule
+from bayeval.selection.successive_rejects import item_orders
+from bayeval.session import JOURNAL_FORMAT, JOURNAL_VERSION, JournalFile
+
+METHOD_NAME = "sysrs"
+
+
+class SelectionSession(JournalFile):
+    """Find the best of ``models`` on ``items`` with at most ``budget`` model–item
+    evaluations by SySRs.
+
+    Parameters
+    ----------
+    models: names of the candidate models (at least two, distinct).
+    items: the benchmark's item ids (distinct).
+    budget: model–item evaluations allowed (≥ number of models).
+    seed: seeds the item permutation and the tie draws.
+    journal: path of the JSON-lines journal (must not exist; see :meth:`resume`).
+    extra: anything to record in the header (e.g. how the evaluator was set up).
+    """
+
+    def __init__(self, models: Sequence[str], items: Sequence[str], budget: int, *,
+                 seed: int = 0, journal: str | os.PathLike | None = None,
+                 extra: dict[str, Any] | None = None) -> None:
+        self._setup([str(m) for m in models], [str(i) for i in items], int(budget), int(seed),
+                    dict(extra or {}))
+        if journal is not None:
+            path = Path(journal)
+            if path.exists() and path.stat().st_size > 0:
+                raise JournalError(f"journal {path} already exists; continue it with "
+                                   "SelectionSession.resume / --resume, or choose another "
+                                   "path")
+            self._write_header(path)
+
+    def _setup(self, models: list[str], items: list[str], budget: int, seed: int,
+               extra: dict[str, Any]) -> None:
+        if len(models) < 2:
+            raise SessionError(f"need at least two models to choose from, got {len(models)}")
+        for kind, names in (("models", models), ("items", items)):
+            if len(set(names)) != len(names):
+                dup = next(n for n in names if names.count(n) > 1)
+                raise SessionError(f"{kind} must be distinct: {dup!r} appears twice")
+        if not items:
+            raise SessionError("need at least one item")
+        try:
+            self.schedule = phase_schedule(len(models), len(items), budget)
+        except ValueError as exc:
+            raise SessionError(str(exc)) from None
+        self.models, self.items, self.budget, self.seed, self.extra = (
+            models, items, budget, seed, extra)
+        K, L = len(models), len(items)
+        order_key, tie_key = jax.random.split(jax.random.key(seed))
+        self.item_order = np.asarray(item_orders(order_key, K, L, shared=True)[0])
+        self._ties = np.asarray(jax.random.uniform(tie_key, (K - 1, K)))
+        self._model_index = {m: i for i, m in enumerate(models)}
+        self._item_index = {it: j for j, it in enumerate(items)}
+        self.alive = np.ones(K, bool)
+        self.eliminated: list[str] = []
+        self.phase = 0
+        self._sums = np.zeros(K)
+        self._counts = np.zeros(K, np.int64)
+        self._pending: set[tuple[int, int]] = set()
+        self.observations: list[tuple[str, str, float]] = []
+        self.skipped: list[tuple[str, str, str]] = []
+        self.notes: list[str] = []
+        self._open_phase()
+
+    def _header(self) -> dict[str, Any]:
+        return {"format": JOURNAL_FORMAT, "version": JOURNAL_VERSION,
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                "method": {"name": METHOD_NAME, "budget": self.budget},
+                "models": self.models, "items": self.items, "seed": self.seed,
+                "extra": self.extra}
+
+    # ------------------------------------------------------------------ resume
+    @classmethod
+    def resume(cls, path: str | os.PathLike) -> SelectionSession:
+        """Rebuild a selection session from its journal and keep appending to it."""
+        path = Path(path)
+        header, events, note, whole = cls.read_journal(path)
+        if header.get("method", {}).get("name") != METHOD_NAME:
+            raise JournalError(f"journal {path} is not a model selection (it records "
+                               f"{header.get('method', {}).get('name')!r})")
+        session = cls.__new__(cls)
+        try:
+            session._setup(list(header["models"]), list(header["items"]),
+                           int(header["method"]["budget"]), int(header["seed"]),
+                           header.get("extra") or {})
+        except KeyError as exc:
+            raise JournalError(f"journal {path} line 1: header lacks field {exc}") from None
+        session._replay_journal(path, events, note, whole)
+        return session
+
+    def _replay(self, event: dict[str, Any], where: str) -> None:
+        try:
+            kind = event.get("event")
+            i, j = self._pair(str(event["model"]), str(event["item"]), where)
+            if kind == "tell":
+                if event.get("n") != len(self.observations) + 1:
+                    raise JournalError(f"{where}: evaluation number {event.get('n')} out of "
+                                       f"sequence (expected {len(self.observations) + 1})")
+                self._apply_tell(i, j, validate_score(event["score"], where))
+            elif kind == "skip":
+                self._apply_skip(i, j, str(event.get("reason", "")))
+            else:
+                raise JournalError(f"{where}: unknown event {kind!r}")
+        except KeyError as exc:
+            raise JournalError(f"{where}: record lacks field {exc}") from None
+        except (DataError, SessionError) as exc:
+            raise JournalError(str(exc)) from None
+
+    # ------------------------------------------------------------------ phases
+    def _phase_items(self, k: int) -> np.ndarray:
+        start = 0 if k == 0 else int(self.schedule[k - 1])
+        return self.item_order[start:int(self.schedule[k])]
+
+    def _open_phase(self) -> None:
+        """Queue the pairs of the current phase; phases with no new item end at once."""
+        while not self.done:
+            items = self._phase_items(self.phase)
+            self._pending = {(int(i), int(j)) for i in np.flatnonzero(self.alive)
+                             for j in items}
+            if self._pending:
+                return
+            self._eliminate()
+
+    def _eliminate(self) -> None:
+        means = np.where(self._counts > 0, self._sums / np.maximum(self._counts, 1), -np.inf)
+        worst = np.min(np.where(self.alive, means, np.inf))
+        tied = np.flatnonzero(self.alive & (means == worst))
+        out = int(tied[np.argmax(self._ties[self.phase, tied])])
+        self.alive[out] = False
+        self.eliminated.append(self.models[out])
+        self.phase += 1
+
+    def _settle(self, i: int, j: int) -> None:
+        self._pending.discard((i, j))
+        if not self._pending:
+            self._eliminate()
+            self._open_phase()
+
+    # ------------------------------------------------------------------ ask / tell
+    def _pair(self, model: str, item: str, where: str) -> tuple[int, int]:
+        if model not in self._model_index:
+            raise SessionError(f"{where}: {model!r} is not one of the {len(self.models)} "
+                               "candidate models")
+        if item not in self._item_index:
+            raise SessionError(f"{where}: item {item!r} is not one of the benchmark's items")
+        pair = (self._model_index[model], self._item_index[item])
+        if pair not in self._pending:
+            raise SessionError(f"{where}: {model!r} on item {item!r} was not asked for "
+                               "(already recorded, eliminated, or not in this phase)")
+        return pair
+
+    @property
+    def done(self) -> bool:
+        """One model is left."""
+        return int(self.alive.sum()) == 1
+
+    @property
+    def n_evaluations(self) -> int:
+        return len(self.observations)
+
+    def ask(self) -> list[tuple[str, str]]:
+        """Every (model, item) pair of the current phase not yet told or skipped, in item
+        order then model order; evaluate them in any order, in batches if you like."""
+        if self.done:
+            raise SessionError(f"the selection is done: {self.best} is the best")
+        position = {int(j): p for p, j in enumerate(self._phase_items(self.phase))}
+        pairs = sorted(self._pending, key=lambda ij: (position[ij[1]], ij[0]))
+        return [(self.models[i], self.items[j]) for i, j in pairs]
+
+    def tell(self, model: str, item: str, score: float) -> None:
+        """Record ``model``'s score on ``item`` (journaled before returning)."""
+        i, j = self._pair(str(model), str(item), "tell")
+        score = validate_score(score, f"score of {model!r} on item {item!r}")
+        self._append({"event": "tell", "n": len(self.observations) + 1, "model": model,
+                      "item": item, "score": score})
+        self._apply_tell(i, j, score)
+
+    def skip(self, model: str, item: str, reason: str) -> None:
+        """Leave ``model`` on ``item`` unevaluated (e.g. the evaluation kept failing)."""
+        i, j = self._pair(str(model), str(item), "skip")
+        self._append({"event": "skip", "model": model, "item": item, "reason": reason})
+        self._apply_skip(i, j, reason)
+
+    def _apply_tell(self, i: int, j: int, score: float) -> None:
+        self._sums[i] += score
+        self._counts[i] += 1
+        self.observations.append((self.models[i], self.items[j], score))
+        self._settle(i, j)
+
+    def _apply_skip(self, i: int, j: int, reason: str) -> None:
+        self.skipped.append((self.models[i], self.items[j], reason))
+        self._settle(i, j)
+
+    # ------------------------------------------------------------------ results
+    @property
+    def best(self) -> str | None:
+        """The chosen model once done, else None."""
+        return self.models[int(np.argmax(self.alive))] if self.done else None
+
+    def means(self) -> dict[str, tuple[float, int]]:
+        """{model: (mean of its scores so far, how many)} (NaN before its first score)."""
+        return {m: (float(self._sums[i] / self._counts[i]) if self._counts[i] else
+                    float("nan"), int(self._counts[i])) for i, m in enumerate(self.models)}
+
+    def ranking(self) -> list[str]:
+        """Models best first: the survivors by current mean, then the eliminated ones,
+        the last eliminated first (seed 002, App. H.2)."""
+        alive = [int(i) for i in np.flatnonzero(self.alive)]
+        means = np.where(self._counts > 0, self._sums / np.maximum(self._counts, 1), -np.inf)
+        alive.sort(key=lambda i: -means[i])
+        return [self.models[i] for i in alive] + self.eliminated[::-1]
+
+    def run(self, evaluator: Callable[[str, str], float],
+            on_step: Callable[[SelectionSession, str, str, float | None], None] | None = None,
+            ) -> list[str]:
+        """Ask, evaluate ``evaluator(model, item)`` and tell until done; a pair whose
+        evaluation raises :class:`EvaluationError` is skipped with the reason journaled.
+        Returns the ranking."""
+        while not self.done:
+            for model, item in self.ask():
+                try:
+                    score = evaluator(model, item)
+                except EvaluationError as exc:
+                    self.skip(model, item, str(exc))
+                    self.notes.append(f"skipped {model} on {item}: {exc}")
+                    if on_step is not None:
+                        on_step(self, model, item, None)
+                    continue
+                self.tell(model, item, score)
+                if on_step is not None:
+                    on_step(self, model, item, score)
+        return self.ranking()
