@@ -34,3 +34,13 @@ def test_checkpoints_tutorial_runs(tmp_path):
     assert "joint: 240 evaluations" in done.stdout  # the design (4 × 55) and the first re-fit
     assert "fitted correlation" in done.stdout and "single: 240 evaluations" in done.stdout
     assert out.stat().st_size > 10_000
+
+
+def test_best_model_tutorial_runs(tmp_path):
+    out = tmp_path / "plot.png"
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "best_model.py"),
+                           "--out", str(out), "--runs", "20"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "chosen: " in done.stdout and "evaluations used: 2800 of 28128" in done.stdout
+    assert out.stat().st_size > 10_000
