@@ -671,6 +671,185 @@ def _print_selection(r: dict[str, Any], top: int) -> None:
         out.print(f"journal: {r['journal']}", highlight=False)
 
 
+class CompressionMethod(StrEnum):
+    bestrand = "bestrand"
+    mince = "mince"
+    random = "random"
+    kmeans = "kmeans"
+    stratified = "stratified"
+
+
+@app.command()
+def compress(
+    method: Annotated[CompressionMethod, typer.Option(
+        help="bestrand: best of C random candidates by probe imbalance; mince: size by "
+             "Monte Carlo drift of calibration models, then freeze a random subset; "
+             "random, kmeans, stratified: baselines.")] = CompressionMethod.bestrand,
+    dataset: Annotated[str | None, typer.Option(
+        help="Bundled dataset (see `bayeval datasets`). Default: arc_challenge.")] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="A score matrix file instead of a bundled dataset.")] = None,
+    retention: Annotated[float | None, typer.Option(
+        help="Subset size as a fraction of the items (default 0.1; not for mince).")] = None,
+    size: Annotated[int | None, typer.Option(help="Subset size in items (not for mince).")
+                    ] = None,
+    probes: Annotated[str | None, typer.Option(
+        help="bestrand: comma-separated probe models (default: 5 drawn from the "
+             "construction models).")] = None,
+    pool: Annotated[float, typer.Option(help="bestrand: pool size as a multiple of the "
+                                             "subset size (capped at all items).")] = 4.0,
+    candidates: Annotated[int, typer.Option(help="bestrand: candidate subsets.")] = 1000,
+    calibration: Annotated[str | None, typer.Option(
+        help="mince: comma-separated calibration models (default: 7 drawn from the "
+             "construction models).")] = None,
+    step: Annotated[int, typer.Option(help="mince: step between candidate sizes.")] = 50,
+    tau: Annotated[float, typer.Option(help="mince: marginal-gain threshold (0.01 = 1 pp).")
+                   ] = 0.01,
+    categories: Annotated[Path | None, typer.Option(
+        help="stratified: CSV of item,category.")] = None,
+    holdout: Annotated[float, typer.Option(
+        help="Fraction of the matrix's models kept out of construction to measure the "
+             "subset's drift on.")] = 0.5,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    out: Annotated[Path, typer.Option(help="Subset file to write (JSON).")
+                   ] = Path("subset.json"),
+    export_samples: Annotated[Path | None, typer.Option(
+        help="Also write the lm-evaluation-harness --samples file {task: [doc indices]}.")
+    ] = None,
+    task: Annotated[str | None, typer.Option(
+        help="Task name for the --samples file (default: the matrix's task).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")
+                       ] = False,
+) -> None:
+    """Shrink a benchmark to a fixed subset (BestRand, seed 003; MINCE, seed 004), write it
+    as a subset file, and report its drift on models not used to build it."""
+    try:
+        result = _compress(method, dataset, reference, retention, size, probes, pool,
+                           candidates, calibration, step, tau, categories, holdout, seed,
+                           out, export_samples, task)
+    except (BayevalError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("benchmark", f"{result['benchmark']} ({result['n_items']} items)")
+    table.add_row("method", f"{result['method']} {result['parameters']}")
+    table.add_row("subset", f"{result['size']} items ({result['size'] / result['n_items']:.1%})")
+    drift = result["drift"]
+    table.add_row("drift on held-out", f"max {100 * drift['held_out_max']:.2f} pp, mean "
+                                       f"{100 * drift['held_out_mean']:.2f} pp over "
+                                       f"{drift['held_out_models']} models")
+    table.add_row("written", result["file"] + (f", {result['samples_file']}"
+                                               if result.get("samples_file") else ""))
+    out_console = Console()
+    out_console.print(table)
+
+
+def _compress(method, dataset, reference, retention, size, probes, pool, candidates,
+              calibration, step, tau, categories, holdout, seed, out, export_samples, task):
+    import jax
+
+    from bayeval.compression.baselines import kmeans_subset, stratified_subset, uniform_subset
+    from bayeval.compression.bestrand import bestrand
+    from bayeval.compression.mince import freeze_subset, mince_sizing
+    from bayeval.compression.subset import Subset, export_lm_eval_samples
+    from bayeval.session import load_source_matrix
+
+    jax.config.update("jax_enable_x64", True)
+    if dataset is not None and reference is not None:
+        raise BayevalError("give either --dataset or --reference, not both")
+    source = ({"path": str(reference.resolve())} if reference is not None
+              else {"dataset": dataset or "arc_challenge"})
+    matrix = load_source_matrix(source)
+    scores = matrix.scores
+    if np.isnan(scores).any():
+        raise BayevalError(f"{matrix.name}: the score matrix has missing entries")
+    K, L = scores.shape
+    names = [str(m) for m in matrix.models]
+    if not 0 <= holdout < 1:
+        raise BayevalError(f"--holdout must be in [0, 1), got {holdout}")
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(K)
+    n_held = round(holdout * K)
+    held, build = order[:n_held], order[n_held:]
+
+    def models_of(option: str | None, flag: str, default: int) -> np.ndarray:
+        if option is None:
+            return build[:default]
+        wanted = [m.strip() for m in option.split(",") if m.strip()]
+        unknown = [m for m in wanted if m not in names]
+        if unknown:
+            raise BayevalError(f"{flag}: model(s) {unknown} are not in {matrix.name}")
+        return np.array([names.index(m) for m in wanted])
+
+    if method != CompressionMethod.mince:
+        if retention is not None and size is not None:
+            raise BayevalError("give either --retention or --size, not both")
+        if size is None:
+            size = max(1, round((0.1 if retention is None else retention) * L))
+        if not 1 <= size <= L:
+            raise BayevalError(f"subset size must be in 1..{L}, got {size}")
+    elif retention is not None or size is not None:
+        raise BayevalError("mince chooses the size itself; drop --retention/--size")
+    weights, used, params = None, [], {}
+    key = jax.random.key(seed)
+    if method == CompressionMethod.bestrand:
+        probe_rows = models_of(probes, "--probes", 5)
+        M = int(min(L, max(size, round(pool * size))))
+        result = bestrand(scores[probe_rows], key, size, M, candidates)
+        items = np.sort(np.asarray(result.items))
+        used = probe_rows
+        params = {"probes": len(probe_rows), "pool": M, "candidates": candidates,
+                  "imbalance": float(np.min(np.asarray(result.imbalance)))}
+    elif method == CompressionMethod.mince:
+        cal = models_of(calibration, "--calibration", 7)
+        sizing = mince_sizing(scores[cal], key, step, tau)
+        items = freeze_subset(L, sizing.size)
+        used = cal
+        t = int(np.flatnonzero(sizing.sizes == sizing.size)[0])
+        params = {"step": step, "tau": tau, "subsets": 10_000,
+                  "p95_at_size": float(sizing.p95[t]), "freeze_seed": 42}
+    elif method == CompressionMethod.random:
+        items, _ = uniform_subset(rng, L, size)
+    elif method == CompressionMethod.kmeans:
+        items, weights = kmeans_subset(rng, scores[build], size)
+        used = build
+    else:
+        if categories is None:
+            raise BayevalError("stratified needs --categories FILE (CSV of item,category)")
+        import pandas as pd
+
+        try:
+            table = pd.read_csv(categories, header=None, names=["item", "category"], dtype=str)
+        except OSError as exc:
+            raise BayevalError(f"--categories {categories}: {exc.strerror}") from None
+        label = dict(zip(table["item"], table["category"], strict=False))
+        missing = [i for i in matrix.items if i not in label]
+        if missing:
+            raise BayevalError(f"--categories {categories}: no category for {len(missing)} "
+                               f"item(s), e.g. {missing[0]!r}")
+        items, weights = stratified_subset(rng, [label[i] for i in matrix.items], size)
+    w = np.full(len(items), 1 / len(items)) if weights is None else np.asarray(weights)
+    held_rows = held if len(held) else order
+    error = scores[held_rows][:, items] @ w - scores[held_rows].mean(axis=1)
+    drift = {"held_out_max": float(np.abs(error).max()),
+             "held_out_mean": float(np.abs(error).mean()),
+             "held_out_models": len(held_rows)}
+    subset = Subset(matrix.name, L, [str(matrix.items[j]) for j in items], method.value,
+                    params, seed, [names[i] for i in used], drift,
+                    None if weights is None else [float(x) for x in weights],
+                    task or matrix.metadata.get("task"))
+    subset.save(out)
+    result = {**subset.to_json(), "file": str(out)}
+    if export_samples is not None:
+        export_lm_eval_samples(subset, export_samples)
+        result["samples_file"] = str(export_samples)
+    return result
+
+
 bench_app = typer.Typer(help="Experiments that reproduce the papers' tables.",
                         no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
@@ -834,6 +1013,86 @@ def bench_selection(
         raise _fail(str(exc)) from None
     print((out / "report.md").read_text())
     err.print(f"wrote {out}/accuracy.csv, selection.png, top_m.png, report.md")
+
+
+@bench_app.command("compression")
+def bench_compression(
+    datasets: Annotated[str, typer.Option(
+        "--datasets", help="Comma-separated bundled datasets, or 'all'.")] = "all",
+    seeds: Annotated[int, typer.Option(help="Seeds (model splits) for random and "
+                                            "BestRand.")] = 200,
+    kmeans_seeds: Annotated[int, typer.Option(help="Seeds for the k-means baseline.")] = 20,
+    mince_seeds: Annotated[int, typer.Option(help="Seeds for MINCE (calibration draws).")
+                           ] = 10,
+    ablation: Annotated[bool, typer.Option(help="Also run the BestRand ablation "
+                                                "(100 seeds, 5% and 10%).")] = True,
+    out: Annotated[Path, typer.Option(help="Folder for results.csv, mince.csv, "
+                                           "error_tails.png, report.md and runs/.")
+                   ] = Path("results/compression"),
+) -> None:
+    """Seeds 003/004's experiment: random, BestRand and k-means subsets at 2–50% retention
+    (MAE, high-error risk) and MINCE's size and drift, with references and targets split
+    by model. Each dataset's results are saved under OUT/runs as they finish and reused by
+    a rerun with the same settings."""
+    import pandas as pd
+
+    from bayeval.data import list_datasets, load_dataset
+    from bayeval.experiments.compression import (
+        ablation_table,
+        compression_table,
+        mince_table,
+        write_report,
+    )
+
+    names = list_datasets() if datasets == "all" else [
+        d.strip() for d in datasets.split(",") if d.strip()]
+    runs = out / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    tables, minces, ablations, errors = [], [], [], {}
+
+    def cached(path: Path, make):
+        tag = f"{seeds}-{kmeans_seeds}-{mince_seeds}"
+        if path.exists() and path.with_suffix(".tag").exists() and \
+                path.with_suffix(".tag").read_text() == tag:
+            return pd.read_csv(path)
+        frame = make()
+        frame.to_csv(path, index=False)
+        path.with_suffix(".tag").write_text(tag)
+        return frame
+
+    def log(line: str) -> None:
+        err.print(line, highlight=False)
+
+    try:
+        for name in names:
+            scores = load_dataset(name).scores
+            if np.isnan(scores).any():
+                raise BayevalError(f"{name}: the score matrix has missing entries")
+            holder: dict = {}
+
+            def make(scores=scores, name=name, holder=holder):
+                table, errs = compression_table(scores, name, seeds,
+                                                kmeans_seeds=kmeans_seeds, log=log)
+                np.savez_compressed(runs / f"{name}_errors.npz", **errs)
+                return table
+
+            tables.append(cached(runs / f"{name}.csv", make))
+            with np.load(runs / f"{name}_errors.npz") as z:
+                errors[name] = {k: z[k] for k in z.files}
+            minces.append(cached(runs / f"{name}_mince.csv",
+                                 lambda scores=scores, name=name: mince_table(
+                                     scores, name, mince_seeds, log=log)))
+            if ablation:
+                ablations.append(cached(runs / f"{name}_ablation.csv",
+                                        lambda scores=scores, name=name: ablation_table(
+                                            scores, name)))
+                log(f"{name}: ablation done")
+            write_report(pd.concat(tables), pd.concat(minces), errors, out,
+                         pd.concat(ablations) if ablations else None)
+    except BayevalError as exc:
+        raise _fail(str(exc)) from None
+    print((out / "report.md").read_text())
+    err.print(f"wrote {out}/results.csv, mince.csv, error_tails.png, report.md")
 
 
 def main() -> None:  # pragma: no cover - console entry point alias

@@ -115,3 +115,33 @@ def test_subset_file_and_lm_eval_export(tmp_path):
     (tmp_path / "bad.json").write_text('{"format": "bayeval-subset", "version": 1}')
     with pytest.raises(DataError, match="missing field"):
         Subset.load(tmp_path / "bad.json")
+
+
+def test_cli_compress_writes_subset_and_samples(tmp_path):
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+    from bayeval.data import load_dataset
+
+    rte = load_dataset("rte")
+    runner = CliRunner()
+    for method, extra in (("bestrand", ["--retention", "0.1", "--candidates", "50"]),
+                          ("mince", ["--step", "50"])):
+        out, samples = tmp_path / f"{method}.json", tmp_path / f"{method}_samples.json"
+        result = runner.invoke(app, ["compress", "--method", method, "--dataset", "rte",
+                                     "--out", str(out), "--export-samples", str(samples),
+                                     "--json", *extra])
+        assert result.exit_code == 0, result.output
+        r = json.loads(result.stdout)
+        subset = Subset.load(out)
+        assert subset.method == method and r["size"] == subset.size
+        assert set(subset.items) <= set(rte.items) and subset.drift["held_out_models"] == 44
+        indices = json.loads(samples.read_text())["rte"]
+        assert indices == sorted(int(i.split("-")[-1]) for i in subset.items)
+        if method == "bestrand":
+            assert subset.size == 28 and len(subset.calibration_models) == 5
+        else:  # step 50 on 277 items: a multiple of 50 below 277
+            assert subset.size % 50 == 0 and len(subset.calibration_models) == 7
+    bad = runner.invoke(app, ["compress", "--method", "mince", "--dataset", "rte",
+                              "--size", "10", "--out", str(tmp_path / "x.json")])
+    assert bad.exit_code == 2 and "mince chooses the size" in bad.output
