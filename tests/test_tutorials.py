@@ -44,3 +44,13 @@ def test_best_model_tutorial_runs(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "chosen: " in done.stdout and "evaluations used: 2800 of 28128" in done.stdout
     assert out.stat().st_size > 10_000
+
+
+def test_compress_tutorial_runs(tmp_path):
+    out = tmp_path / "plot.png"
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "compress.py"),
+                           "--out", str(out), "--subsets", "500"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "<- n*" in done.stdout and "--samples" in done.stdout
+    assert out.stat().st_size > 10_000
