@@ -122,7 +122,7 @@ def evaluate(
     seed: Annotated[int | None, typer.Option(help="Random seed (default 0).")] = None,
     journal: Annotated[Path | None, typer.Option(
         help="Append every result to this JSON-lines journal (fsync'd), so a crash loses "
-             "nothing. Default: none for the oracle, bayeval-<target>-<time>.jsonl in the "
+             "nothing. Default: none for the oracle, bayeval-TARGET-YYYYMMDD-HHMMSS.jsonl in the "
              "current folder for a command.")] = None,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the run recorded in --journal (its settings are "
@@ -496,7 +496,7 @@ def select(
     seed: Annotated[int | None, typer.Option(help="Random seed (default 0).")] = None,
     journal: Annotated[Path | None, typer.Option(
         help="Append every result to this JSON-lines journal (fsync'd). Default: none for "
-             "the oracle, bayeval-select-<time>.jsonl for a command.")] = None,
+             "the oracle, bayeval-select-YYYYMMDD-HHMMSS.jsonl for a command.")] = None,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the selection recorded in --journal.")] = False,
     top: Annotated[int, typer.Option(help="Rows of the ranking to print.")] = 10,
