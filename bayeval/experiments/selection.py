@@ -48,6 +48,8 @@ def ranker(scores: np.ndarray, algorithm: str, budgets: np.ndarray, top: int = T
     K, L = scores.shape
     top = min(top, K)
     budgets = np.asarray(budgets, dtype=np.int64)
+    if np.any(np.diff(budgets) < 0):
+        raise ValueError("budgets must be non-decreasing (UCB-E answers them in one pass)")
     if algorithm in ("SR", "SySRs"):
         schedules = jnp.asarray(np.stack([phase_schedule(K, L, int(n)) for n in budgets]))
         shared = algorithm == "SySRs"
