@@ -22,17 +22,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bayeval.data.matrix import ScoreMatrix, validate_score
+from bayeval.data.matrix import ScoreMatrix
 from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
 from bayeval.joint_evaluation import JointRun, make_joint
-from bayeval.session import (
-    JournalFile,
-)
+from bayeval.session import PairJournal
 
 METHOD_NAME = "bayesame-joint"
 
 
-class JointSession(JournalFile):
+class JointSession(PairJournal):
     """An active joint evaluation of several target models against a reference matrix.
 
     Parameters
@@ -47,6 +45,8 @@ class JointSession(JournalFile):
     reference_source, extra: recorded in the header, as for
         :class:`~bayeval.session.Session`.
     """
+
+    pair_field = "target"
 
     def __init__(self, reference: ScoreMatrix, target_ids: Sequence[str],
                  params: dict[str, Any] | None = None, *, seed: int = 0,
@@ -119,24 +119,6 @@ class JointSession(JournalFile):
         session._replay_journal(path, events, note, whole)
         return session
 
-    def _replay(self, event: dict[str, Any], where: str) -> None:
-        try:
-            kind = event.get("event")
-            t, j = self._pair(str(event["target"]), str(event["item"]), where)
-            if kind == "tell":
-                if event.get("n") != len(self.observations) + 1:
-                    raise JournalError(f"{where}: evaluation number {event.get('n')} out of "
-                                       f"sequence (expected {len(self.observations) + 1})")
-                self._apply_tell(t, j, validate_score(event["score"], where))
-            elif kind == "skip":
-                self._apply_skip(t, j, str(event.get("reason", "")))
-            else:
-                raise JournalError(f"{where}: unknown event {kind!r}")
-        except KeyError as exc:
-            raise JournalError(f"{where}: record lacks field {exc}") from None
-        except (DataError, SessionError) as exc:
-            raise JournalError(str(exc)) from None
-
     # ------------------------------------------------------------------ ask / tell
     def _pair(self, target: str, item: str, where: str) -> tuple[int, int]:
         if target not in self._target_index:
@@ -181,17 +163,11 @@ class JointSession(JournalFile):
 
     def tell(self, target: str, item: str, score: float) -> None:
         """Record the score of ``target`` on ``item`` (journaled before returning)."""
-        t, j = self._pair(str(target), str(item), "tell")
-        score = validate_score(score, f"score of {target!r} on item {item!r}")
-        self._append({"event": "tell", "n": len(self.observations) + 1, "target": target,
-                      "item": item, "score": score})
-        self._apply_tell(t, j, score)
+        self._tell_pair(target, item, score)
 
     def skip(self, target: str, item: str, reason: str) -> None:
         """Leave ``target`` on ``item`` unevaluated (e.g. the evaluation kept failing)."""
-        t, j = self._pair(str(target), str(item), "skip")
-        self._append({"event": "skip", "target": target, "item": item, "reason": reason})
-        self._apply_skip(t, j, reason)
+        self._skip_pair(target, item, reason)
 
     def _apply_tell(self, t: int, j: int, score: float) -> None:
         self.run_state.observe(t, j, score)

@@ -208,6 +208,56 @@ class JournalFile:
             os.fsync(fh.fileno())
 
 
+class PairJournal(JournalFile):
+    """Journaled tell/skip of (model, item) pairs, for sessions that evaluate several
+    models: each record names the model under ``pair_field`` ("target", "model").
+    Subclasses provide ``_pair`` (names → indices, refusing pairs not asked for),
+    ``_apply_tell`` and ``_apply_skip``, and keep ``observations``."""
+
+    pair_field = "model"
+    observations: list
+
+    def _pair(self, name: str, item: str, where: str) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _apply_tell(self, first: int, j: int, score: float) -> None:
+        raise NotImplementedError
+
+    def _apply_skip(self, first: int, j: int, reason: str) -> None:
+        raise NotImplementedError
+
+    def _tell_pair(self, name: str, item: str, score: float) -> None:
+        first, j = self._pair(str(name), str(item), "tell")
+        score = validate_score(score, f"score of {name!r} on item {item!r}")
+        self._append({"event": "tell", "n": len(self.observations) + 1,
+                      self.pair_field: name, "item": item, "score": score})
+        self._apply_tell(first, j, score)
+
+    def _skip_pair(self, name: str, item: str, reason: str) -> None:
+        first, j = self._pair(str(name), str(item), "skip")
+        self._append({"event": "skip", self.pair_field: name, "item": item,
+                      "reason": reason})
+        self._apply_skip(first, j, reason)
+
+    def _replay(self, event: dict[str, Any], where: str) -> None:
+        try:
+            kind = event.get("event")
+            first, j = self._pair(str(event[self.pair_field]), str(event["item"]), where)
+            if kind == "tell":
+                if event.get("n") != len(self.observations) + 1:
+                    raise JournalError(f"{where}: evaluation number {event.get('n')} out of "
+                                       f"sequence (expected {len(self.observations) + 1})")
+                self._apply_tell(first, j, validate_score(event["score"], where))
+            elif kind == "skip":
+                self._apply_skip(first, j, str(event.get("reason", "")))
+            else:
+                raise JournalError(f"{where}: unknown event {kind!r}")
+        except KeyError as exc:
+            raise JournalError(f"{where}: record lacks field {exc}") from None
+        except (DataError, SessionError) as exc:
+            raise JournalError(str(exc)) from None
+
+
 class Session(JournalFile):
     """An active evaluation of one target model against a reference matrix.
 

@@ -23,7 +23,7 @@ the tie draws and so the eliminations are those of
 A pair that cannot be evaluated is skipped (journaled with the reason); the model's mean
 is then over the items it has. A model with no score at all when its phase ends is
 eliminated first. Every ``tell`` and ``skip`` is an fsync-ed line of the journal
-(:class:`~bayeval.session.JournalFile`); :meth:`SelectionSession.resume` replays it and the
+(:class:`~bayeval.session.PairJournal`); :meth:`SelectionSession.resume` replays it and the
 run continues as the uninterrupted one would have.
 """
 
@@ -38,16 +38,15 @@ from typing import Any
 import jax
 import numpy as np
 
-from bayeval.data.matrix import validate_score
-from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
+from bayeval.errors import EvaluationError, JournalError, SessionError
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import item_orders
-from bayeval.session import JOURNAL_FORMAT, JOURNAL_VERSION, JournalFile
+from bayeval.session import JOURNAL_FORMAT, JOURNAL_VERSION, PairJournal
 
 METHOD_NAME = "sysrs"
 
 
-class SelectionSession(JournalFile):
+class SelectionSession(PairJournal):
     """Find the best of ``models`` on ``items`` with at most ``budget`` model–item
     evaluations by SySRs.
 
@@ -133,24 +132,6 @@ class SelectionSession(JournalFile):
         session._replay_journal(path, events, note, whole)
         return session
 
-    def _replay(self, event: dict[str, Any], where: str) -> None:
-        try:
-            kind = event.get("event")
-            i, j = self._pair(str(event["model"]), str(event["item"]), where)
-            if kind == "tell":
-                if event.get("n") != len(self.observations) + 1:
-                    raise JournalError(f"{where}: evaluation number {event.get('n')} out of "
-                                       f"sequence (expected {len(self.observations) + 1})")
-                self._apply_tell(i, j, validate_score(event["score"], where))
-            elif kind == "skip":
-                self._apply_skip(i, j, str(event.get("reason", "")))
-            else:
-                raise JournalError(f"{where}: unknown event {kind!r}")
-        except KeyError as exc:
-            raise JournalError(f"{where}: record lacks field {exc}") from None
-        except (DataError, SessionError) as exc:
-            raise JournalError(str(exc)) from None
-
     # ------------------------------------------------------------------ phases
     def _phase_items(self, k: int) -> np.ndarray:
         start = 0 if k == 0 else int(self.schedule[k - 1])
@@ -214,17 +195,11 @@ class SelectionSession(JournalFile):
 
     def tell(self, model: str, item: str, score: float) -> None:
         """Record ``model``'s score on ``item`` (journaled before returning)."""
-        i, j = self._pair(str(model), str(item), "tell")
-        score = validate_score(score, f"score of {model!r} on item {item!r}")
-        self._append({"event": "tell", "n": len(self.observations) + 1, "model": model,
-                      "item": item, "score": score})
-        self._apply_tell(i, j, score)
+        self._tell_pair(model, item, score)
 
     def skip(self, model: str, item: str, reason: str) -> None:
         """Leave ``model`` on ``item`` unevaluated (e.g. the evaluation kept failing)."""
-        i, j = self._pair(str(model), str(item), "skip")
-        self._append({"event": "skip", "model": model, "item": item, "reason": reason})
-        self._apply_skip(i, j, reason)
+        self._skip_pair(model, item, reason)
 
     def _apply_tell(self, i: int, j: int, score: float) -> None:
         self._sums[i] += score
