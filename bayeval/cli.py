@@ -162,11 +162,9 @@ def evaluate(
         printer(result)
 
 
-def _resume(session_class, journal: Path, given: dict[str, Any]):
-    """(session, its evaluator settings, the whole source matrix) from ``journal``; options
-    that the journal fixes must not be given again."""
-    from bayeval.session import load_source_matrix
-
+def _resume_session(session_class, journal: Path, given: dict[str, Any]):
+    """The session ``journal`` records, its repair warnings printed; options that the
+    journal fixes must not be given again."""
     clash = [k for k, v in given.items() if v is not None]
     if clash:
         raise BayevalError(f"--resume reads the settings from {journal}; drop "
@@ -176,7 +174,22 @@ def _resume(session_class, journal: Path, given: dict[str, Any]):
         session = session_class.resume(journal)
     for w in caught:
         err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+    return session
+
+
+def _resume(session_class, journal: Path, given: dict[str, Any]):
+    """(session, its evaluator settings, the whole source matrix) from ``journal``."""
+    from bayeval.session import load_source_matrix
+
+    session = _resume_session(session_class, journal, given)
     return session, session.extra, load_source_matrix(session.reference_source or {})
+
+
+def _progress_bar(verb: str) -> Progress:
+    """The progress bar of long runs: verb, bar, done/total, a status field, time."""
+    return Progress(TextColumn(f"[bold]{verb}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=err,
+                    transient=False)
 
 
 def _fresh_source(dataset: str | None, reference: Path | None):
@@ -325,10 +338,8 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
         if quiet:
             session.run(evaluate_fn)
         else:
-            columns = (TextColumn("[bold]evaluating"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("{task.fields[status]}"), TimeElapsedColumn())
             T = len(session.target_ids)
-            with Progress(*columns, console=err, transient=False) as progress:
+            with _progress_bar("evaluating") as progress:
                 task = progress.add_task("eval", total=T * session.reference.n_items,
                                          completed=session.n_evaluations, status="")
 
@@ -393,9 +404,7 @@ def _run_with_progress(session, evaluate_fn, quiet: bool) -> None:
     if quiet:
         session.run(evaluate_fn)
         return
-    columns = (TextColumn("[bold]evaluating"), BarColumn(), MofNCompleteColumn(),
-               TextColumn("{task.fields[status]}"), TimeElapsedColumn())
-    with Progress(*columns, console=err, transient=False) as progress:
+    with _progress_bar("evaluating") as progress:
         task = progress.add_task("eval", total=session.n_items, completed=session.n_observed,
                                  status="")
 
@@ -450,22 +459,6 @@ def _parse_budget(text: str, n_pairs: int) -> int:
     except ValueError:
         raise BayevalError(f"--budget {text!r}: give a percentage of the model–item pairs "
                            "(e.g. 12%) or a number of evaluations") from None
-
-
-class _PairOracle:
-    """Simulation: answers (model, item) from a known score matrix."""
-
-    def __init__(self, matrix) -> None:
-        self.matrix = matrix
-        self._rows = {m: i for i, m in enumerate(matrix.models)}
-
-    def __call__(self, model: str, item: str) -> float:
-        from bayeval.errors import EvaluationError
-
-        score = self.matrix.scores[self._rows[model], self.matrix.item_index(item)]
-        if np.isnan(score):
-            raise EvaluationError(f"the matrix has no score of {model!r} on item {item!r}")
-        return float(score)
 
 
 @app.command()
@@ -526,25 +519,16 @@ def select(
 
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
             seed, journal, resume, quiet) -> dict[str, Any]:
-    from bayeval.evaluators import CommandEvaluator
+    from bayeval.evaluators import CommandEvaluator, MatrixPairOracle
     from bayeval.selection.session import SelectionSession
     from bayeval.session import load_source_matrix
 
     if resume:
         if journal is None:
             raise BayevalError("--resume needs --journal PATH (the selection to continue)")
-        given = {"--dataset": dataset, "--reference": reference, "--models": models,
-                 "--items": items, "--evaluator": evaluator, "--command": command,
-                 "--seed": seed}
-        clash = [k for k, v in given.items() if v is not None]
-        if clash:
-            raise BayevalError(f"--resume reads the settings from {journal}; drop "
-                               f"{', '.join(clash)}")
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            session = SelectionSession.resume(journal)
-        for w in caught:
-            err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+        session = _resume_session(SelectionSession, journal, {
+            "--dataset": dataset, "--reference": reference, "--models": models,
+            "--items": items, "--evaluator": evaluator, "--command": command, "--seed": seed})
         settings = session.extra
         source = settings.get("source")
         matrix = load_source_matrix(source, journal) if source else None
@@ -601,15 +585,13 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         else:
             if matrix is None:
                 raise BayevalError(f"journal {journal}: no score matrix recorded for the oracle")
-            evaluate_fn = _PairOracle(matrix)
+            evaluate_fn = MatrixPairOracle(matrix)
         schedule = session.schedule
         total = int(schedule.sum() + schedule[-1])
         if quiet:
             session.run(evaluate_fn)
         else:
-            columns = (TextColumn("[bold]selecting"), BarColumn(), MofNCompleteColumn(),
-                       TextColumn("{task.fields[status]}"), TimeElapsedColumn())
-            with Progress(*columns, console=err, transient=False) as progress:
+            with _progress_bar("selecting") as progress:
                 task = progress.add_task("select", total=total, status="",
                                          completed=session.n_evaluations + len(session.skipped))
 
@@ -711,8 +693,8 @@ def compress(
         help="Fraction of the matrix's models kept out of construction to measure the "
              "subset's drift on.")] = 0.5,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    out: Annotated[Path, typer.Option(help="Subset file to write (JSON).")
-                   ] = Path("subset.json"),
+    subset_file: Annotated[Path, typer.Option("--out", help="Subset file to write (JSON).")
+                           ] = Path("subset.json"),
     export_samples: Annotated[Path | None, typer.Option(
         help="Also write the lm-evaluation-harness --samples file {task: [doc indices]}.")
     ] = None,
@@ -726,7 +708,7 @@ def compress(
     try:
         result = _compress(method, dataset, reference, retention, size, probes, pool,
                            candidates, calibration, step, tau, categories, holdout, seed,
-                           out, export_samples, task)
+                           subset_file, export_samples, task)
     except (BayevalError, ValueError) as exc:
         raise _fail(str(exc)) from None
     if as_json:
@@ -744,8 +726,7 @@ def compress(
                                        f"{drift['held_out_models']} models")
     table.add_row("written", result["file"] + (f", {result['samples_file']}"
                                                if result.get("samples_file") else ""))
-    out_console = Console()
-    out_console.print(table)
+    out.print(table)
 
 
 def _compress(method, dataset, reference, retention, size, probes, pool, candidates,

@@ -1,6 +1,7 @@
 """Evaluators: what answers ``Session.ask`` with the target model's score on an item.
 
 * :class:`MatrixOracle` — simulation: the target's full row is known.
+* :class:`MatrixPairOracle` — simulation for several models: any (model, item) of a matrix.
 * :class:`CallableEvaluator` — any Python function ``item_id -> score``.
 * :class:`CommandEvaluator` — a user's shell command, run with the item id, whose stdout's
   last non-empty line is the score.
@@ -42,6 +43,20 @@ class MatrixOracle:
     def true_score(self) -> float:
         """R* = mean of the target's row over items it has a score on."""
         return float(np.nanmean(self._row))
+
+
+class MatrixPairOracle:
+    """Answers (model, item) from a known score matrix (simulating several models)."""
+
+    def __init__(self, matrix: ScoreMatrix) -> None:
+        self.matrix = matrix
+        self._rows = {m: i for i, m in enumerate(matrix.models)}
+
+    def __call__(self, model: str, item: str) -> float:
+        score = self.matrix.scores[self._rows[model], self.matrix.item_index(item)]
+        if math.isnan(score):
+            raise EvaluationError(f"the matrix has no score of {model!r} on item {item!r}")
+        return float(score)
 
 
 class CallableEvaluator:
