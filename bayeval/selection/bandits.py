@@ -33,11 +33,6 @@ def _ranking(means: Array, key: Array) -> Array:
     return jnp.lexsort((tie, means))
 
 
-def _result(means: Array, key: Array, evaluations: Array) -> SelectionResult:
-    order = _ranking(means, key)
-    return SelectionResult(order[-1], order, jnp.asarray(evaluations))
-
-
 def _tree_size(n_models: int) -> int:
     return 1 << max(int(n_models) - 1, 1).bit_length()
 
@@ -153,16 +148,14 @@ def ucb_e(scores: Array, key: Array, budget: int, a: float = 1.0,
 
 def uniform_sampling(scores: Array, key: Array, budget: int,
                      shared: bool = False) -> SelectionResult:
-    """US (``shared=False``) or SyUS (``shared=True``): ⌊budget / K⌋ items per model."""
-    scores = jnp.asarray(scores)
-    K, L = scores.shape
+    """US (``shared=False``) or SyUS (``shared=True``): ⌊budget / K⌋ items per model (see
+    :func:`uniform_rankings`)."""
+    K, L = jnp.shape(scores)
     per_model = min(int(budget) // K, L)
     if per_model < 1:
         raise ValueError(f"a budget of {budget} cannot evaluate each of {K} models once")
-    order_key, final_key = jax.random.split(key)
-    orders = item_orders(order_key, K, L, shared)[:, :per_model]
-    means = jnp.take_along_axis(scores, orders, axis=1).mean(axis=1)
-    return _result(means, final_key, per_model * K)
+    ranking = uniform_rankings(scores, key, jnp.asarray([budget]), shared)[0]
+    return SelectionResult(ranking[0], ranking[::-1], jnp.asarray(per_model * K))
 
 
 def uniform_rankings(scores: Array, key: Array, budgets: Array, shared: bool = False,
@@ -177,6 +170,5 @@ def uniform_rankings(scores: Array, key: Array, budgets: Array, shared: bool = F
     running = jnp.cumsum(jnp.take_along_axis(scores, orders, axis=1), axis=1)
     per_model = jnp.clip(jnp.asarray(budgets) // K, 1, L)
     means = running[:, per_model - 1].T / per_model[:, None]  # (B, K)
-    tie = jax.random.uniform(final_key, (K,))
-    order = jax.vmap(lambda m: jnp.lexsort((tie, m)))(means)
+    order = jax.vmap(lambda m: _ranking(m, final_key))(means)
     return order[:, ::-1][:, :top].astype(jnp.int32)
