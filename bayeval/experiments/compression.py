@@ -34,6 +34,7 @@ import pandas as pd
 from bayeval.compression.baselines import kmeans_subset
 from bayeval.compression.bestrand import bestrand, random_subsets
 from bayeval.compression.mince import freeze_subset, mince_sizing
+from bayeval.experiments.figures import panel_grid
 
 RETENTIONS = (0.02, 0.05, 0.10, 0.20, 0.50)
 THRESHOLDS = (0.02, 0.05)
@@ -270,13 +271,8 @@ def write_report(table: pd.DataFrame, mince: pd.DataFrame, errors: dict[str, dic
 
     if errors:  # the tail: P(|error| > x) at 5% and 10% retention
         shown = [d for d in datasets if d in errors]
-        ncols = min(3, len(shown))
-        nrows = -(-len(shown) // ncols)
-        fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.4 * nrows),
-                                 squeeze=False)
-        for ax in axes.flat[len(shown):]:
-            ax.set_visible(False)
-        for ax, name in zip(axes.flat, shown, strict=False):
+        fig, axes = panel_grid(len(shown), 3, 5, 3.4)
+        for ax, name in zip(axes, shown, strict=True):
             for r, style in ((0.05, "--"), (0.10, "-")):
                 for method, color in (("random", "C0"), ("bestrand", "C1"), ("kmeans", "C2")):
                     err = errors[name].get(f"{method}@{r:g}")
@@ -290,7 +286,7 @@ def write_report(table: pd.DataFrame, mince: pd.DataFrame, errors: dict[str, dic
             ax.set_xlabel("|error| (pp)")
             ax.set_ylabel("P(|error| > x)")
             ax.set_title(name)
-        axes.flat[0].legend(fontsize=7)
+        axes[0].legend(fontsize=7)
         fig.tight_layout()
         fig.savefig(out / "error_tails.png", dpi=110)
         plt.close(fig)

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import load_dataset, make_split
+from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.metrics import at_stop, stopping_points
 from bayeval.joint_evaluation import make_joint, simulate_joint
 from bayeval.methods import make_method
@@ -163,12 +164,8 @@ def write_report(costs: pd.DataFrame, curves: pd.DataFrame, out: Path, n_items: 
     table = cost_table(costs)
     table.to_csv(out / "cost_table.csv", index=False)
     panels = list(curves.groupby(["dataset", "regime"], sort=False))
-    ncols = min(2, len(panels))
-    nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 3.8 * nrows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
-    for ax, ((dataset, regime), part) in zip(axes.flat, panels, strict=False):
+    fig, axes = panel_grid(len(panels), 2, 5.5, 3.8)
+    for ax, ((dataset, regime), part) in zip(axes, panels, strict=True):
         # up to 95% of N·T: at N·T every single-target run is exact and the log axis
         # would be spent on the last few items; a joint run's estimates are frozen once
         # every target has stopped (dotted lines: mean totals at stop)

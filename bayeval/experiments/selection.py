@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from bayeval.experiments.figures import panel_grid
 from bayeval.inference.base import Array
 from bayeval.selection.bandits import ucb_e_rankings, uniform_rankings
 from bayeval.selection.schedule import phase_schedule
@@ -187,19 +188,15 @@ def write_report(table: pd.DataFrame, out, runs: int):
     table.to_csv(out / "accuracy.csv", index=False)
     datasets = list(dict.fromkeys(table.dataset))
     algorithms = list(dict.fromkeys(table.algorithm))
-    ncols = min(3, len(datasets))
-    nrows = -(-len(datasets) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(5 * ncols, 3.5 * nrows), squeeze=False)
-    for ax in axes.flat[len(datasets):]:
-        ax.set_visible(False)
-    for ax, name in zip(axes.flat, datasets, strict=False):
+    fig, axes = panel_grid(len(datasets), 3, 5, 3.5)
+    for ax, name in zip(axes, datasets, strict=True):
         for algo, part in table[table.dataset == name].groupby("algorithm", sort=False):
             ax.plot(100 * part.budget, 100 * (1 - part.accuracy), label=algo)
         ax.set_xscale("log")
         ax.set_xlabel("budget (% of model–item pairs)")
         ax.set_ylabel("error rate (%)")
         ax.set_title(name)
-    axes.flat[0].legend(fontsize=7)
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "selection.png", dpi=110)
     plt.close(fig)
