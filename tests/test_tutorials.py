@@ -7,50 +7,38 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_ask_tell_tutorial_runs(tmp_path):
+def _run_tutorial(name: str, tmp_path: Path, *args: str, timeout: int = 300) -> str:
+    """Run tutorials/NAME.py with --out in tmp_path; check it succeeded and wrote a real
+    PNG figure; return its stdout."""
     out = tmp_path / "plot.png"
-    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "ask_tell.py"),
-                           "--out", str(out)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / f"{name}.py"),
+                           "--out", str(out), *args],
+                          capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr
-    assert "resumed with 60 observations" in done.stdout
     assert out.stat().st_size > 10_000  # a real PNG figure
+    return done.stdout
+
+
+def test_ask_tell_tutorial_runs(tmp_path):
+    assert "resumed with 60 observations" in _run_tutorial("ask_tell", tmp_path)
 
 
 def test_bayesame_tutorial_runs(tmp_path):
-    out = tmp_path / "plot.png"
-    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "bayesame.py"),
-                           "--out", str(out), "--steps", "40"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert "bayesame-q25:" in done.stdout and out.stat().st_size > 10_000
+    stdout = _run_tutorial("bayesame", tmp_path, "--steps", "40", timeout=600)
+    assert "bayesame-q25:" in stdout
 
 
 def test_checkpoints_tutorial_runs(tmp_path):
-    out = tmp_path / "plot.png"
-    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "checkpoints.py"),
-                           "--out", str(out), "--max-evaluations", "240"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert "joint: 240 evaluations" in done.stdout  # the design (4 × 55) and the first re-fit
-    assert "fitted correlation" in done.stdout and "single: 240 evaluations" in done.stdout
-    assert out.stat().st_size > 10_000
+    stdout = _run_tutorial("checkpoints", tmp_path, "--max-evaluations", "240", timeout=600)
+    assert "joint: 240 evaluations" in stdout  # the design (4 × 55) and the first re-fit
+    assert "fitted correlation" in stdout and "single: 240 evaluations" in stdout
 
 
 def test_best_model_tutorial_runs(tmp_path):
-    out = tmp_path / "plot.png"
-    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "best_model.py"),
-                           "--out", str(out), "--runs", "20"],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert "chosen: " in done.stdout and "evaluations used: 2800 of 28128" in done.stdout
-    assert out.stat().st_size > 10_000
+    stdout = _run_tutorial("best_model", tmp_path, "--runs", "20")
+    assert "chosen: " in stdout and "evaluations used: 2800 of 28128" in stdout
 
 
 def test_compress_tutorial_runs(tmp_path):
-    out = tmp_path / "plot.png"
-    done = subprocess.run([sys.executable, str(ROOT / "tutorials" / "compress.py"),
-                           "--out", str(out), "--subsets", "500"],
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert "<- n*" in done.stdout and "--samples" in done.stdout
-    assert out.stat().st_size > 10_000
+    stdout = _run_tutorial("compress", tmp_path, "--subsets", "500")
+    assert "<- n*" in stdout and "--samples" in stdout
