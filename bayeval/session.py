@@ -20,11 +20,12 @@ line; resume keeps every whole line, reports the rest and cuts it off.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,18 @@ class JournalFile:
 
     def _replay(self, event: dict[str, Any], where: str) -> None:
         raise NotImplementedError
+
+    @staticmethod
+    @contextlib.contextmanager
+    def _record_errors(where: str) -> Iterator[None]:
+        """Report a journal record's missing field or invalid content as a JournalError
+        naming where it is."""
+        try:
+            yield
+        except KeyError as exc:
+            raise JournalError(f"{where}: record lacks field {exc}") from None
+        except (DataError, SessionError) as exc:
+            raise JournalError(str(exc)) from None
 
     def _write_header(self, path: Path) -> None:
         tmp = path.with_name(path.name + ".tmp")
@@ -240,7 +253,7 @@ class PairJournal(JournalFile):
         self._apply_skip(first, j, reason)
 
     def _replay(self, event: dict[str, Any], where: str) -> None:
-        try:
+        with self._record_errors(where):
             kind = event.get("event")
             first, j = self._pair(str(event[self.pair_field]), str(event["item"]), where)
             if kind == "tell":
@@ -252,10 +265,6 @@ class PairJournal(JournalFile):
                 self._apply_skip(first, j, str(event.get("reason", "")))
             else:
                 raise JournalError(f"{where}: unknown event {kind!r}")
-        except KeyError as exc:
-            raise JournalError(f"{where}: record lacks field {exc}") from None
-        except (DataError, SessionError) as exc:
-            raise JournalError(str(exc)) from None
 
 
 class Session(JournalFile):
@@ -366,7 +375,7 @@ class Session(JournalFile):
 
     def _replay(self, event: dict[str, Any], where: str) -> None:
         kind = event.get("event")
-        try:
+        with self._record_errors(where):
             item = str(event["item"])
             if kind == "tell":
                 j = self._checked_index(item, where)
@@ -380,10 +389,6 @@ class Session(JournalFile):
                 self._apply_skip(self._checked_index(item, where), str(event.get("reason", "")))
             else:
                 raise JournalError(f"{where}: unknown event {kind!r}")
-        except KeyError as exc:
-            raise JournalError(f"{where}: record lacks field {exc}") from None
-        except (DataError, SessionError) as exc:
-            raise JournalError(str(exc)) from None
 
     # ------------------------------------------------------------------ ask / tell
     def _checked_index(self, item: str, where: str) -> int:
