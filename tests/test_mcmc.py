@@ -23,11 +23,13 @@ def _conjugate(y):
     numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
 
 
-def test_conjugate_posterior_diagnostics_and_warm_start():
+@pytest.mark.parametrize("compiled", [False, True])
+def test_conjugate_posterior_diagnostics_and_warm_start(compiled):
     y = jnp.asarray(np.random.default_rng(0).normal(0.7, 1.0, 12))
     # closed form: mu | y ~ N(Σy / (n + 1), 1 / (n + 1))
     mean, sd = float(y.sum() / 13), float(np.sqrt(1 / 13))
-    result = run_nuts(_conjugate, y, num_warmup=300, num_samples=500, num_chains=4, seed=1)
+    result = run_nuts(_conjugate, y, num_warmup=300, num_samples=500, num_chains=4, seed=1,
+                      jit_model_args=compiled)
     draws = result.samples["mu"]
     assert draws.shape == (4, 500)
     ess = float(result.diagnostics.loc["mu", "ess_bulk"])
@@ -37,8 +39,8 @@ def test_conjugate_posterior_diagnostics_and_warm_start():
     assert result.problems == [] and result.divergences == 0
     assert result.diagnostics.loc["mu", "r_hat"] <= 1.01 and result.bfmi.shape == (4,)
     # warm start: the next run starts every chain at the previous last state
-    again = run_nuts(_conjugate, y, num_warmup=50, num_samples=200, num_chains=4, seed=2,
-                     init=result, warn=False)  # short run: its diagnostics are not the point
+    again = run_nuts(_conjugate, y + 0.0, num_warmup=50, num_samples=200, num_chains=4,
+                     seed=2, init=result, warn=False, jit_model_args=compiled)  # short run
     assert abs(again.samples["mu"].mean() - mean) < 0.1
     assert set(again.last_state) == {"mu"} and again.last_state["mu"].shape == (4,)
 
