@@ -23,6 +23,7 @@ from bayeval.estimators import aipw, sample_mean
 from bayeval.estimators.interval import gaussian_bounds, z_value
 from bayeval.inference.base import Array, Backend, Prediction, advance
 from bayeval.inference.exact import ExactBucketGP
+from bayeval.inference.laplace import LaplaceBucketGP
 from bayeval.stopping import rules as stop
 
 REFIT_STREAM = 2**31 - 1
@@ -239,6 +240,31 @@ def bayes_aipw(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
                           "level": level}, level=level)
 
 
+def bayesame_laplace(likelihood: str = "bernoulli", epsilon: float = 0.02,
+                     epsilon1: float = 0.005, window: int = 30, refit_every: int = 50,
+                     lbfgs_steps: int = 10, level: float = 0.95,
+                     fit_buckets: int | None = 128, bucket_capacity: int | None = None,
+                     relinearise_every: int = 10, selection: str = "info_gain") -> Method:
+    """BayesAME with a non-Gaussian likelihood (seed 000 App. C.1): the bucket GP over
+    logits under Laplace inference (:mod:`bayeval.inference.laplace`), information gain
+    from the Gaussian approximation (``selection="random"``: random items), the Gaussian
+    interval of R and two-condition stopping."""
+    if selection not in ("info_gain", "random"):
+        raise ValueError(f"selection must be 'info_gain' or 'random', got {selection!r}")
+    backend = LaplaceBucketGP(likelihood, refit_every=refit_every, lbfgs_steps=lbfgs_steps,
+                              fit_buckets=fit_buckets, bucket_capacity=bucket_capacity,
+                              relinearise_every=relinearise_every).backend()
+    rule, policy = ((acq.bayesame_rule(), acq.argmax) if selection == "info_gain"
+                    else (acq.uniform(), acq.sample))
+    params = {"likelihood": likelihood, "epsilon": epsilon, "epsilon1": epsilon1,
+              "window": window, "refit_every": refit_every, "lbfgs_steps": lbfgs_steps,
+              "level": level, "fit_buckets": fit_buckets, "bucket_capacity": bucket_capacity,
+              "relinearise_every": relinearise_every, "selection": selection}
+    return Method("bayesame-laplace", backend, rule, policy,
+                  stop.two_condition(epsilon, epsilon1, window), params=params, level=level)
+
+
 register_method("bayesame", bayesame)
+register_method("bayesame-laplace", bayesame_laplace)
 register_method("bayesame-rs", bayesame_rs)
 register_method("bayes-aipw", bayes_aipw)

@@ -39,12 +39,11 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import optax
 from numpyro import handlers
 
 from bayeval.inference.base import Array, Backend, Prediction
-from bayeval.models.bucket_gp import N0, bucket_gp_model, default_sigma2, make_buckets
+from bayeval.models.bucket_gp import N0, bucket_gp_model, bucket_layout
 
 PENDING = 32  # P: rank-1 updates held before a compaction (≈ √B balances the two costs)
 
@@ -280,20 +279,10 @@ class ExactBucketGP:
 
     def init(self, reference_scores: Any, n_items: int) -> ExactState:
         """Bucket the reference matrix and set the prior with α = β = 1."""
-        buckets = make_buckets(np.asarray(reference_scores))
-        sigma2 = self.sigma2 if self.sigma2 is not None else default_sigma2(
-            buckets.n_buckets, buckets.n_items, self.n0)
-        nearly_unique = buckets.n_buckets >= n_items - self.n0
-        phi, sizes = buckets.phi, buckets.sizes
-        if self.bucket_capacity is not None:
-            extra = self.bucket_capacity - buckets.n_buckets
-            if extra < 0:
-                raise ValueError(f"bucket_capacity {self.bucket_capacity} < "
-                                 f"{buckets.n_buckets} buckets of the reference matrix")
-            phi = np.concatenate([phi, np.repeat(phi[:1], extra, axis=0)])
-            sizes = np.concatenate([sizes, np.ones(extra)])  # a size for the noise only
-        remaining = np.where(np.arange(phi.shape[0]) < buckets.n_buckets, sizes, 0.0)
-        phi, sizes = jnp.asarray(phi), jnp.asarray(sizes)
+        layout = bucket_layout(reference_scores, n_items, self.sigma2, self.n0,
+                               self.bucket_capacity)
+        sigma2, nearly_unique, remaining = layout.sigma2, layout.nearly_unique, layout.remaining
+        phi, sizes = jnp.asarray(layout.phi), jnp.asarray(layout.sizes)
         log_hyper = jnp.zeros(2, jnp.float64)
         mu0, cov0, noise = self.prior(phi, sizes, log_hyper, sigma2)
         B = phi.shape[0]
@@ -301,7 +290,7 @@ class ExactBucketGP:
             mu=mu0, base=cov0, pending=jnp.zeros((self.pending, B)),
             n_pending=jnp.zeros((), jnp.int32), cov_m=jnp.zeros(B), cov_diag=jnp.zeros(B),
             noise=noise, remaining=jnp.asarray(remaining), count=jnp.zeros(B), total=jnp.zeros(B),
-            item_bucket=jnp.asarray(buckets.item_bucket), observed=jnp.zeros(n_items, bool),
+            item_bucket=jnp.asarray(layout.item_bucket), observed=jnp.zeros(n_items, bool),
             scores=jnp.zeros(n_items), log_hyper=log_hyper, phi=phi, sizes=sizes,
             nearly_unique=jnp.asarray(nearly_unique))
         return with_covariance(state, mu0, 0.5 * (cov0 + cov0.T))

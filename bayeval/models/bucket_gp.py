@@ -13,6 +13,17 @@ number for ``alpha`` or ``beta`` (or a different ``mean`` / ``kernel``) to chang
 prior; :func:`bayeval.inference.exact.gaussian_prior` reads μ, Σ and the noise from the
 program itself, so the exact backend follows any such change, and the same program runs
 under MCMC.
+
+**Non-Gaussian likelihoods** (seed 000 App. C.1; METHODS.md §1, variants). With
+``likelihood="bernoulli"`` a binary score is s_i ~ Bernoulli(σ(θ_b)); with
+``"logit_normal"`` a score in (0, 1) is logit(s_i) ~ N(θ_b, N_b σ²). θ is then a latent
+logit, and its prior mean is μ_b = logit((Σ_k φ_bk + ½) / (K + 1)) (our choice: the
+smoothed mean reference score on the logit scale, finite for buckets every reference model
+solved or failed). These need Laplace (:mod:`bayeval.inference.laplace`) or MCMC
+(:mod:`bayeval.inference.mcmc`). For MCMC, ``centred=False`` samples θ = μ + L z with
+z ~ N(0, I) (site ``theta_z``; ``theta`` becomes deterministic), which NUTS explores far
+better when the GP is tightly correlated; the prior of ``theta`` itself is then not
+replaceable by site name.
 """
 
 from __future__ import annotations
@@ -33,6 +44,7 @@ N0 = 10
 SIGMA2_UNIQUE = 1e-4
 SIGMA2_TIED = 1e-1
 JITTER = 1e-8
+LIKELIHOODS = ("gaussian", "bernoulli", "logit_normal")
 
 
 class Buckets(NamedTuple):
@@ -80,10 +92,49 @@ def default_sigma2(n_buckets: int, n_items: int, n0: int = N0) -> float:
     return SIGMA2_UNIQUE if n_buckets >= n_items - n0 else SIGMA2_TIED
 
 
+class BucketLayout(NamedTuple):
+    """The bucket arrays a posterior backend starts from (see :func:`bucket_layout`)."""
+
+    phi: np.ndarray  # (B', K), padded to the capacity with copies of bucket 0's vector
+    sizes: np.ndarray  # (B',) N_b (1 for a padded bucket: a size for the noise only)
+    remaining: np.ndarray  # (B',) unobserved items per bucket (0 for a padded bucket)
+    item_bucket: np.ndarray  # (N,)
+    sigma2: float
+    nearly_unique: bool  # B ≥ N − N0
+
+
+def bucket_layout(reference_scores: np.ndarray, n_items: int, sigma2: float | None = None,
+                  n0: int = N0, capacity: int | None = None) -> BucketLayout:
+    """Bucket the reference matrix; σ² by the N0 rule unless given; with ``capacity``,
+    pad to that many buckets so that runs on reference sets with different numbers of
+    buckets share one compiled program (a padded bucket has no items, so it enters no
+    estimate, variance, gain or likelihood)."""
+    buckets = make_buckets(np.asarray(reference_scores))
+    if sigma2 is None:
+        sigma2 = default_sigma2(buckets.n_buckets, buckets.n_items, n0)
+    phi, sizes = buckets.phi, buckets.sizes
+    if capacity is not None:
+        extra = capacity - buckets.n_buckets
+        if extra < 0:
+            raise ValueError(f"bucket_capacity {capacity} < {buckets.n_buckets} buckets of "
+                             "the reference matrix")
+        phi = np.concatenate([phi, np.repeat(phi[:1], extra, axis=0)])
+        sizes = np.concatenate([sizes, np.ones(extra)])
+    remaining = np.where(np.arange(phi.shape[0]) < buckets.n_buckets, sizes, 0.0)
+    return BucketLayout(phi, sizes, remaining, buckets.item_bucket, float(sigma2),
+                        buckets.n_buckets >= n_items - n0)
+
+
 def _value(name: str, spec: float | dist.Distribution) -> Array:
     if isinstance(spec, dist.Distribution):
         return numpyro.sample(name, spec)
     return numpyro.deterministic(name, jnp.asarray(spec, jnp.float64))
+
+
+def logit_mean(phi: Array) -> Array:
+    """μ_b = logit((Σ_k φ_bk + ½) / (K + 1)): the prior mean of a latent logit."""
+    p = (phi.sum(axis=1) + 0.5) / (phi.shape[1] + 1.0)
+    return jnp.log(p) - jnp.log1p(-p)
 
 
 def bucket_gp_model(phi: Array, sizes: Array, obs_bucket: Array | None = None,
@@ -93,19 +144,37 @@ def bucket_gp_model(phi: Array, sizes: Array, obs_bucket: Array | None = None,
                     sigma2: float | dist.Distribution = SIGMA2_TIED,
                     mean: Callable[[Array], Array] | None = None,
                     kernel: Callable[[Array, Array, Array], Array] = squared_exponential,
+                    likelihood: str = "gaussian", centred: bool = True,
                     ) -> None:
     """NumPyro program of the bucket GP.
 
     Sites: ``alpha``, ``beta``, ``sigma2`` (sampled when given a distribution, else
-    deterministic), ``theta`` (B,) the bucket latent scores, and ``s`` the observed scores
-    of items in buckets ``obs_bucket``.
+    deterministic), ``theta`` (B,) the bucket latent scores (logits for the non-Gaussian
+    likelihoods), and ``s`` the observed scores of items in buckets ``obs_bucket``.
     """
+    if likelihood not in LIKELIHOODS:
+        raise ValueError(f"unknown likelihood {likelihood!r} (known: {', '.join(LIKELIHOODS)})")
     alpha_v = _value("alpha", alpha)
     beta_v = _value("beta", beta)
     sigma2_v = _value("sigma2", sigma2)
-    loc = phi.mean(axis=1) if mean is None else mean(phi)
+    if mean is not None:
+        loc = mean(phi)
+    else:
+        loc = phi.mean(axis=1) if likelihood == "gaussian" else logit_mean(phi)
     cov = kernel(phi, alpha_v, beta_v) + JITTER * jnp.eye(phi.shape[0])
-    theta = numpyro.sample("theta", dist.MultivariateNormal(loc, covariance_matrix=cov))
-    if obs_bucket is not None:
-        scale = jnp.sqrt(sizes[obs_bucket] * sigma2_v)
+    if centred:
+        theta = numpyro.sample("theta", dist.MultivariateNormal(loc, covariance_matrix=cov))
+    else:
+        z = numpyro.sample("theta_z", dist.Normal(jnp.zeros(phi.shape[0]), 1.0).to_event(1))
+        theta = numpyro.deterministic("theta", loc + jnp.linalg.cholesky(cov) @ z)
+    if obs_bucket is None:
+        return
+    scale = jnp.sqrt(sizes[obs_bucket] * sigma2_v)
+    if likelihood == "gaussian":
         numpyro.sample("s", dist.Normal(theta[obs_bucket], scale), obs=obs)
+    elif likelihood == "bernoulli":
+        numpyro.sample("s", dist.Bernoulli(logits=theta[obs_bucket]), obs=obs)
+    else:
+        numpyro.sample("s", dist.TransformedDistribution(
+            dist.Normal(theta[obs_bucket], scale), dist.transforms.SigmoidTransform()),
+            obs=obs)
