@@ -10,7 +10,10 @@ cost–accuracy points of the two-condition rule over an ε2 grid (stopping n, R
 coverage at stopping).
 
 Methods are given as specs, ``name`` or ``name(key=value, …)`` (e.g.
-``bayesame(refit_every=0)``), so ablations run through the same code.
+``bayesame(refit_every=0)``), so ablations run through the same code. ``irt`` (options of
+:func:`bayeval.estimators.irt.simulate_irt`, e.g. ``irt(kind=beta3, refit_every=50)``)
+is the IRT baseline of METHODS.md §4: random selection with NUTS fits, run outside the
+jitted engine; its per-fit diagnostics are returned in ``mcmc_fits``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import load_dataset, make_split
+from bayeval.estimators.irt import simulate_irt
 from bayeval.experiments.metrics import (
     at_stop,
     integrated_rmse,
@@ -37,7 +41,8 @@ from bayeval.simulate import SimulationResult, simulate
 
 METHODS = ("bayesame", "bayesame-rs", "random", "bayes-aipw")
 LABELS = {"bayesame": "BayesAME", "bayesame-rs": "BayesAME-RS", "random": "RS-Mean",
-          "bayes-aipw": "Bayes-AIPW"}
+          "bayes-aipw": "Bayes-AIPW", "irt": "IRT-2PL", "irt(kind=beta3)": "IRT-β³",
+          "bayesame-laplace": "BayesAME-Bernoulli (Laplace)"}
 EPSILON2_GRID = (0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03)
 
 
@@ -51,12 +56,16 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
                    reference_fraction: float = 0.5, split_seed: int = 0,
                    epsilon2_grid: Sequence[float] = EPSILON2_GRID, epsilon1: float = 0.005,
                    window: int = 30, log: Callable[[str], None] = print,
-                   runs_dir: Path | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                   runs_dir: Path | None = None, n_steps: int | None = None,
+                   mcmc_fits: list[pd.DataFrame] | None = None,
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(curves, stops): RMSE(n) rows and cost–accuracy rows for every regime and method.
 
-    With ``runs_dir``, every (regime, method) also leaves its raw runs there as
+    ``n_steps``: evaluations per run (default: the whole benchmark). With ``runs_dir``,
+    every (regime, method) also leaves its raw runs there as
     ``<dataset>-<regime>-<method>.npz`` (estimate, lower, upper, items, truth, seed of
-    each run, and the method spec) as soon as it is done."""
+    each run, and the method spec) as soon as it is done. ``mcmc_fits``, when given, gets
+    one table per MCMC-based method and regime: a row per NUTS fit."""
     matrix = load_dataset(dataset)
     curves, stops = [], []
     for regime in regimes:
@@ -68,14 +77,22 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
         rmse_by_method = {}
         for spec in methods:
             name, params = parse_method_spec(spec)
-            if accepts_parameter(name, "bucket_capacity"):
-                params.setdefault("bucket_capacity", capacity)
-            method = make_method(name, **params)
             t0 = time.time()
-            parts = [simulate(method, sp.reference.scores, targets,
-                              s * n_targets + np.arange(n_targets))
-                     for s, sp in enumerate(splits)]
-            result = SimulationResult(*(np.concatenate(x) for x in zip(*parts, strict=True)))
+            if name == "irt":
+                result, fits = simulate_irt([sp.reference.scores for sp in splits], targets,
+                                            n_steps=n_steps, **params)
+                if mcmc_fits is not None:
+                    mcmc_fits.append(fits.assign(dataset=dataset, regime=regime,
+                                                 method=label(spec)))
+            else:
+                if accepts_parameter(name, "bucket_capacity"):
+                    params.setdefault("bucket_capacity", capacity)
+                method = make_method(name, **params)
+                parts = [simulate(method, sp.reference.scores, targets,
+                                  s * n_targets + np.arange(n_targets), n_steps=n_steps)
+                         for s, sp in enumerate(splits)]
+                result = SimulationResult(*(np.concatenate(x)
+                                            for x in zip(*parts, strict=True)))
             if runs_dir is not None:
                 runs_dir.mkdir(parents=True, exist_ok=True)
                 safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)
