@@ -172,3 +172,20 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
     assert mid_run >= 8  # most kills land while observations are being written
     records = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
     assert [x["n"] for x in records] == list(range(1, expected["items_used"] + 1))
+
+
+def test_diagnose_prints_diagnostics_and_plots(tmp_path):
+    # a short NUTS run of 2PL IRT on IFEval (the estimate and plots, not R-hat, are the
+    # point here; docs/results/inference has the full-length diagnosis)
+    result = _invoke("diagnose", "--model", "irt-2pl", "--coreset", "40", "--chains", "2",
+                     "--warmup", "100", "--samples", "100", "--json", "--plot",
+                     str(tmp_path))
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["coreset"] == 40 and report["items"] == 541 and report["variables"] == 1
+    assert abs(report["estimate"] - report["truth"]) < 4 * report["sd"]
+    assert report["nuts_seconds"] > 0 and len(report["bfmi"]) == 2
+    for name in ("trace.png", "rank.png"):
+        assert (tmp_path / name).stat().st_size > 10_000
+    bad = _invoke("diagnose", "--model", "irt-3pl")
+    assert bad.exit_code == 2 and "unknown model 'irt-3pl'" in bad.output

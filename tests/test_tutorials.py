@@ -42,3 +42,9 @@ def test_best_model_tutorial_runs(tmp_path):
 def test_compress_tutorial_runs(tmp_path):
     stdout = _run_tutorial("compress", tmp_path, "--subsets", "500")
     assert "<- n*" in stdout and "--samples" in stdout
+
+
+def test_custom_priors_tutorial_runs(tmp_path):
+    stdout = _run_tutorial("custom_priors", tmp_path)
+    assert "latent sites: {'ability': (1,)}" in stdout and "refused: prior for 'skill'" in stdout
+    assert "informed N(1.5, 0.5): R̂ = " in stdout and "default N(0, 1): R̂ = " in stdout

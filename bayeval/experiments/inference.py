@@ -1,0 +1,107 @@
+"""Inference backends side by side on one estimation task (METHODS.md §1 variants, §4).
+
+The estimation experiment (:func:`bayeval.experiments.estimation.run_estimation`) run for
+a few methods that differ in their model and inference — by default Gaussian BayesAME
+(exact), the Bernoulli-logit bucket GP under Laplace and the 2PL IRT baseline under NUTS
+— up to ``n_steps`` evaluations, reported as RMSE at every ``every`` evaluations, with
+the IRT fits' diagnostics and seconds per fit.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from bayeval.experiments.estimation import run_estimation
+from bayeval.experiments.metrics import integrated_rmse
+
+METHODS = ("bayesame", "bayesame-laplace", "irt")
+
+
+def run_inference_comparison(dataset: str = "ifeval", regime: str = "interpolation",
+                             methods: Sequence[str] = METHODS, seeds: int = 5,
+                             n_targets: int = 10, n_steps: int = 300,
+                             reference_fraction: float = 0.5,
+                             log: Callable[[str], None] = print,
+                             runs_dir: Path | None = None
+                             ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """(curves, fits, timing): RMSE(n) per method, one row per NUTS fit, and wall seconds
+    per method (each method's runs and all its fits)."""
+    timing, fits = [], []
+    curves = []
+    for spec in methods:
+        start = time.perf_counter()
+        part, _ = run_estimation(dataset, regimes=(regime,), methods=(spec,),
+                                 n_targets=n_targets, seeds=seeds,
+                                 reference_fraction=reference_fraction, log=log,
+                                 runs_dir=runs_dir, n_steps=n_steps, mcmc_fits=fits,
+                                 epsilon2_grid=())
+        curves.append(part)
+        timing.append({"method": part["method"].iloc[0],
+                       "seconds": time.perf_counter() - start,
+                       "runs": n_targets * seeds, "steps": n_steps})
+    return (pd.concat(curves, ignore_index=True),
+            pd.concat(fits, ignore_index=True) if fits else pd.DataFrame(),
+            pd.DataFrame(timing))
+
+
+def rmse_table(curves: pd.DataFrame, every: int = 50) -> pd.DataFrame:
+    """RMSE × 100 at n = every, 2·every, … (rows) per method (columns), and IRMSE."""
+    n_max = int(curves["n"].max())
+    points = list(range(every, n_max + 1, every))
+    table = curves[curves["n"].isin(points)].pivot_table(index="n", columns="method",
+                                                         values="rmse") * 100
+    irmse = {m: integrated_rmse(part.sort_values("n")["rmse"].to_numpy())
+             for m, part in curves.groupby("method")}
+    table.loc[f"IRMSE (n ≤ {n_max})"] = pd.Series(irmse)
+    return table
+
+
+def write_report(curves: pd.DataFrame, fits: pd.DataFrame, timing: pd.DataFrame, out: Path,
+                 every: int = 50) -> Path:
+    """CSV files, ``inference.png`` (RMSE against n) and ``report.md``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    curves.to_csv(out / "rmse_curves.csv", index=False)
+    fits.to_csv(out / "mcmc_fits.csv", index=False)
+    timing.to_csv(out / "timing.csv", index=False)
+    table = rmse_table(curves, every)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method, part in curves.groupby("method"):
+        ax.plot(part["n"], 100 * part["rmse"], label=method)
+    ax.set_yscale("log")
+    ax.set_xlabel("n (items evaluated)")
+    ax.set_ylabel("RMSE × 100")
+    ax.set_title(", ".join(sorted(set(curves["dataset"] + " " + curves["regime"]))))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "inference.png", dpi=110)
+    plt.close(fig)
+    lines = ["| n | " + " | ".join(table.columns) + " |", "|---" * (len(table.columns) + 1) + "|"]
+    for n, row in table.iterrows():
+        lines.append(f"| {n} | " + " | ".join(f"{v:.2f}" for v in row.to_numpy()) + " |")
+    lines += ["", "| method | runs | steps | wall seconds |", "|---|---|---|---|"]
+    lines += [f"| {r.method} | {r.runs} | {r.steps} | {r.seconds:.0f} |"
+              for r in timing.itertuples()]
+    if len(fits):
+        lines += ["", "| method | n at fit | runs fitted | seconds | max R-hat | min bulk ESS | "
+                  "min tail ESS | divergences |", "|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.method} | {r.n} | {r.runs} | {r.seconds:.1f} | {r.max_r_hat:.3f} | "
+                  f"{r.min_ess_bulk:.0f} | {r.min_ess_tail:.0f} | {r.divergences} |"
+                  for r in fits.itertuples()]
+        per_fit = fits.groupby("method")["seconds"].agg(["mean", "max", "count"])
+        lines += ["", "| method | fits | mean seconds per fit | max |", "|---|---|---|---|"]
+        lines += [f"| {m} | {int(r['count'])} | {r['mean']:.1f} | {r['max']:.1f} |"
+                  for m, r in per_fit.iterrows()]
+        worst = float(fits["max_r_hat"].max())
+        lines.append(f"\nWorst R-hat over all fits: {worst:.3f}; divergences in all: "
+                     f"{int(fits['divergences'].sum())}.")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return out / "report.md"
