@@ -79,6 +79,7 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
             name, params = parse_method_spec(spec)
             t0 = time.time()
             if name == "irt":
+                params.setdefault("log", log)
                 result, fits = simulate_irt([sp.reference.scores for sp in splits], targets,
                                             n_steps=n_steps, **params)
                 if mcmc_fits is not None:
