@@ -49,7 +49,6 @@ def calibrate(kind: str, reference_scores: np.ndarray, method: str = "map",
     ``model``: a replacement program with the same sites (e.g. from
     :func:`~bayeval.models.priors.with_priors`). ``nuts``: options of
     :func:`~bayeval.inference.mcmc.run_nuts` for ``method="nuts"``."""
-    from numpyro.infer.util import initialize_model
 
     program = _model(kind, model)
     scores = jnp.asarray(reference_scores, jnp.float64)
@@ -62,13 +61,32 @@ def calibrate(kind: str, reference_scores: np.ndarray, method: str = "map",
                             for k in ("discrimination", "difficulty")))
     if method != "map":
         raise ValueError(f"calibration method must be 'map' or 'nuts', got {method!r}")
-    info = initialize_model(jax.random.key(seed), program, model_args=(scores,))
-    potential, postprocess = info.potential_fn, info.postprocess_fn
+    optimise, postprocess, z0 = _map_optimiser(program, scores.shape, steps, seed)
+    values = postprocess(optimise(z0, scores), scores)
+    return ItemParams(values["discrimination"], values["difficulty"])
+
+
+_OPTIMISERS: dict[tuple, tuple] = {}
+
+
+def _map_optimiser(program: Callable, shape: tuple[int, ...], steps: int, seed: int) -> tuple:
+    """(optimise(z0, scores), postprocess(z, scores), z0): L-BFGS on the potential as a
+    function of the data, compiled once per program, matrix shape and step count."""
+    from numpyro.infer.util import initialize_model
+
+    key = (program, shape, steps, seed)
+    if key in _OPTIMISERS:
+        return _OPTIMISERS[key]
+    example = jnp.zeros(shape)
+    info, potential_gen, postprocess_gen, _ = initialize_model(
+        jax.random.key(seed), program, model_args=(example,), dynamic_args=True)
     solver = optax.lbfgs()
-    value_and_grad = optax.value_and_grad_from_state(potential)
 
     @jax.jit
-    def optimise(z0):
+    def optimise(z0, scores):
+        potential = potential_gen(scores)
+        value_and_grad = optax.value_and_grad_from_state(potential)
+
         def body(carry, _):
             z, state = carry
             value, grad = value_and_grad(z, state=state)
@@ -78,6 +96,12 @@ def calibrate(kind: str, reference_scores: np.ndarray, method: str = "map",
 
         return jax.lax.scan(body, (z0, solver.init(z0)), None, length=steps)[0][0]
 
+    @jax.jit
+    def postprocess(z, scores):
+        return postprocess_gen(scores)(z)
+
+    _OPTIMISERS[key] = (optimise, postprocess, info.z)
+    return _OPTIMISERS[key]
     values = postprocess(optimise(info.param_info.z))
     return ItemParams(values["discrimination"], values["difficulty"])
 
