@@ -106,7 +106,7 @@ def test_bernoulli_mode_covariance_and_moments(case):
     draws = np.random.default_rng(1).multivariate_normal(f, V, size=400_000)
     q = 1 / (1 + np.exp(-draws))
     m = np.asarray(state.remaining)
-    seen = float(np.asarray(state.observed_sum))
+    seen = float(np.asarray(target[items]).sum())  # the observed scores
     r = (seen + q @ m) / 40
     noise = (q * (1 - q)).mean(0) @ m / 40**2
     assert float(pred.mean) == pytest.approx(r.mean(), abs=2e-3)

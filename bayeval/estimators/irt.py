@@ -27,11 +27,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pandas as pd
 
 from bayeval.estimators.interval import z_value
 from bayeval.inference.mcmc import MCMCResult, run_nuts
+from bayeval.inference.optimise import lbfgs_minimise
 from bayeval.models.irt import KINDS, MODELS, ItemParams, expected_score
 
 
@@ -80,21 +80,9 @@ def _map_optimiser(program: Callable, shape: tuple[int, ...], steps: int, seed: 
     example = jnp.zeros(shape)
     info, potential_gen, postprocess_gen, _ = initialize_model(
         jax.random.key(seed), program, model_args=(example,), dynamic_args=True)
-    solver = optax.lbfgs()
-
     @jax.jit
     def optimise(z0, scores):
-        potential = potential_gen(scores)
-        value_and_grad = optax.value_and_grad_from_state(potential)
-
-        def body(carry, _):
-            z, state = carry
-            value, grad = value_and_grad(z, state=state)
-            updates, state = solver.update(grad, state, z, value=value, grad=grad,
-                                           value_fn=potential)
-            return (optax.apply_updates(z, updates), state), None
-
-        return jax.lax.scan(body, (z0, solver.init(z0)), None, length=steps)[0][0]
+        return lbfgs_minimise(potential_gen(scores), z0, steps)
 
     @jax.jit
     def postprocess(z, scores):

@@ -39,10 +39,10 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 from numpyro import handlers
 
 from bayeval.inference.base import Array, Backend, Prediction
+from bayeval.inference.optimise import lbfgs_minimise
 from bayeval.models.bucket_gp import N0, bucket_gp_model, bucket_layout
 
 PENDING = 32  # P: rank-1 updates held before a compaction (≈ √B balances the two costs)
@@ -211,6 +211,28 @@ def predict(state: ExactState) -> Prediction:
         n=n, nearly_unique=state.nearly_unique)
 
 
+def observed_subset(count: Array, total: Array, key: Array | None, size: int
+                    ) -> tuple[Array, Array, Array]:
+    """(idx, count, total) of ``size`` slots of observed buckets for a re-fit's likelihood:
+    all of them when they fit, else a uniform random subset (``key``; the first ones
+    without a key); slots beyond the observed buckets have count and total 0."""
+    seen = count > 0
+    priority = jnp.ones(seen.shape) if key is None else jax.random.uniform(key, seen.shape)
+    idx = jax.lax.top_k(jnp.where(seen, priority, -1.0), size)[1]
+    valid = seen[idx]
+    return idx, jnp.where(valid, count[idx], 0.0), jnp.where(valid, total[idx], 0.0)
+
+
+def switch_by_size(sizes: list[int], n: Array, make: Callable[[int], Callable],
+                   *operands: Any) -> Any:
+    """``make(size)(*operands)`` for the smallest static ``size`` ≥ ``n`` (the largest when
+    none is), as one ``lax.switch`` over the sizes."""
+    if len(sizes) == 1:
+        return make(sizes[0])(*operands)
+    index = jnp.minimum(jnp.searchsorted(jnp.asarray(sizes), n), len(sizes) - 1)
+    return jax.lax.switch(index, [make(size) for size in sizes], *operands)
+
+
 def fit_sizes(n_buckets: int, smallest: int = 64) -> list[int]:
     """Static sizes for the observed-bucket subsystem of a re-fit: powers of two from
     ``smallest`` below B, then B."""
@@ -298,16 +320,6 @@ class ExactBucketGP:
     def _sigma2(self, state: ExactState) -> Array:
         return state.noise[0] / state.sizes[0]
 
-    def _fit_set(self, state: ExactState, key: Array | None, size: int):
-        """``size`` slots of observed buckets for the likelihood: all of them when they fit,
-        else a uniform random subset (``key``; the first ones without a key)."""
-        seen = state.count > 0
-        priority = jnp.ones(seen.shape) if key is None else jax.random.uniform(key, seen.shape)
-        idx = jax.lax.top_k(jnp.where(seen, priority, -1.0), size)[1]
-        valid = seen[idx]
-        return idx, jnp.where(valid, state.count[idx], 0.0), jnp.where(valid, state.total[idx],
-                                                                        0.0)
-
     def _optimise(self, state: ExactState, idx: Array, count: Array, total: Array) -> Array:
         """L-BFGS on −log p(ȳ) of the buckets ``idx`` (count 0 = padding, masked out)."""
         sigma2 = self._sigma2(state)
@@ -317,23 +329,8 @@ class ExactBucketGP:
             mu0, cov0, noise = self.prior(phi, sizes, log_hyper, sigma2)
             return negative_log_marginal(cov0, noise, count, mu0, total)
 
-        solver = optax.lbfgs()
         start = state.log_hyper if self.warm_start else jnp.zeros(2, jnp.float64)
-        value_and_grad = optax.value_and_grad_from_state(nlml)
-
-        def body(carry):
-            params, opt_state, _, i = carry
-            value, grad = value_and_grad(params, state=opt_state)
-            updates, opt_state = solver.update(grad, opt_state, params, value=value,
-                                               grad=grad, value_fn=nlml)
-            params = jnp.clip(optax.apply_updates(params, updates), -12.0, 12.0)
-            return params, opt_state, jnp.linalg.norm(grad), i + 1
-
-        def more(carry):
-            return (carry[3] < self.lbfgs_steps) & (carry[2] > self.gtol)
-
-        params, *_ = jax.lax.while_loop(
-            more, body, (start, solver.init(start), jnp.asarray(jnp.inf), 0))
+        params = lbfgs_minimise(nlml, start, self.lbfgs_steps, self.gtol, (-12.0, 12.0))
         ok = jnp.all(jnp.isfinite(params)) & jnp.isfinite(nlml(params))
         return jnp.where(ok, params, state.log_hyper)
 
@@ -362,21 +359,13 @@ class ExactBucketGP:
                 raise ValueError("fit_buckets needs marginal_fit=True")
 
         def fit_at(size):
-            return lambda s: self._optimise(s, *self._fit_set(s, key, size))
+            return lambda s: self._optimise(s, *observed_subset(s.count, s.total, key, size))
 
         def rebuild_at(size):
             return lambda s, lh: self._rebuild(s, lh, size)
 
-        def pick(sizes, n):
-            return jnp.minimum(jnp.searchsorted(jnp.asarray(sizes), n), len(sizes) - 1)
-
-        log_hyper = (fit_at(fit_at_sizes[0])(state) if len(fit_at_sizes) == 1 else
-                     jax.lax.switch(pick(fit_at_sizes, n_seen),
-                                    [fit_at(n) for n in fit_at_sizes], state))
-        if len(rebuild_sizes) == 1:
-            return rebuild_at(rebuild_sizes[0])(state, log_hyper)
-        return jax.lax.switch(pick(rebuild_sizes, n_seen),
-                              [rebuild_at(n) for n in rebuild_sizes], state, log_hyper)
+        log_hyper = switch_by_size(fit_at_sizes, n_seen, fit_at, state)
+        return switch_by_size(rebuild_sizes, n_seen, rebuild_at, state, log_hyper)
 
     def backend(self) -> Backend:
         return Backend("exact_bucket_gp", self.init, rank1_observe, predict, self.refit,

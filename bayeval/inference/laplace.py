@@ -54,11 +54,11 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from numpyro import handlers
 
 from bayeval.inference.base import Array, Backend, Prediction
-from bayeval.inference.exact import fit_sizes
+from bayeval.inference.exact import fit_sizes, observed_subset, switch_by_size
+from bayeval.inference.optimise import lbfgs_minimise
 from bayeval.models.bucket_gp import LIKELIHOODS, N0, bucket_gp_model, bucket_layout
 
 CLIP = 1e-3  # logit-normal: scores are clipped to [CLIP, 1 − CLIP] before the logit
@@ -148,10 +148,9 @@ class LaplaceState(NamedTuple):
     remaining: Array  # (B,) m_b
     count: Array  # (B,) n_b
     total: Array  # (B,) Σ y of the bucket's observations
-    observed_sum: Array  # () Σ of observed scores (score scale)
     item_bucket: Array  # (N,)
     observed: Array  # (N,) bool
-    scores: Array  # (N,)
+    scores: Array  # (N,) observed scores (0 elsewhere)
     log_hyper: Array  # (2,) log α, log β
     phi: Array  # (B, K)
     sizes: Array  # (B,)
@@ -264,7 +263,7 @@ def predict(lik: Likelihood, state: LaplaceState) -> Prediction:
     ep, varp, eq, J = marginal_moments(lik, state.mode, diag, state.noise)
     g = m * J
     vg = state.cov @ g
-    mean = (state.observed_sum + m @ ep) / n_items
+    mean = (jnp.sum(state.scores) + m @ ep) / n_items
     var = (m @ eq + g @ vg - jnp.sum(g * g * diag) + jnp.sum(m * m * varp)) / n_items**2
     item_var_b = eq + varp
     item_cov_b = (J * vg - m * J * J * diag + m * varp + eq) / n_items
@@ -339,7 +338,7 @@ class LaplaceBucketGP:
         return LaplaceState(
             mode=mu, cov=K, prior_mean=mu, prior_cov=K, noise=noise,
             remaining=jnp.asarray(layout.remaining), count=jnp.zeros(B), total=jnp.zeros(B),
-            observed_sum=jnp.zeros(()), item_bucket=jnp.asarray(layout.item_bucket),
+            item_bucket=jnp.asarray(layout.item_bucket),
             observed=jnp.zeros(n_items, bool), scores=jnp.zeros(n_items),
             log_hyper=log_hyper, phi=phi, sizes=sizes,
             nearly_unique=jnp.asarray(layout.nearly_unique))
@@ -352,7 +351,6 @@ class LaplaceBucketGP:
         return state._replace(
             mode=mode, cov=cov, count=state.count.at[b].add(1.0),
             total=state.total.at[b].add(y), remaining=state.remaining.at[b].add(-1.0),
-            observed_sum=state.observed_sum + score,
             observed=state.observed.at[item].set(True), scores=state.scores.at[item].set(score))
 
     def relinearise(self, state: LaplaceState) -> LaplaceState:
@@ -368,12 +366,8 @@ class LaplaceBucketGP:
         return state.noise[0] / state.sizes[0]
 
     def _optimise(self, state: LaplaceState, key: Array | None, size: int) -> Array:
-        seen = state.count > 0
-        priority = jnp.ones(seen.shape) if key is None else jax.random.uniform(key, seen.shape)
-        idx = jax.lax.top_k(jnp.where(seen, priority, -1.0), size)[1]
-        valid = seen[idx]
-        count = jnp.where(valid, state.count[idx], 0.0)
-        total = jnp.where(valid, state.total[idx], 0.0)
+        idx, count, total = observed_subset(state.count, state.total, key, size)
+        valid = count > 0
         phi, sizes = state.phi[idx], state.sizes[idx]
         sigma2 = self._sigma2(state)
         f0 = jax.lax.stop_gradient(state.mode[idx])
@@ -384,20 +378,8 @@ class LaplaceBucketGP:
             return -laplace_evidence(self.lik, mu, K, count, total, noise, f0,
                                      self.newton_steps)
 
-        solver = optax.lbfgs()
         start = jnp.asarray(self.start, jnp.float64)
-        value_and_grad = optax.value_and_grad_from_state(loss)
-
-        def body(carry, _):
-            params, opt_state = carry
-            value, grad = value_and_grad(params, state=opt_state)
-            updates, opt_state = solver.update(grad, opt_state, params, value=value,
-                                               grad=grad, value_fn=loss)
-            params = jnp.clip(optax.apply_updates(params, updates), -8.0, 8.0)
-            return (params, opt_state), None
-
-        params = jax.lax.scan(body, (start, solver.init(start)), None,
-                              length=self.lbfgs_steps)[0][0]
+        params = lbfgs_minimise(loss, start, self.lbfgs_steps, bounds=(-8.0, 8.0))
         ok = jnp.all(jnp.isfinite(params)) & jnp.isfinite(loss(params))
         return jnp.where(ok, params, state.log_hyper)
 
@@ -405,12 +387,8 @@ class LaplaceBucketGP:
         """Type-II ML (Laplace evidence) re-fit of (log α, log β), then a rebuild."""
         B = state.sizes.shape[0]
         cap = B if self.fit_buckets is None else min(self.fit_buckets, B)
-        sizes = fit_sizes(cap)
-        n_seen = jnp.sum(state.count > 0)
-        branches = [lambda s, size=size: self._optimise(s, key, size) for size in sizes]
-        pick = jnp.minimum(jnp.searchsorted(jnp.asarray(sizes), n_seen), len(sizes) - 1)
-        log_hyper = branches[0](state) if len(sizes) == 1 else jax.lax.switch(
-            pick, branches, state)
+        log_hyper = switch_by_size(fit_sizes(cap), jnp.sum(state.count > 0),
+                                   lambda size: lambda s: self._optimise(s, key, size), state)
         mu, K, noise = self.prior(state.phi, state.sizes, log_hyper, self._sigma2(state))
         mode, cov = laplace_posterior(self.lik, state.mode, mu, K, state.count, state.total,
                                       noise)

@@ -55,11 +55,9 @@ def _compiled_nuts(model: Callable, args: tuple, kwargs: dict, num_warmup: int,
     from numpyro.infer.hmc import hmc
     from numpyro.infer.util import initialize_model
 
-    shapes = jax.tree_util.tree_map(lambda x: (np.shape(x), str(x.dtype)),
-                                    (args, kwargs))
-    key = (model, repr(jax.tree_util.tree_structure(shapes)),
-           repr(jax.tree_util.tree_leaves(shapes)), num_warmup, num_samples, target_accept,
-           max_tree_depth)
+    leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
+    key = (model, treedef, tuple((x.shape, str(x.dtype)) for x in leaves), num_warmup,
+           num_samples, target_accept, max_tree_depth)
     if key in _COMPILED:
         return _COMPILED[key]
     info, potential_gen, postprocess_gen, _ = initialize_model(
