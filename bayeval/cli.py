@@ -111,7 +111,9 @@ def evaluate(
     retries: Annotated[int, typer.Option(
         help="Retries of a failing command before the item is left unevaluated.")] = 1,
     method: Annotated[str | None, typer.Option(
-        help="Evaluation method: bayesame (default), bayesame-rs, bayes-aipw or random.")
+        help="Evaluation method: bayesame (default), bayesame-rs, bayesame-laplace, "
+             "bayes-aipw, random or faq, optionally with parameters, e.g. "
+             "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval).")
     ] = None,
     epsilon: Annotated[float | None, typer.Option(
         help="Stop once the 95% interval is at most this wide (with bayesame, also once "
@@ -241,8 +243,12 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             journal = Path(f"bayeval-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
                     "retries": retries}
-        params = {} if epsilon is None else {"epsilon": epsilon}
-        session = Session(ref, target, method or DEFAULT_METHOD, method_params=params, seed=seed,
+        from bayeval.methods import parse_method_spec
+
+        name, params = parse_method_spec(method or DEFAULT_METHOD)
+        if epsilon is not None:
+            params["epsilon"] = epsilon
+        session = Session(ref, target, name, method_params=params, seed=seed,
                           journal=journal, max_items=max_items, reference_source=source,
                           extra=settings)
     with session:
@@ -268,6 +274,7 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             "true_score": truth,
             "covered": None if truth is None else bool(lower <= truth <= upper),
             "items_used": session.n_observed,
+            "items_evaluated": session.n_evaluated,
             "items_skipped": len(session.skipped),
             "n_items": session.n_items,
             "stopped": session.stop_reason,
@@ -434,6 +441,8 @@ def _print_result(r: dict[str, Any]) -> None:
         inside = "inside" if r["covered"] else "OUTSIDE"
         table.add_row("true score", f"{r['true_score']:.4f}  ({inside} the interval)")
     used = f"{r['items_used']} of {r['n_items']} ({r['items_used'] / r['n_items']:.1%})"
+    if r.get("items_evaluated", r["items_used"]) != r["items_used"]:
+        used += f" draws, {r['items_evaluated']} distinct items evaluated"
     if r["items_skipped"]:
         used += f", {r['items_skipped']} left unevaluated after failures"
     table.add_row("items used", used)
@@ -1106,6 +1115,48 @@ def bench_selection(
         raise _fail(str(exc)) from None
     print((out / "report.md").read_text())
     err.print(f"wrote {out}/accuracy.csv, selection.png, top_m.png, report.md")
+
+
+@bench_app.command("coverage")
+def bench_coverage(
+    suite: Annotated[str, typer.Option(
+        help="Bundled dataset or suite of datasets sharing models (a+b).")] = "ifeval+musr",
+    history: Annotated[str, typer.Option(
+        help="'full' (fully observed history) or 'mcar' (--full-rows whole rows, every "
+             "other entry kept with probability --p-obs).")] = "full",
+    budgets: Annotated[str, typer.Option(
+        help="Comma-separated budget shares of the items.")] = ",".join(
+        f"{b:g}" for b in (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25)),
+    seeds: Annotated[int, typer.Option(help="Seeds per new model.")] = 100,
+    val_seeds: Annotated[int, typer.Option(help="Seeds per validation model in tuning.")] = 5,
+    full_rows: Annotated[int, typer.Option(help="Fully observed rows (mcar).")] = 50,
+    p_obs: Annotated[float, typer.Option(help="Share of other entries kept (mcar).")] = 0.1,
+    split_seed: Annotated[int, typer.Option(help="Seed of the historical/new split.")] = 0,
+    out: Annotated[Path, typer.Option(help="Folder for results.csv, report.md, coverage.png "
+                                           "and the CV/tuning caches.")
+                   ] = Path("results/coverage"),
+) -> None:
+    """Seed 001's experiment: coverage, mean width and ESS multiplier over uniform of
+    FAQ's 95% interval (tuned and robust-default policy) per budget; models split 50/50
+    into history and new, everything tuned on historical models only. Finished budgets
+    are kept in OUT and skipped by a rerun."""
+    from bayeval.experiments.coverage import Setting, run_setting
+
+    try:
+        grid = [float(b) for b in budgets.split(",") if b.strip()]
+    except ValueError:
+        raise _fail(f"--budgets: not a comma-separated list of numbers: {budgets!r}") from None
+    if not grid or any(not 0 < b < 1 for b in grid):
+        raise _fail(f"--budgets: every budget must be a share in (0, 1), got {budgets!r}")
+    setting = Setting(suite, history, full_rows, p_obs, split_seed, seeds, val_seeds)
+    try:
+        run_setting(setting, grid, out,
+                    log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",
+                                               highlight=False))
+    except (BayevalError, ValueError) as exc:
+        raise _fail(str(exc)) from None
+    print((out / "report.md").read_text())
+    err.print(f"wrote {out}/results.csv, report.md, coverage.png")
 
 
 @bench_app.command("compression")

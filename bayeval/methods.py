@@ -39,6 +39,9 @@ def posterior_interval(state: Any, prediction: Prediction, z: float) -> tuple[Ar
 class Method:
     """One way to run an evaluation (see module docstring).
 
+    ``with_replacement``: the policy draws from all items every round, repeats included
+    (FAQ); a session answers a repeat from the score it already has.
+
     ``step`` (observe, predict, update the stopping state) and ``select`` are jitted once
     per Method object; :func:`make_method` caches Method objects so that sessions with the
     same configuration share compiled code.
@@ -52,6 +55,7 @@ class Method:
     params: dict[str, Any] = field(default_factory=dict)
     level: float = 0.95
     interval: Callable[[Any, Prediction, float], tuple[Array, Array]] = posterior_interval
+    with_replacement: bool = False
 
     def bounds(self, state: Any, prediction: Prediction) -> tuple[Array, Array]:
         """The ``level`` interval of R (unclipped)."""
@@ -264,6 +268,27 @@ def bayesame_laplace(likelihood: str = "bernoulli", epsilon: float = 0.02,
                   stop.two_condition(epsilon, epsilon1, window), params=params, level=level)
 
 
+def faq(budget: float = 0.1, beta0: float = 1.0, rho: float = 0.0, gamma: float = 0.0,
+        tau: float = 0.05, k: int = 8, weight_decay: float = 1.0, level: float = 0.95,
+        fit_seed: int = 0) -> Method:
+    """FAQ (seed 001; METHODS.md §3): the logistic factor model (rank ``k``, AdamW weight
+    decay ``weight_decay``) fitted on the reference matrix, online Laplace updates of the
+    new model's factor, the hybrid policy (β0, ρ, γ, τ) sampled with replacement, and the
+    Pro-Active Inference estimate with its Wald interval, for a fixed ``budget`` (rounds, or
+    a share of the items). Defaults: the robust (β0, τ) = (1.0, 0.05); ρ = γ = 0 and
+    (k, λ) = (8, 1.0) as tuned on IFEval+MuSR historical models
+    (docs/results/coverage)."""
+    from bayeval.faq import FAQBackend
+
+    rule = acq.faq_rule(budget, beta0, rho, gamma, tau)
+    backend = FAQBackend(rule, k, weight_decay, fit_seed).backend()
+    params = {"budget": budget, "beta0": beta0, "rho": rho, "gamma": gamma, "tau": tau,
+              "k": k, "weight_decay": weight_decay, "level": level, "fit_seed": fit_seed}
+    return Method("faq", backend, rule, acq.sample_with_replacement, stop.budget(budget),
+                  params=params, level=level, with_replacement=True)
+
+
+register_method("faq", faq)
 register_method("bayesame", bayesame)
 register_method("bayesame-laplace", bayesame_laplace)
 register_method("bayesame-rs", bayesame_rs)

@@ -332,6 +332,7 @@ class Session(JournalFile):
         self._observed = np.zeros(n, bool)
         self._skipped = np.zeros(n, bool)
         self._pending = np.zeros(n, bool)
+        self._scores = np.full(n, np.nan)
         self._n_events = 0
         self.observations: list[tuple[str, float]] = []
         self.skipped: list[tuple[str, str]] = []
@@ -379,7 +380,7 @@ class Session(JournalFile):
             item = str(event["item"])
             if kind == "tell":
                 j = self._checked_index(item, where)
-                if self._observed[j]:
+                if self._observed[j] and not self.method.with_replacement:
                     raise JournalError(f"{where}: item {item!r} recorded twice")
                 if event.get("n") != len(self.observations) + 1:
                     raise JournalError(f"{where}: observation number {event.get('n')} out of "
@@ -421,7 +422,7 @@ class Session(JournalFile):
             return f"stopping rule {self.method.stopping.name}"
         if self.max_items is not None and self.n_observed >= self.max_items:
             return f"budget of {self.max_items} items"
-        if not (~(self._observed | self._skipped)).any():
+        if not self.method.with_replacement and not (~(self._observed | self._skipped)).any():
             return "every item evaluated or skipped"
         return None
 
@@ -433,6 +434,8 @@ class Session(JournalFile):
         """
         if k < 1:
             raise SessionError(f"ask(k) needs k ≥ 1, got {k}")
+        if self.method.with_replacement:
+            return self._ask_with_replacement()
         if self.done:
             return []
         available = self._available()
@@ -446,10 +449,39 @@ class Session(JournalFile):
         self._pending[chosen] = True
         return [str(self.reference.items[j]) for j in chosen]
 
+    def _ask_with_replacement(self) -> list[str]:
+        """One item per round (the policy changes after every round). A draw of an item
+        already scored is a round too: it is recorded at once with the known score (a
+        journaled ``tell`` marked ``repeat``) and the next round is drawn."""
+        pending = np.flatnonzero(self._pending)
+        if pending.size:
+            return [str(self.reference.items[pending[0]])]
+        everything = np.ones(self.n_items, bool)
+        while not self.done:
+            j = int(np.asarray(self.method.select(self._prediction, everything, self._key,
+                                                  np.uint32(self._n_events), 1))[0])
+            if not self._observed[j]:
+                self._pending[j] = True
+                return [str(self.reference.items[j])]
+            item, score = str(self.reference.items[j]), self._scores[j]
+            self._append({"event": "tell", "n": self.n_observed + 1, "item": item,
+                          "score": score, "repeat": True})
+            self._apply_tell(j, score)
+        return []
+
+    @property
+    def n_evaluated(self) -> int:
+        """Distinct items scored (below :attr:`n_observed` when draws repeat items)."""
+        return int(self._observed.sum())
+
     def tell(self, item: str, score: float) -> None:
         """Record the target's score on ``item``: journaled (fsync) before it returns."""
         item = str(item)
         j = self._checked_index(item, "tell")
+        if self.method.with_replacement and not self._pending[j]:
+            raise SessionError(f"tell: item {item!r} was not asked; {self.method.name} "
+                               "needs the score of the item it drew (its estimate weighs "
+                               "each score by the draw's probability)")
         if self._observed[j]:
             raise SessionError(f"tell: item {item!r} was already observed")
         score = validate_score(score, f"tell: item {item!r}")
@@ -460,6 +492,10 @@ class Session(JournalFile):
         """Leave ``item`` unevaluated (its evaluation failed); journaled, never asked again."""
         item = str(item)
         j = self._checked_index(item, "skip")
+        if self.method.with_replacement:
+            raise SessionError(f"skip: {self.method.name} cannot leave item {item!r} "
+                               "unevaluated: its estimate needs the score of every drawn "
+                               "item; retry the evaluation or score the failure")
         if self._observed[j]:
             raise SessionError(f"skip: item {item!r} was already observed")
         self._append({"event": "skip", "item": item, "reason": reason})
@@ -472,6 +508,7 @@ class Session(JournalFile):
             jax.random.fold_in(self._refit_key, n))
         self._rule_says_stop = bool(stop)
         self._observed[j] = True
+        self._scores[j] = score
         self._pending[j] = False
         self._skipped[j] = False
         self._n_events += 1

@@ -48,3 +48,8 @@ def test_custom_priors_tutorial_runs(tmp_path):
     stdout = _run_tutorial("custom_priors", tmp_path)
     assert "latent sites: {'ability': (1,)}" in stdout and "refused: prior for 'skill'" in stdout
     assert "informed N(1.5, 0.5): R̂ = " in stdout and "default N(0, 1): R̂ = " in stdout
+
+
+def test_faq_custom_rule_tutorial_runs(tmp_path):
+    stdout = _run_tutorial("faq_custom_rule", tmp_path, "--models", "10", "--seeds", "4")
+    assert "new rule + floor τ=0.1" in stdout and "uniform (Poisson)" in stdout

@@ -11,6 +11,19 @@ from bayeval.acquisition.base import (
     uniform,
     uniform_floor,
 )
+from bayeval.acquisition.faq import (
+    blend,
+    budget_rounds,
+    exploration,
+    faq_rule,
+    hybrid_probabilities,
+    oracle_optimal,
+    power,
+    probabilities,
+    sample_with_replacement,
+    tempering,
+    variance_reduction,
+)
 from bayeval.acquisition.info_gain import bayesame_rule, info_gain, information_gain
 
 __all__ = [
@@ -18,12 +31,23 @@ __all__ = [
     "Rule",
     "argmax",
     "bayesame_rule",
+    "blend",
+    "budget_rounds",
+    "exploration",
+    "faq_rule",
+    "hybrid_probabilities",
     "info_gain",
     "information_gain",
     "mixture",
+    "oracle_optimal",
+    "power",
+    "probabilities",
     "sample",
+    "sample_with_replacement",
     "switch",
     "tempered",
+    "tempering",
     "uniform",
     "uniform_floor",
+    "variance_reduction",
 ]

@@ -73,18 +73,22 @@ def switch(condition, if_true: Rule, if_false: Rule) -> Rule:
 
 def _log_softmax(log_w: Array, available: Array) -> Array:
     masked = jnp.where(available, log_w, -jnp.inf)
-    return masked - jax.scipy.special.logsumexp(masked)
+    total = jax.scipy.special.logsumexp(masked)
+    return jnp.where(jnp.isfinite(total), masked - total, -jnp.inf)
 
 
-def mixture(rules: list[Rule], weights: list[float]) -> Rule:
+def mixture(rules: list[Rule], weights: list) -> Rule:
     """The distribution Σ_k w_k softmax(rule_k) over available items, as log-weights.
 
-    With :func:`sample` this draws from rule k with probability w_k (FAQ's hybrid policy
-    mixes its oracle and active parts this way)."""
-    w = jnp.asarray(weights, jnp.float64)
-    w = w / w.sum()
+    A weight is a number or a function of the :class:`Prediction` (a schedule, e.g. of the
+    round ``n``); weights are normalised to sum to 1. With :func:`sample` this draws from
+    rule k with probability w_k (FAQ's hybrid policy mixes its oracle and active parts this
+    way, :mod:`bayeval.acquisition.faq`)."""
 
     def rule(prediction: Prediction, available: Array) -> Array:
+        w = jnp.stack([jnp.asarray(x(prediction) if callable(x) else x, jnp.float64)
+                       for x in weights])
+        w = w / w.sum()
         parts = jnp.stack([_log_softmax(r(prediction, available), available) for r in rules])
         return jax.scipy.special.logsumexp(parts + jnp.log(w)[:, None], axis=0)
 

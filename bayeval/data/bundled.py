@@ -24,7 +24,12 @@ def list_datasets() -> list[str]:
 
 
 def load_dataset(name: str) -> ScoreMatrix:
-    """Load a bundled dataset by name (``ifeval``, ``musr``, ``arc_challenge``, ...)."""
+    """Load a bundled dataset by name (``ifeval``, ``musr``, ``arc_challenge``, ...).
+
+    ``"a+b+…"`` is a suite: the items of every named dataset side by side, for the models
+    they share (in the first dataset's order), e.g. ``ifeval+musr`` (448 × 1297)."""
+    if "+" in name:
+        return _load_suite(name)
     names = list_datasets()
     if name not in names:
         raise DataError(f"unknown dataset {name!r} (bundled: {', '.join(names)})")
@@ -34,6 +39,16 @@ def load_dataset(name: str) -> ScoreMatrix:
     meta = {k: str(v) for k, v in arrays.items() if np.ndim(v) == 0}
     return ScoreMatrix(arrays["scores"], number_repeated_ids(arrays["models"]), arrays["items"],
                        name=name, metadata=meta)
+
+
+def _load_suite(name: str) -> ScoreMatrix:
+    parts = [load_dataset(part) for part in name.split("+")]
+    models = [m for m in parts[0].models if all(m in set(p.models) for p in parts[1:])]
+    if not models:
+        raise DataError(f"suite {name!r}: its datasets share no model")
+    scores = np.concatenate([p.scores[[p.model_index(m) for m in models]] for p in parts], 1)
+    items = np.concatenate([p.items for p in parts])
+    return ScoreMatrix(scores, models, items, name=name, metadata={"suite": name})
 
 
 def number_repeated_ids(ids: np.ndarray) -> list[str]:

@@ -44,6 +44,11 @@ over the observed buckets only (the GP prior of a set of buckets is the marginal
 full one, so unobserved buckets drop out exactly), gathered into padded slots of a few
 static sizes; L-BFGS on (log α, log β) from α = β = 1, differentiating through a fixed
 number of Newton steps. The posterior is then rebuilt at the new (α, β).
+
+**FAQ's factor posterior.** The online Laplace update of a new model's factor under the
+logistic factor model (seed 001 App. A.3) lives in
+:mod:`bayeval.inference.factor_laplace` and is re-exported here (``factor_start``,
+``laplace_update``, ``factor_prediction``).
 """
 
 from __future__ import annotations
@@ -58,6 +63,12 @@ from numpyro import handlers
 
 from bayeval.inference.base import Array, Backend, Prediction
 from bayeval.inference.exact import fit_sizes, observed_subset, switch_by_size
+from bayeval.inference.factor_laplace import (  # noqa: F401  (re-exported)
+    FactorPosterior,
+    factor_prediction,
+    factor_start,
+    laplace_update,
+)
 from bayeval.inference.optimise import lbfgs_minimise
 from bayeval.models.bucket_gp import LIKELIHOODS, N0, bucket_gp_model, bucket_layout
 

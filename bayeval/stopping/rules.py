@@ -71,13 +71,28 @@ def min_observations(n_min: int) -> StoppingRule:
     return StoppingRule(f"min_observations({n_min})", lambda: (), update)
 
 
-def budget(n_max: int) -> StoppingRule:
-    """Stop once ``n_max`` items are observed (use inside :func:`any_of`)."""
+def budget_rounds(budget: float, n_items: int) -> int:
+    """Rounds T of a budget: an integer ≥ 1 is a count, a number in (0, 1) a share of
+    the N items (round(share · N), at least 1)."""
+    if budget >= 1:
+        if budget != int(budget):
+            raise ValueError(f"a budget ≥ 1 must be a whole number of items, got {budget}")
+        return int(budget)
+    if budget <= 0:
+        raise ValueError(f"budget must be positive, got {budget}")
+    return max(1, round(budget * n_items))
+
+
+def budget(n_max: float) -> StoppingRule:
+    """Stop once ``n_max`` items are observed (use inside :func:`any_of`); a number in
+    (0, 1) is a share of the items (:func:`budget_rounds`)."""
+    budget_rounds(n_max, 1)  # validates
 
     def update(state, prediction: Prediction, bounds: Bounds):
-        return state, prediction.n >= n_max
+        n_items = prediction.item_mean.shape[-1] if n_max < 1 else 1
+        return state, prediction.n >= budget_rounds(n_max, n_items)
 
-    return StoppingRule(f"budget({n_max})", lambda: (), update)
+    return StoppingRule(f"budget({n_max:g})", lambda: (), update)
 
 
 def _combine(rules: tuple[StoppingRule, ...], reduce, word: str) -> StoppingRule:

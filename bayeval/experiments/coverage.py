@@ -1,0 +1,295 @@
+"""FAQ's coverage experiment (seed 001 §4; METHODS.md §3) on the bundled data.
+
+Protocol, for one suite and one kind of history:
+
+1. The models are split at random (seeded) into historical and new halves. The historical
+   matrix H is used fully observed, or MCAR-masked: ``n_full_obs`` rows kept whole, every
+   other entry kept with probability ``p_obs``.
+2. H's rows are split 80/20 into train and validation models. (k, λ) are chosen by 5-fold
+   cross-validation on H_train with the 1-SE rule (:func:`~bayeval.models.factor.
+   cross_validate`); the policy's (β0, ρ, γ, τ) are tuned per budget on the validation
+   models (their complete rows, as queries made for tuning; ``val_seeds`` seeds each) with
+   factors fitted on H_train, minimising the mean interval width. The robust default fixes
+   (β0, τ) = (1.0, 0.05) and tunes only (ρ, γ) the same way. Nothing about the new models
+   is used.
+3. Factors are refitted on all of H; FAQ (tuned and default) runs ``seeds`` times on every
+   new model at every budget, drawing from its complete row; the uniform baseline is
+   Poisson sampling with π = T/N (:func:`~bayeval.estimators.pai.horvitz_thompson_uniform`).
+4. Per budget and method: coverage of the 95% interval of R* (mean over models and seeds),
+   mean width, and the ESS multiplier (mean width of uniform / mean width of the method)²,
+   the widths averaged over models within a seed and the ratio over seeds.
+
+Every finished (budget, method) is appended to ``results.csv`` at once and skipped by a
+rerun with the same settings; the CV and tuning results are cached the same way.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayeval.data import load_dataset
+from bayeval.errors import DataError
+from bayeval.estimators.pai import finite_bank_target, horvitz_thompson_uniform, wald_interval
+from bayeval.experiments.figures import panel_grid
+from bayeval.faq import HybridParams, simulate_hybrid
+from bayeval.models.factor import cross_validate, factor_prior, fit_factors
+from bayeval.stopping.rules import budget_rounds
+
+BUDGETS = tuple(round(0.025 * i, 4) for i in range(1, 11))
+GRID = {"beta0": (0.5, 1.0), "rho": (0.0, 0.25, 0.5), "gamma": (0.0, 0.25),
+        "tau": (0.05, 0.2)}
+DEFAULT = {"beta0": 1.0, "tau": 0.05}
+LEVEL = 0.95
+# seed 001's five-benchmark suite (reference/faq_faq_summary.csv), fully observed history
+AUTHORS_ESS = {0.025: 3.05, 0.1: 4.10, 0.25: 4.13}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One experiment: suite, history kind and seeds."""
+
+    suite: str = "ifeval+musr"
+    history: str = "full"  # or "mcar"
+    n_full_obs: int = 50
+    p_obs: float = 0.1
+    split_seed: int = 0
+    seeds: int = 100
+    val_seeds: int = 5
+    val_fraction: float = 0.2
+
+    def key(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+@dataclass(frozen=True)
+class Data:
+    history: np.ndarray  # historical scores as used (NaN = masked)
+    train: np.ndarray  # row indices into history
+    val: np.ndarray
+    val_truth: np.ndarray  # complete rows of the validation models
+    new: np.ndarray  # complete rows of the new models
+
+
+def prepare(setting: Setting) -> Data:
+    """The split and the (masked) history of the module docstring, step 1–2."""
+    matrix = load_dataset(setting.suite)
+    scores = matrix.scores
+    if np.isnan(scores).any():
+        raise DataError(f"{setting.suite}: the coverage experiment needs a complete matrix")
+    if matrix.kind != "binary":
+        raise DataError(f"{setting.suite}: FAQ's factor model needs binary scores")
+    rng = np.random.default_rng(setting.split_seed)
+    order = rng.permutation(matrix.n_models)
+    half = matrix.n_models // 2
+    hist, new = scores[order[:half]], scores[order[half:]]
+    history = hist.copy()
+    if setting.history == "mcar":
+        full = rng.choice(half, size=min(setting.n_full_obs, half), replace=False)
+        hide = rng.random(history.shape) >= setting.p_obs
+        hide[full] = False
+        history[hide] = np.nan
+    elif setting.history != "full":
+        raise ValueError(f"history must be 'full' or 'mcar', got {setting.history!r}")
+    rows = rng.permutation(half)
+    n_val = max(1, round(setting.val_fraction * half))
+    val = np.sort(rows[:n_val])
+    return Data(history, np.sort(rows[n_val:]), val, hist[val], new)
+
+
+def run_widths(v: np.ndarray, mean0: np.ndarray, cov0: np.ndarray, truth_rows: np.ndarray,
+               seeds: int, params: HybridParams, rounds: int, seed_offset: int = 0
+               ) -> pd.DataFrame:
+    """FAQ on every row × seed: one line per run with covered, width, distinct items."""
+    n_rows = truth_rows.shape[0]
+    targets = np.tile(np.arange(n_rows), seeds)
+    seed_of = np.repeat(np.arange(seeds), n_rows)
+    run_seeds = seed_offset + seed_of * n_rows + targets
+    out = simulate_hybrid(v, mean0, cov0, truth_rows, targets, run_seeds, params, rounds)
+    lo, hi = (np.asarray(x) for x in wald_interval(out.theta, out.var, LEVEL))
+    truth = np.asarray(finite_bank_target(truth_rows))[targets]
+    return pd.DataFrame({"model": targets, "seed": seed_of, "theta": out.theta,
+                         "covered": (lo <= truth) & (truth <= hi), "width": hi - lo,
+                         "distinct": out.distinct})
+
+
+def uniform_widths(truth_rows: np.ndarray, seeds: int, rounds: int, seed: int) -> pd.DataFrame:
+    """The Poisson-sampling baseline with π = T/N on every row × seed."""
+    n_rows, n_items = truth_rows.shape
+    pi = rounds / n_items
+    rng = np.random.default_rng(seed)
+    frames = []
+    for s in range(seeds):
+        kept = rng.random((n_rows, n_items)) < pi
+        theta, var = horvitz_thompson_uniform(truth_rows, kept, pi)
+        lo, hi = (np.asarray(x) for x in wald_interval(theta, var, LEVEL))
+        truth = truth_rows.mean(1)
+        frames.append(pd.DataFrame({"model": np.arange(n_rows), "seed": s, "theta": theta,
+                                    "covered": (lo <= truth) & (truth <= hi),
+                                    "width": hi - lo, "distinct": kept.sum(1)}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def summarise(runs: pd.DataFrame, uniform: pd.DataFrame) -> dict[str, float]:
+    """Coverage (± SE over models: runs of one model are not independent of its
+    difficulty), mean width and the ESS multiplier over uniform (per seed, then mean)."""
+    per_model = runs.groupby("model")["covered"].mean()
+    w_method = runs.groupby("seed")["width"].mean()
+    w_uniform = uniform.groupby("seed")["width"].mean()
+    ess = (w_uniform / w_method) ** 2
+    return {"coverage": float(runs["covered"].mean()),
+            "coverage_se": float(per_model.std(ddof=1) / np.sqrt(len(per_model))),
+            "mean_width": float(runs["width"].mean()),
+            "ess_multiplier": float(ess.mean()),
+            "ess_multiplier_se": float(ess.std(ddof=1) / np.sqrt(len(ess))),
+            "distinct_items": float(runs["distinct"].mean())}
+
+
+def grid_configs(grid: dict[str, Sequence[float]]) -> list[HybridParams]:
+    return [HybridParams(*c) for c in itertools.product(
+        grid["beta0"], grid["rho"], grid["gamma"], grid["tau"])]
+
+
+def tune(data: Data, k: int, weight_decay: float, budgets: Sequence[float],
+         setting: Setting, grid: dict[str, Sequence[float]], cache: Path,
+         log: Callable[[str], None]) -> pd.DataFrame:
+    """Mean validation width of every grid configuration at every budget (cached)."""
+    if cache.exists():
+        table = pd.read_csv(cache)
+        if set(budgets) <= set(table["budget"].round(4)):
+            return table
+    fit = fit_factors(data.history[data.train], k, weight_decay, seed=setting.split_seed)
+    mean0, cov0 = factor_prior(fit.U)
+    n_items = data.history.shape[1]
+    rows = []
+    for budget in budgets:
+        t0 = time.time()
+        rounds = budget_rounds(budget, n_items)
+        for params in grid_configs(grid):
+            runs = run_widths(fit.V, mean0, cov0, data.val_truth, setting.val_seeds, params,
+                              rounds, seed_offset=10**6)
+            rows.append({"budget": budget, **params._asdict(),
+                         "val_width": runs["width"].mean(),
+                         "val_coverage": runs["covered"].mean()})
+        log(f"tuned budget {budget:g} ({len(grid_configs(grid))} configurations, "
+            f"{time.time() - t0:.0f} s)")
+    table = pd.DataFrame(rows)
+    table.to_csv(cache, index=False)
+    return table
+
+
+def choose(tuning: pd.DataFrame, budget: float, fixed: dict[str, float] | None = None
+           ) -> HybridParams:
+    """The configuration of least validation width at ``budget`` (among those matching
+    ``fixed``)."""
+    table = tuning[np.isclose(tuning["budget"], budget)]
+    for name, value in (fixed or {}).items():
+        table = table[np.isclose(table[name], value)]
+    best = table.loc[table["val_width"].idxmin()]
+    return HybridParams(*(float(best[f]) for f in HybridParams._fields))
+
+
+def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path = Path("."),
+                grid: dict[str, Sequence[float]] | None = None,
+                log: Callable[[str], None] = print) -> pd.DataFrame:
+    """The whole experiment of the module docstring for one setting; returns (and keeps in
+    ``out/results.csv``) one row per budget and method."""
+    grid = grid or GRID
+    out.mkdir(parents=True, exist_ok=True)
+    meta_path = out / "setting.json"
+    if meta_path.exists() and json.loads(meta_path.read_text())["setting"] != setting.key():
+        raise DataError(f"{out} holds results of another setting; choose another --out")
+    data = prepare(setting)
+    cv_path = out / "cv.json"
+    if cv_path.exists():
+        cv = json.loads(cv_path.read_text())
+    else:
+        t0 = time.time()
+        result = cross_validate(data.history[data.train], seed=setting.split_seed, log=log)
+        cv = {"k": result.k, "weight_decay": result.weight_decay, "table": result.rows(),
+              "seconds": time.time() - t0}
+        cv_path.write_text(json.dumps(cv, indent=1))
+    k, lam = int(cv["k"]), float(cv["weight_decay"])
+    log(f"factor model: k = {k}, λ = {lam:g} (5-fold CV, 1-SE rule)")
+    meta_path.write_text(json.dumps({"setting": setting.key(), "k": k, "weight_decay": lam}))
+    tuning = tune(data, k, lam, budgets, setting, grid, out / "tuning.csv", log)
+    fit = fit_factors(data.history, k, lam, seed=setting.split_seed)
+    mean0, cov0 = factor_prior(fit.U)
+    n_items = data.new.shape[1]
+    results_path = out / "results.csv"
+    done = pd.read_csv(results_path) if results_path.exists() else pd.DataFrame()
+    for budget in budgets:
+        rounds = budget_rounds(budget, n_items)
+        uniform = uniform_widths(data.new, setting.seeds, rounds, seed=int(budget * 1e4))
+        for method, fixed in (("FAQ (tuned)", None), ("FAQ (default)", DEFAULT)):
+            if len(done) and ((np.isclose(done["budget"], budget)) &
+                              (done["method"] == method)).any():
+                continue
+            params = choose(tuning, budget, fixed)
+            same = done[np.isclose(done["budget"], budget) & done["method"].str.startswith(
+                "FAQ")] if len(done) else done
+            same = same[np.all([np.isclose(same[f], v) for f, v in params._asdict().items()],
+                               axis=0)] if len(same) else same
+            if len(same):  # the default is the tuned configuration: same runs
+                row = {**same.iloc[0].to_dict(), "method": method}
+            else:
+                t0 = time.time()
+                runs = run_widths(fit.V, mean0, cov0, data.new, setting.seeds, params, rounds)
+                row = {"suite": setting.suite, "history": setting.history, "budget": budget,
+                       "rounds": rounds, "method": method, **params._asdict(),
+                       **summarise(runs, uniform), "seconds": time.time() - t0,
+                       "runs": len(runs)}
+            done = pd.concat([done, pd.DataFrame([row])], ignore_index=True)
+            done.to_csv(results_path, index=False)
+            log(f"{method} at {budget:.1%}: coverage {row['coverage']:.4f}, width "
+                f"{row['mean_width']:.4f}, ESS ×{row['ess_multiplier']:.2f} "
+                f"({row['seconds']:.0f} s, {row['runs']} runs)")
+        if not ((np.isclose(done["budget"], budget)) & (done["method"] == "uniform")).any():
+            row = {"suite": setting.suite, "history": setting.history, "budget": budget,
+                   "rounds": rounds, "method": "uniform", **summarise(uniform, uniform)}
+            done = pd.concat([done, pd.DataFrame([row])], ignore_index=True)
+            done.to_csv(results_path, index=False)
+    write_report(done, setting, cv, out)
+    return done
+
+
+def write_report(results: pd.DataFrame, setting: Setting, cv: dict, out: Path) -> None:
+    """``report.md`` (tables) and ``coverage.png`` (coverage and ESS against the budget)."""
+    lines = [f"# FAQ coverage: {setting.suite}, {setting.history} history",
+             "", f"Setting: `{setting.key()}`", "",
+             f"Factor model: k = {cv['k']}, λ = {cv['weight_decay']:g} (5-fold CV over "
+             "historical training models, 1-SE rule).", "",
+             "| budget | method | (β0, ρ, γ, τ) | coverage | ± SE | mean width | ESS × | "
+             "distinct items |", "|---|---|---|---|---|---|---|---|"]
+    for _, r in results.sort_values(["budget", "method"]).iterrows():
+        params = ("–" if r["method"] == "uniform" else
+                  f"({r['beta0']:g}, {r['rho']:g}, {r['gamma']:g}, {r['tau']:g})")
+        lines.append(f"| {r['budget']:.1%} | {r['method']} | {params} | {r['coverage']:.4f} | "
+                     f"{r['coverage_se']:.4f} | {r['mean_width']:.4f} | "
+                     f"{r['ess_multiplier']:.2f} | {r['distinct_items']:.1f} |")
+    lines += ["", "CV accuracy (held-out entries of held-out models):", "", *cv["table"]]
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    fig, (ax_cov, ax_ess) = panel_grid(2, 2, 4.5, 3.4)
+    for method, part in results.groupby("method"):
+        part = part.sort_values("budget")
+        ax_cov.errorbar(part["budget"] * 100, part["coverage"], yerr=part["coverage_se"],
+                        marker="o", label=method, capsize=2)
+        ax_ess.plot(part["budget"] * 100, part["ess_multiplier"], marker="o", label=method)
+    ax_cov.axhspan(0.94, 0.96, color="0.9")
+    ax_cov.axhline(LEVEL, color="k", lw=0.8)
+    ax_cov.set(xlabel="budget (% of items)", ylabel="coverage of the 95% interval",
+               title=f"{setting.suite}, {setting.history} history")
+    ax_ess.set(xlabel="budget (% of items)", ylabel="ESS multiplier over uniform")
+    if setting.history == "full":
+        ax_ess.plot([b * 100 for b in AUTHORS_ESS], list(AUTHORS_ESS.values()), "k^",
+                    label="seed 001, 5-benchmark suite")
+    ax_ess.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "coverage.png", dpi=120)

@@ -1,0 +1,84 @@
+"""Online Laplace posterior of a new model's factor under the logistic factor model
+(seed 001 §3.1 "Online Laplace updates", App. A.2.1/A.3; METHODS.md §3).
+
+The item factors V (N, k) are fixed from the historical fit
+(:mod:`bayeval.models.factor`); the new model's factor has the Gaussian approximation
+u ~ N(û, Σ), starting at the historical mean and covariance. After observing z ∈ {0, 1} on
+item I, with p̂_I = σ(ûᵀ v_I) and w = p̂_I (1 − p̂_I):
+
+    Σ ← Σ − w Σ v_I v_Iᵀ Σ / (1 + w v_Iᵀ Σ v_I)          (= (Σ⁻¹ + w v_I v_Iᵀ)⁻¹)
+    û ← û + Σ (z − p̂_I) v_I                              (Σ already updated)
+
+which is one Newton step on log N(u; û, Σ) + log p(z | u) from u = û. Every function is
+pure; the state also carries s_j = v_jᵀ Σ v_j for all items, kept up to date in O(N k)
+per observation instead of O(N k²).
+
+:func:`factor_prediction` summarises the state as the
+:class:`~bayeval.inference.base.Prediction` that acquisition rules read, linearising
+R = (1/N) Σ_j σ(uᵀ v_j) around û (g = (1/N) Σ_j w_j v_j):
+
+    item_mean_j = p̂_j,   item_var_j = w_j (1 + w_j s_j)   (Bernoulli noise + latent),
+    item_cov_j = Cov(R, s_j) = w_j vᵀ_j Σ g,   mean = (1/N) Σ p̂_j,   var = gᵀ Σ g,
+
+so that item_cov_j² / item_var_j = w_j (v_jᵀ Σ g)² / (1 + w_j s_j) is FAQ's active
+variance-reduction score d_j.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from bayeval.inference.base import Array, Prediction
+
+P_CLIP = 1e-12
+
+
+class FactorPosterior(NamedTuple):
+    """u ~ N(mean, cov); ``latent_var`` (N,) = v_jᵀ cov v_j; ``n`` observations so far."""
+
+    mean: Array
+    cov: Array
+    latent_var: Array
+    n: Array
+
+
+def probabilities(mean: Array, item_factors: Array) -> Array:
+    """p̂_j = σ(ûᵀ v_j), clamped to [1e-12, 1 − 1e-12]."""
+    return jnp.clip(jax.nn.sigmoid(item_factors @ mean), P_CLIP, 1.0 - P_CLIP)
+
+
+def factor_start(mean: Array, cov: Array, item_factors: Array) -> FactorPosterior:
+    """The prior N(û0, Σ0) as a posterior state."""
+    mean, cov = jnp.asarray(mean), jnp.asarray(cov)
+    latent_var = jnp.einsum("jk,kl,jl->j", item_factors, cov, item_factors)
+    return FactorPosterior(mean, cov, latent_var, jnp.zeros((), jnp.int32))
+
+
+def laplace_update(state: FactorPosterior, item_factors: Array, item: Array,
+                   z: Array) -> FactorPosterior:
+    """The online Laplace update after observing ``z`` on ``item`` (module docstring)."""
+    v = item_factors[item]
+    p = jnp.clip(jax.nn.sigmoid(v @ state.mean), P_CLIP, 1.0 - P_CLIP)
+    w = p * (1.0 - p)
+    sv = state.cov @ v
+    denom = 1.0 + w * (v @ sv)
+    cov = state.cov - (w / denom) * jnp.outer(sv, sv)
+    mean = state.mean + (z - p) * (sv / denom)  # Σ_new v = Σ v / (1 + w vᵀΣv)
+    latent_var = state.latent_var - (w / denom) * (item_factors @ sv) ** 2
+    return FactorPosterior(mean, cov, latent_var, state.n + 1)
+
+
+def factor_prediction(state: FactorPosterior, item_factors: Array) -> Prediction:
+    """The linearised posterior summary of the module docstring."""
+    p = probabilities(state.mean, item_factors)
+    w = p * (1.0 - p)
+    n_items = item_factors.shape[0]
+    g = (w @ item_factors) / n_items
+    sigma_g = state.cov @ g
+    return Prediction(
+        mean=p.mean(), var=g @ sigma_g, item_mean=p,
+        item_var=w * (1.0 + w * state.latent_var), item_cov=w * (item_factors @ sigma_g),
+        n=state.n, nearly_unique=jnp.ones((), bool))
