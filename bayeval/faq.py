@@ -118,11 +118,19 @@ class FAQBackend:
 
 
 class Outcome(NamedTuple):
-    """Per run: the PAI estimate, its variance, and the number of distinct items drawn."""
+    """Per run: the PAI estimate, its variance (bayeval's, centred at the estimate), the
+    variance in the authors' form (centred at A), and the number of distinct items drawn."""
 
     theta: Array
     var: Array
+    var_ht: Array
     distinct: Array
+
+
+def _outcome(pai: PAIState, n_items: int, seen: Array) -> Outcome:
+    theta, var = pai_estimate(pai, n_items, "estimate")
+    _, var_ht = pai_estimate(pai, n_items, "ht")
+    return Outcome(theta, var, var_ht, seen.sum(-1))
 
 
 @functools.partial(jax.jit, static_argnames=("make_rule", "rounds"))
@@ -146,8 +154,7 @@ def _simulate(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
 
         init = (start(mean0, cov0, item_factors), jnp.zeros(n_items, bool))
         (state, seen), _ = jax.lax.scan(step, init, jnp.arange(rounds))
-        theta, var = pai_estimate(state.pai, n_items)
-        return Outcome(theta, var, seen.sum())
+        return _outcome(state.pai, n_items, seen)
 
     return jax.vmap(one)(targets, keys)
 
@@ -252,8 +259,7 @@ def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
     init = (tile(prior.mean), tile(prior.cov), tile(prior.latent_var),
             jax.tree.map(tile, pai_start()), jnp.zeros((batch, n_items), bool))
     (_, _, _, pai, seen), _ = jax.lax.scan(step, init, jnp.arange(rounds, dtype=jnp.float64))
-    theta, var = jax.vmap(pai_estimate, in_axes=(0, None))(pai, n_items)
-    return Outcome(theta, var, seen.sum(1))
+    return jax.vmap(_outcome, in_axes=(0, None, 0))(pai, n_items, seen)
 
 
 def simulate_hybrid(item_factors: np.ndarray, mean0: np.ndarray, cov0: np.ndarray,

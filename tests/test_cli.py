@@ -189,3 +189,21 @@ def test_diagnose_prints_diagnostics_and_plots(tmp_path):
         assert (tmp_path / name).stat().st_size > 10_000
     bad = _invoke("diagnose", "--model", "irt-3pl")
     assert bad.exit_code == 2 and "unknown model 'irt-3pl'" in bad.output
+
+
+def test_bench_coverage_refuses_bad_budgets_in_one_line(tmp_path):
+    result = _invoke("bench", "coverage", "--budgets", "0.1,2", "--out", str(tmp_path))
+    assert result.exit_code == 2 and "every budget must be a share in (0, 1)" in result.output
+    result = _invoke("bench", "coverage", "--budgets", "a", "--out", str(tmp_path))
+    assert result.exit_code == 2 and "not a comma-separated list" in result.output
+    result = _invoke("bench", "coverage", "--history", "partial", "--out", str(tmp_path))
+    assert result.exit_code == 2 and "history must be 'full' or 'mcar'" in result.output
+
+
+def test_evaluate_with_faq_draws_a_fixed_budget():
+    result = _invoke("evaluate", "--dataset", "ifeval", "--method", "faq(budget=20, k=2)",
+                     "--json", "-q")
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.output)
+    assert r["method"] == "faq" and r["items_used"] == 20 and r["items_evaluated"] <= 20
+    assert 0.0 <= r["lower"] <= r["estimate"] <= r["upper"] <= 1.0

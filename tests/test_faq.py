@@ -66,14 +66,17 @@ def test_pai_reduces_to_uniform_sampling_with_constant_predictions():
         state = pai_start()
         for zi in z:
             state = pai_update(state, zi, constant, 1.0 / n_items, constant * n_items)
-        theta, var = pai_estimate(state, n_items)
         # the uniform with-replacement (Hansen–Hurwitz) estimator: the sample mean, and
-        # its variance estimate (1/T) · (1/T) Σ (z − z̄)²
-        assert float(theta) == pytest.approx(z.mean(), abs=1e-12)
-        assert float(var) == pytest.approx(np.mean((z - z.mean()) ** 2) / rounds, abs=1e-12)
-        batch = pai_from_rounds(z, np.full(rounds, constant), np.full(rounds, 1 / n_items),
-                                np.full(rounds, constant * n_items), n_items)
-        np.testing.assert_allclose(batch, (theta, var), atol=1e-12)
+        # its variance estimate S²/T, S² the sample variance (1/(T − 1); the authors'
+        # form: 1/T)
+        for centre, dof in (("estimate", rounds - 1), ("ht", rounds)):
+            theta, var = pai_estimate(state, n_items, centre)
+            assert float(theta) == pytest.approx(z.mean(), abs=1e-12)
+            s2 = np.sum((z - z.mean()) ** 2) / dof
+            assert float(var) == pytest.approx(s2 / rounds, abs=1e-12)
+            batch = pai_from_rounds(z, np.full(rounds, constant), np.full(rounds, 1 / n_items),
+                                    np.full(rounds, constant * n_items), n_items, centre)
+            np.testing.assert_allclose(batch, (theta, var), atol=1e-12)
 
 
 def test_pai_is_unbiased_under_an_adaptive_policy_by_enumeration():

@@ -113,11 +113,14 @@ def run_widths(v: np.ndarray, mean0: np.ndarray, cov0: np.ndarray, truth_rows: n
     seed_of = np.repeat(np.arange(seeds), n_rows)
     run_seeds = seed_offset + seed_of * n_rows + targets
     out = simulate_hybrid(v, mean0, cov0, truth_rows, targets, run_seeds, params, rounds)
-    lo, hi = (np.asarray(x) for x in wald_interval(out.theta, out.var, LEVEL))
     truth = np.asarray(finite_bank_target(truth_rows))[targets]
-    return pd.DataFrame({"model": targets, "seed": seed_of, "theta": out.theta,
-                         "covered": (lo <= truth) & (truth <= hi), "width": hi - lo,
-                         "distinct": out.distinct})
+    frame = pd.DataFrame({"model": targets, "seed": seed_of, "theta": out.theta,
+                          "distinct": out.distinct})
+    for suffix, var in (("", out.var), ("_ht", out.var_ht)):
+        lo, hi = (np.asarray(x) for x in wald_interval(out.theta, var, LEVEL))
+        frame["covered" + suffix] = (lo <= truth) & (truth <= hi)
+        frame["width" + suffix] = hi - lo
+    return frame
 
 
 def uniform_widths(truth_rows: np.ndarray, seeds: int, rounds: int, seed: int) -> pd.DataFrame:
@@ -137,19 +140,23 @@ def uniform_widths(truth_rows: np.ndarray, seeds: int, rounds: int, seed: int) -
     return pd.concat(frames, ignore_index=True)
 
 
-def summarise(runs: pd.DataFrame, uniform: pd.DataFrame) -> dict[str, float]:
+def summarise(runs: pd.DataFrame, uniform: pd.DataFrame, suffix: str = "") -> dict[str, float]:
     """Coverage (± SE over models: runs of one model are not independent of its
-    difficulty), mean width and the ESS multiplier over uniform (per seed, then mean)."""
-    per_model = runs.groupby("model")["covered"].mean()
-    w_method = runs.groupby("seed")["width"].mean()
+    difficulty), mean width and the ESS multiplier over uniform (per seed, then mean), of
+    the interval in columns ``covered{suffix}``/``width{suffix}`` (suffix "_ht": the
+    authors' variance form)."""
+    per_model = runs.groupby("model")["covered" + suffix].mean()
+    w_method = runs.groupby("seed")["width" + suffix].mean()
     w_uniform = uniform.groupby("seed")["width"].mean()
     ess = (w_uniform / w_method) ** 2
-    return {"coverage": float(runs["covered"].mean()),
-            "coverage_se": float(per_model.std(ddof=1) / np.sqrt(len(per_model))),
-            "mean_width": float(runs["width"].mean()),
-            "ess_multiplier": float(ess.mean()),
-            "ess_multiplier_se": float(ess.std(ddof=1) / np.sqrt(len(ess))),
-            "distinct_items": float(runs["distinct"].mean())}
+    out = {"coverage": float(runs["covered" + suffix].mean()),
+           "coverage_se": float(per_model.std(ddof=1) / np.sqrt(len(per_model))),
+           "mean_width": float(runs["width" + suffix].mean()),
+           "ess_multiplier": float(ess.mean()),
+           "ess_multiplier_se": float(ess.std(ddof=1) / np.sqrt(len(ess)))}
+    if not suffix:
+        out["distinct_items"] = float(runs["distinct"].mean())
+    return {key + suffix: value for key, value in out.items()}
 
 
 def grid_configs(grid: dict[str, Sequence[float]]) -> list[HybridParams]:
@@ -244,13 +251,15 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
                 runs = run_widths(fit.V, mean0, cov0, data.new, setting.seeds, params, rounds)
                 row = {"suite": setting.suite, "history": setting.history, "budget": budget,
                        "rounds": rounds, "method": method, **params._asdict(),
-                       **summarise(runs, uniform), "seconds": time.time() - t0,
-                       "runs": len(runs)}
+                       **summarise(runs, uniform), **summarise(runs, uniform, "_ht"),
+                       "seconds": time.time() - t0, "runs": len(runs)}
             done = pd.concat([done, pd.DataFrame([row])], ignore_index=True)
             done.to_csv(results_path, index=False)
             log(f"{method} at {budget:.1%}: coverage {row['coverage']:.4f}, width "
-                f"{row['mean_width']:.4f}, ESS ×{row['ess_multiplier']:.2f} "
-                f"({row['seconds']:.0f} s, {row['runs']} runs)")
+                f"{row['mean_width']:.4f}, ESS ×{row['ess_multiplier']:.2f}; with the "
+                f"authors' variance: coverage {row['coverage_ht']:.4f}, ESS "
+                f"×{row['ess_multiplier_ht']:.2f} ({row['seconds']:.0f} s, "
+                f"{row['runs']:.0f} runs)")
         if not ((np.isclose(done["budget"], budget)) & (done["method"] == "uniform")).any():
             row = {"suite": setting.suite, "history": setting.history, "budget": budget,
                    "rounds": rounds, "method": "uniform", **summarise(uniform, uniform)}
@@ -266,14 +275,20 @@ def write_report(results: pd.DataFrame, setting: Setting, cv: dict, out: Path) -
              "", f"Setting: `{setting.key()}`", "",
              f"Factor model: k = {cv['k']}, λ = {cv['weight_decay']:g} (5-fold CV over "
              "historical training models, 1-SE rule).", "",
+             "Columns \"(authors' v²)\": the same runs with the variance centred at A "
+             "(`centre=\"ht\"`, seed 001's code) instead of N θ̂.", "",
              "| budget | method | (β0, ρ, γ, τ) | coverage | ± SE | mean width | ESS × | "
-             "distinct items |", "|---|---|---|---|---|---|---|---|"]
+             "coverage (authors' v²) | ESS × (authors' v²) | distinct items |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in results.sort_values(["budget", "method"]).iterrows():
-        params = ("–" if r["method"] == "uniform" else
+        uniform = r["method"] == "uniform"
+        params = ("–" if uniform else
                   f"({r['beta0']:g}, {r['rho']:g}, {r['gamma']:g}, {r['tau']:g})")
+        authors = ("– | –" if uniform else
+                   f"{r['coverage_ht']:.4f} | {r['ess_multiplier_ht']:.2f}")
         lines.append(f"| {r['budget']:.1%} | {r['method']} | {params} | {r['coverage']:.4f} | "
                      f"{r['coverage_se']:.4f} | {r['mean_width']:.4f} | "
-                     f"{r['ess_multiplier']:.2f} | {r['distinct_items']:.1f} |")
+                     f"{r['ess_multiplier']:.2f} | {authors} | {r['distinct_items']:.1f} |")
     lines += ["", "CV accuracy (held-out entries of held-out models):", "", *cv["table"]]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     fig, (ax_cov, ax_ess) = panel_grid(2, 2, 4.5, 3.4)
