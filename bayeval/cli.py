@@ -1150,9 +1150,15 @@ def bench_coverage(
         raise _fail(f"--budgets: every budget must be a share in (0, 1), got {budgets!r}")
     setting = Setting(suite, history, full_rows, p_obs, split_seed, seeds, val_seeds)
     try:
-        run_setting(setting, grid, out,
-                    log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",
-                                               highlight=False))
+        with _progress_bar("simulating") as bar:
+            task = bar.add_task("runs", total=None, status="")
+
+            def progress(label: str, done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total, status=label)
+
+            run_setting(setting, grid, out, progress=progress,
+                        log=lambda line: bar.console.print(
+                            f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False))
     except (BayevalError, ValueError) as exc:
         raise _fail(str(exc)) from None
     print((out / "report.md").read_text())

@@ -162,15 +162,15 @@ def _simulate(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
 def simulate(item_factors: np.ndarray, mean0: np.ndarray, cov0: np.ndarray,
              scores: np.ndarray, targets: np.ndarray, seeds: np.ndarray,
              make_rule: Callable[..., Rule], rule_args: tuple[float, ...], rounds: int,
-             chunk: int = 2048, progress: Callable[[int], None] | None = None) -> Outcome:
+             chunk: int = 512, progress: Callable[[int], None] | None = None) -> Outcome:
     """Run FAQ for every (``targets[r]``, ``seeds[r]``) pair: ``rounds`` draws on row
     ``targets[r]`` of ``scores`` (binary, fully known), vmapped in chunks of ``chunk`` runs.
 
     ``make_rule(rounds, *rule_args)`` builds the policy (e.g.
     :func:`~bayeval.acquisition.faq.faq_rule` with (β0, ρ, γ, τ)); it is traced with
-    ``rule_args`` as arrays,
-    so different hyperparameters share one compilation (``make_rule`` must be a hashable
-    top-level function and must not branch in Python on its arguments)."""
+    ``rule_args`` as arrays, so different hyperparameters share one compilation
+    (``make_rule`` must be a hashable top-level function and must not branch in Python on
+    its arguments). ``progress(n)`` is called after each chunk of n runs."""
     v = jnp.asarray(item_factors, jnp.float64)
     args = tuple(jnp.asarray(a, jnp.float64) for a in rule_args)
     return _chunked(lambda t, keys: _simulate(

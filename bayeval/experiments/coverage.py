@@ -105,14 +105,15 @@ def prepare(setting: Setting) -> Data:
 
 
 def run_widths(v: np.ndarray, mean0: np.ndarray, cov0: np.ndarray, truth_rows: np.ndarray,
-               seeds: int, params: HybridParams, rounds: int, seed_offset: int = 0
-               ) -> pd.DataFrame:
+               seeds: int, params: HybridParams, rounds: int, seed_offset: int = 0,
+               progress: Callable[[int], None] | None = None) -> pd.DataFrame:
     """FAQ on every row × seed: one line per run with covered, width, distinct items."""
     n_rows = truth_rows.shape[0]
     targets = np.tile(np.arange(n_rows), seeds)
     seed_of = np.repeat(np.arange(seeds), n_rows)
     run_seeds = seed_offset + seed_of * n_rows + targets
-    out = simulate_hybrid(v, mean0, cov0, truth_rows, targets, run_seeds, params, rounds)
+    out = simulate_hybrid(v, mean0, cov0, truth_rows, targets, run_seeds, params, rounds,
+                          progress=progress)
     truth = np.asarray(finite_bank_target(truth_rows))[targets]
     frame = pd.DataFrame({"model": targets, "seed": seed_of, "theta": out.theta,
                           "distinct": out.distinct})
@@ -205,9 +206,11 @@ def choose(tuning: pd.DataFrame, budget: float, fixed: dict[str, float] | None =
 
 def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path = Path("."),
                 grid: dict[str, Sequence[float]] | None = None,
-                log: Callable[[str], None] = print) -> pd.DataFrame:
+                log: Callable[[str], None] = print,
+                progress: Callable[[str, int, int], None] | None = None) -> pd.DataFrame:
     """The whole experiment of the module docstring for one setting; returns (and keeps in
-    ``out/results.csv``) one row per budget and method."""
+    ``out/results.csv``) one row per budget and method. ``progress(label, done, total)``
+    follows the runs of each (budget, method)."""
     grid = grid or GRID
     out.mkdir(parents=True, exist_ok=True)
     meta_path = out / "setting.json"
@@ -248,7 +251,16 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
                 row = {**same.iloc[0].to_dict(), "method": method}
             else:
                 t0 = time.time()
-                runs = run_widths(fit.V, mean0, cov0, data.new, setting.seeds, params, rounds)
+                label = f"{method} at {budget:.1%}"
+                total, done_runs = len(data.new) * setting.seeds, [0]
+
+                def step(n, label=label, total=total, done_runs=done_runs):
+                    done_runs[0] += n
+                    if progress is not None:
+                        progress(label, done_runs[0], total)
+
+                runs = run_widths(fit.V, mean0, cov0, data.new, setting.seeds, params, rounds,
+                                  progress=step)
                 row = {"suite": setting.suite, "history": setting.history, "budget": budget,
                        "rounds": rounds, "method": method, **params._asdict(),
                        **summarise(runs, uniform), **summarise(runs, uniform, "_ht"),
