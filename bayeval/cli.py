@@ -1132,6 +1132,12 @@ def bench_coverage(
     full_rows: Annotated[int, typer.Option(help="Fully observed rows (mcar).")] = 50,
     p_obs: Annotated[float, typer.Option(help="Share of other entries kept (mcar).")] = 0.1,
     split_seed: Annotated[int, typer.Option(help="Seed of the historical/new split.")] = 0,
+    factor_selection: Annotated[str, typer.Option(
+        help="How CV picks (k, λ): 'one-se' (the 1-SE rule) or 'best' (highest mean "
+             "accuracy).")] = "one-se",
+    grid: Annotated[str, typer.Option(
+        help="Policy tuning grid: 'full' (β0, ρ, γ, τ) or 'default' (ρ, γ only, with the "
+             "robust (β0, τ) = (1, 0.05)).")] = "full",
     out: Annotated[Path, typer.Option(help="Folder for results.csv, report.md, coverage.png "
                                            "and the CV/tuning caches.")
                    ] = Path("results/coverage"),
@@ -1140,15 +1146,20 @@ def bench_coverage(
     FAQ's 95% interval (tuned and robust-default policy) per budget; models split 50/50
     into history and new, everything tuned on historical models only. Finished budgets
     are kept in OUT and skipped by a rerun."""
-    from bayeval.experiments.coverage import Setting, run_setting
+    from bayeval.experiments.coverage import DEFAULT, GRID, Setting, run_setting
 
     try:
-        grid = [float(b) for b in budgets.split(",") if b.strip()]
+        budget_list = [float(b) for b in budgets.split(",") if b.strip()]
     except ValueError:
         raise _fail(f"--budgets: not a comma-separated list of numbers: {budgets!r}") from None
-    if not grid or any(not 0 < b < 1 for b in grid):
+    if not budget_list or any(not 0 < b < 1 for b in budget_list):
         raise _fail(f"--budgets: every budget must be a share in (0, 1), got {budgets!r}")
-    setting = Setting(suite, history, full_rows, p_obs, split_seed, seeds, val_seeds)
+    if grid not in ("full", "default"):
+        raise _fail(f"--grid must be 'full' or 'default', got {grid!r}")
+    search = GRID if grid == "full" else {
+        **GRID, **{name: (value,) for name, value in DEFAULT.items()}}
+    setting = Setting(suite, history, full_rows, p_obs, split_seed, seeds, val_seeds,
+                      factor_selection=factor_selection)
     try:
         with _progress_bar("simulating") as bar:
             task = bar.add_task("runs", total=None, status="")
@@ -1156,7 +1167,7 @@ def bench_coverage(
             def progress(label: str, done: int, total: int) -> None:
                 bar.update(task, completed=done, total=total, status=label)
 
-            run_setting(setting, grid, out, progress=progress,
+            run_setting(setting, budget_list, out, grid=search, progress=progress,
                         log=lambda line: bar.console.print(
                             f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False))
     except (BayevalError, ValueError) as exc:

@@ -249,3 +249,13 @@ def test_faq_session_draws_with_replacement_and_resumes(tmp_path):
     assert full.n_evaluated < 30  # 40 items, 30 draws from a skewed q: repeats happen
     low, high = full.estimate()[1:]
     assert 0.0 <= low <= high <= 1.0
+
+
+def test_cv_table_round_trips_to_the_best_setting():
+    from bayeval.experiments.coverage import best_setting
+    from bayeval.models.factor import CrossValidation
+
+    acc = np.random.default_rng(4).uniform(0.7, 0.8, size=(3, 2, 5))
+    acc[2, 0] += 0.1
+    cv = CrossValidation((2, 4, 8), (0.1, 1.0), acc, 2, 1.0)
+    assert best_setting(cv.rows()) == (8, 0.1)
