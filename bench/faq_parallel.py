@@ -1,7 +1,7 @@
 """One parallel FAQ run: every new model × 100 seeds at a 10% budget on IFEval+MuSR.
 
 Usage: python bench/faq_parallel.py [--suite ifeval+musr] [--seeds 100] [--budget 0.1]
-       [--chunk 128] [--k 8] [--weight-decay 1.0]
+       [--chunk 128] [--k 8] [--weight-decay 0.1]
 
 The models are split 50/50 into history and new (seed 0, as in ``bayeval bench
 coverage``); the factor model is fitted on the history; then FAQ's robust default policy
@@ -37,7 +37,7 @@ def main() -> None:
     parser.add_argument("--budget", type=float, default=0.1)
     parser.add_argument("--chunk", type=int, default=128)
     parser.add_argument("--k", type=int, default=8)
-    parser.add_argument("--weight-decay", type=float, default=1.0)
+    parser.add_argument("--weight-decay", type=float, default=0.1)
     args = parser.parse_args()
 
     print(f"device: {jax.devices()[0].device_kind} ({jax.default_backend()})")
