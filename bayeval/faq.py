@@ -30,10 +30,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeval.acquisition.base import Rule
-from bayeval.acquisition.faq import hybrid_probabilities, probabilities
+from bayeval.acquisition.faq import (
+    exploration_weight,
+    hybrid_probabilities,
+    inverse_cdf,
+    probabilities,
+    tempering_exponent,
+)
 from bayeval.estimators.pai import PAIState, pai_estimate, pai_start, pai_update
 from bayeval.inference.base import Array, Backend, Prediction, no_refit
 from bayeval.inference.factor_laplace import (
+    P_CLIP,
     FactorPosterior,
     factor_prediction,
     factor_start,
@@ -148,7 +155,7 @@ def _simulate(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
             prediction = factor_prediction(state.posterior, item_factors)
             q = policy(rule, prediction)
             u = jax.random.uniform(jax.random.fold_in(key, s), (), q.dtype)
-            item = jnp.minimum(jnp.sum(jnp.cumsum(q) <= u), n_items - 1)
+            item = inverse_cdf(jnp.cumsum(q), u)
             state = observe_round(state, item_factors, prediction, q, item, row[item])
             return (state, seen.at[item].set(True)), None
 
@@ -217,21 +224,18 @@ def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
     n_items = v.shape[0]
     batch = targets.shape[0]
     beta0, rho, gamma, tau = params[0], params[1], params[2], params[3]
-    prior = factor_start(mean0, cov0, v)
     rows = jnp.arange(batch)
 
     def step(carry, s):
-        mean, cov, lat, pai, seen = carry
-        p = jnp.clip(jax.nn.sigmoid(mean @ v.T), 1e-12, 1.0 - 1e-12)
+        posterior, pai, seen = carry
+        p = jnp.clip(jax.nn.sigmoid(posterior.mean @ v.T), P_CLIP, 1.0 - P_CLIP)
         w = p * (1.0 - p)
-        alpha = jnp.where(rho > 0, jnp.maximum(0.0, 1.0 - (s + 1.0) /
-                                              (jnp.where(rho > 0, rho, 1.0) * rounds)), 0.0)
-        beta = beta0 * jnp.where(gamma > 0, jnp.minimum(
-            (s + 1.0) / (jnp.where(gamma > 0, gamma, 1.0) * rounds), 1.0), 1.0)
+        alpha = exploration_weight(rho, s, rounds)
+        beta = tempering_exponent(beta0, gamma, s, rounds)
 
         def active(_):
-            sigma_g = jnp.einsum("bkl,bl->bk", cov, (w @ v) / n_items)
-            return w * (sigma_g @ v.T) ** 2 / (1.0 + w * lat)
+            sigma_g = jnp.einsum("bkl,bl->bk", posterior.cov, (w @ v) / n_items)
+            return w * (sigma_g @ v.T) ** 2 / (1.0 + w * posterior.latent_var)
 
         # α and β are shared by all runs (one round s): skip the active part once α = 0
         # and the power once β = 1, the costly steps on CPU
@@ -241,24 +245,25 @@ def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
                          lambda d: hybrid_probabilities(p, d, alpha, beta, tau), d)
         u = jax.vmap(lambda k: jax.random.uniform(jax.random.fold_in(k, s), (),
                                                   q.dtype))(keys)
-        item = jnp.minimum(jnp.sum(jnp.cumsum(q, 1) <= u[:, None], 1), n_items - 1)
+        item = inverse_cdf(jnp.cumsum(q, 1), u)
         z = scores[targets, item]
-        p_i, q_i = p[rows, item], q[rows, item]
-        pai = jax.vmap(pai_update)(pai, z, p_i, q_i, p.sum(1))
-        # the Laplace update of factor_laplace.laplace_update, batched over runs
-        vi = v[item]
-        sv = jnp.einsum("bkl,bl->bk", cov, vi)
+        pai = jax.vmap(pai_update)(pai, z, p[rows, item], q[rows, item], p.sum(1))
+        # laplace_update batched by hand: vmapping it gathers V's rows per run and made
+        # this loop 30% slower on CPU (tests check the two paths give the same runs)
+        p_i, vi = p[rows, item], v[item]
+        sv = jnp.einsum("bkl,bl->bk", posterior.cov, vi)
         w_i = p_i * (1.0 - p_i)
         gain = w_i / (1.0 + w_i * jnp.sum(vi * sv, 1))
-        cov = cov - gain[:, None, None] * sv[:, :, None] * sv[:, None, :]
-        mean = mean + ((z - p_i) * gain / w_i)[:, None] * sv
-        lat = lat - gain[:, None] * (sv @ v.T) ** 2
-        return (mean, cov, lat, pai, seen.at[rows, item].set(True)), None
+        posterior = FactorPosterior(
+            posterior.mean + ((z - p_i) * gain / w_i)[:, None] * sv,
+            posterior.cov - gain[:, None, None] * sv[:, :, None] * sv[:, None, :],
+            posterior.latent_var - gain[:, None] * (sv @ v.T) ** 2, posterior.n + 1)
+        return (posterior, pai, seen.at[rows, item].set(True)), None
 
     tile = lambda x: jnp.broadcast_to(x, (batch, *x.shape))  # noqa: E731
-    init = (tile(prior.mean), tile(prior.cov), tile(prior.latent_var),
+    init = (jax.tree.map(tile, factor_start(mean0, cov0, v)),
             jax.tree.map(tile, pai_start()), jnp.zeros((batch, n_items), bool))
-    (_, _, _, pai, seen), _ = jax.lax.scan(step, init, jnp.arange(rounds, dtype=jnp.float64))
+    (_, pai, seen), _ = jax.lax.scan(step, init, jnp.arange(rounds, dtype=jnp.float64))
     return jax.vmap(_outcome, in_axes=(0, None, 0))(pai, n_items, seen)
 
 

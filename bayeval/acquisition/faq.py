@@ -58,28 +58,38 @@ def variance_reduction() -> Rule:
     return rule
 
 
+def exploration_weight(rho: Array, s: Array, rounds: int) -> Array:
+    """α_s = max(0, 1 − (s + 1)/(ρ T)), 0 when ρ = 0 (``rho`` may be traced)."""
+    r = jnp.asarray(rho, jnp.float64)
+    decay = 1.0 - (s + 1.0) / (jnp.where(r > 0, r, 1.0) * rounds)
+    return jnp.where(r > 0, jnp.maximum(0.0, decay), 0.0)
+
+
+def tempering_exponent(beta0: Array, gamma: Array, s: Array, rounds: int) -> Array:
+    """β_s = β0 min((s + 1)/(γ T), 1), β0 when γ = 0 (``beta0``, ``gamma`` may be traced)."""
+    g = jnp.asarray(gamma, jnp.float64)
+    ramp = jnp.minimum((s + 1.0) / (jnp.where(g > 0, g, 1.0) * rounds), 1.0)
+    return beta0 * jnp.where(g > 0, ramp, 1.0)
+
+
 def exploration(rho: float, budget: float) -> Schedule:
-    """α_s = max(0, 1 − (s + 1)/(ρ T)), 0 when ρ = 0: the active part's share, decaying to
-    0 by round ρT (``rho`` may be a traced array)."""
+    """The schedule α_s of :func:`exploration_weight` at round s = ``Prediction.n``: the
+    active part's share, decaying to 0 by round ρT."""
 
     def alpha(prediction: Prediction) -> Array:
-        t = budget_rounds(budget, prediction.item_mean.shape[-1])
-        r = jnp.asarray(rho, jnp.float64)
-        decay = 1.0 - (prediction.n + 1.0) / (jnp.where(r > 0, r, 1.0) * t)
-        return jnp.where(r > 0, jnp.maximum(0.0, decay), 0.0)
+        rounds = budget_rounds(budget, prediction.item_mean.shape[-1])
+        return exploration_weight(rho, prediction.n, rounds)
 
     return alpha
 
 
 def tempering(beta0: float, gamma: float, budget: float) -> Schedule:
-    """β_s = β0 min((s + 1)/(γ T), 1), β0 when γ = 0: the exponent ramps up to β0 by γT
-    (``beta0``, ``gamma`` may be traced arrays)."""
+    """The schedule β_s of :func:`tempering_exponent` at round s = ``Prediction.n``: the
+    exponent ramps up to β0 by round γT."""
 
     def beta(prediction: Prediction) -> Array:
-        t = budget_rounds(budget, prediction.item_mean.shape[-1])
-        g = jnp.asarray(gamma, jnp.float64)
-        ramp = jnp.minimum((prediction.n + 1.0) / (jnp.where(g > 0, g, 1.0) * t), 1.0)
-        return beta0 * jnp.where(g > 0, ramp, 1.0)
+        rounds = budget_rounds(budget, prediction.item_mean.shape[-1])
+        return tempering_exponent(beta0, gamma, prediction.n, rounds)
 
     return beta
 
@@ -141,10 +151,15 @@ def probabilities(log_weights: Array, available: Array) -> Array:
     return jax.nn.softmax(jnp.where(available, log_weights, -jnp.inf))
 
 
+def inverse_cdf(cdf: Array, u: Array) -> Array:
+    """The item whose cumulative interval holds ``u``: ``cdf`` (..., N) cumulative
+    probabilities, ``u`` (...) uniforms (leading axes broadcast)."""
+    return jnp.minimum(jnp.sum(cdf <= u[..., None], -1), cdf.shape[-1] - 1)
+
+
 def sample_with_replacement(key: Array, log_weights: Array, available: Array,
                             k: int = 1) -> Array:
     """``k`` independent draws ∝ exp(log_w) over the available items (repeats possible), by
     inverting the cumulative distribution (one uniform per draw, no per-item noise)."""
     cdf = jnp.cumsum(probabilities(log_weights, available))
-    u = jax.random.uniform(key, (k,), cdf.dtype) * cdf[-1]
-    return jnp.minimum(jnp.sum(cdf[None, :] <= u[:, None], axis=1), cdf.shape[0] - 1)
+    return inverse_cdf(cdf, jax.random.uniform(key, (k,), cdf.dtype) * cdf[-1])

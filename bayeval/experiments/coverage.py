@@ -259,30 +259,25 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
     done = pd.read_csv(results_path) if results_path.exists() else pd.DataFrame()
     for budget in budgets:
         rounds = budget_rounds(budget, n_items)
-        uniform = uniform_widths(data.new, setting.seeds, rounds, seed=int(budget * 1e4))
+        uniform = None  # drawn only when a row of this budget is missing
         for method, fixed in (("FAQ (tuned)", None), ("FAQ (default)", DEFAULT)):
-            if len(done) and ((np.isclose(done["budget"], budget)) &
-                              (done["method"] == method)).any():
+            if len(_rows_at(done, budget, method)):
                 continue
             params = choose(tuning, budget, fixed)
-            same = done[np.isclose(done["budget"], budget) & done["method"].str.startswith(
-                "FAQ")] if len(done) else done
-            same = same[np.all([np.isclose(same[f], v) for f, v in params._asdict().items()],
-                               axis=0)] if len(same) else same
+            same = _rows_at(done, budget)
+            if len(same):
+                same = same[same["method"].str.startswith("FAQ") & np.all(
+                    [np.isclose(same[f], v) for f, v in params._asdict().items()], axis=0)]
             if len(same):  # the default is the tuned configuration: same runs
                 row = {**same.iloc[0].to_dict(), "method": method}
             else:
+                if uniform is None:
+                    uniform = uniform_widths(data.new, setting.seeds, rounds,
+                                             seed=int(budget * 1e4))
                 t0 = time.time()
-                label = f"{method} at {budget:.1%}"
-                total, done_runs = len(data.new) * setting.seeds, [0]
-
-                def step(n, label=label, total=total, done_runs=done_runs):
-                    done_runs[0] += n
-                    if progress is not None:
-                        progress(label, done_runs[0], total)
-
                 runs = run_widths(fit.V, mean0, cov0, data.new, setting.seeds, params, rounds,
-                                  progress=step)
+                                  progress=_counter(progress, f"{method} at {budget:.1%}",
+                                                    len(data.new) * setting.seeds))
                 row = {"suite": setting.suite, "history": setting.history, "budget": budget,
                        "rounds": rounds, "method": method, **params._asdict(),
                        **summarise(runs, uniform), **summarise(runs, uniform, "_ht"),
@@ -294,13 +289,37 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
                 f"authors' variance: coverage {row['coverage_ht']:.4f}, ESS "
                 f"×{row['ess_multiplier_ht']:.2f} ({row['seconds']:.0f} s, "
                 f"{row['runs']:.0f} runs)")
-        if not ((np.isclose(done["budget"], budget)) & (done["method"] == "uniform")).any():
+        if not len(_rows_at(done, budget, "uniform")):
+            if uniform is None:
+                uniform = uniform_widths(data.new, setting.seeds, rounds, seed=int(budget * 1e4))
             row = {"suite": setting.suite, "history": setting.history, "budget": budget,
                    "rounds": rounds, "method": "uniform", **summarise(uniform, uniform)}
             done = pd.concat([done, pd.DataFrame([row])], ignore_index=True)
             done.to_csv(results_path, index=False)
     write_report(done, setting, cv, out)
     return done
+
+
+def _rows_at(done: pd.DataFrame, budget: float, method: str | None = None) -> pd.DataFrame:
+    """The finished rows of ``budget`` (and ``method``)."""
+    if not len(done):
+        return done
+    rows = done[np.isclose(done["budget"], budget)]
+    return rows if method is None else rows[rows["method"] == method]
+
+
+def _counter(progress: Callable[[str, int, int], None] | None, label: str,
+             total: int) -> Callable[[int], None]:
+    """A per-chunk callback ``(n runs)`` that reports ``(label, runs so far, total)``."""
+    so_far = 0
+
+    def step(n: int) -> None:
+        nonlocal so_far
+        so_far += n
+        if progress is not None:
+            progress(label, so_far, total)
+
+    return step
 
 
 def write_report(results: pd.DataFrame, setting: Setting, cv: dict, out: Path) -> None:

@@ -45,7 +45,7 @@ class FactorPosterior(NamedTuple):
     n: Array
 
 
-def probabilities(mean: Array, item_factors: Array) -> Array:
+def item_probabilities(mean: Array, item_factors: Array) -> Array:
     """p̂_j = σ(ûᵀ v_j), clamped to [1e-12, 1 − 1e-12]."""
     return jnp.clip(jax.nn.sigmoid(item_factors @ mean), P_CLIP, 1.0 - P_CLIP)
 
@@ -73,7 +73,7 @@ def laplace_update(state: FactorPosterior, item_factors: Array, item: Array,
 
 def factor_prediction(state: FactorPosterior, item_factors: Array) -> Prediction:
     """The linearised posterior summary of the module docstring."""
-    p = probabilities(state.mean, item_factors)
+    p = item_probabilities(state.mean, item_factors)
     w = p * (1.0 - p)
     n_items = item_factors.shape[0]
     g = (w @ item_factors) / n_items

@@ -89,8 +89,8 @@ def budget(n_max: float) -> StoppingRule:
     budget_rounds(n_max, 1)  # validates
 
     def update(state, prediction: Prediction, bounds: Bounds):
-        n_items = prediction.item_mean.shape[-1] if n_max < 1 else 1
-        return state, prediction.n >= budget_rounds(n_max, n_items)
+        rounds = n_max if n_max >= 1 else budget_rounds(n_max, prediction.item_mean.shape[-1])
+        return state, prediction.n >= rounds
 
     return StoppingRule(f"budget({n_max:g})", lambda: (), update)
 
