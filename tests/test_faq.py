@@ -259,3 +259,12 @@ def test_cv_table_round_trips_to_the_best_setting():
     acc[2, 0] += 0.1
     cv = CrossValidation((2, 4, 8), (0.1, 1.0), acc, 2, 1.0)
     assert best_setting(cv.rows()) == (8, 0.1)
+
+
+def test_power_zero_flattens_the_available_items_to_uniform():
+    rng = np.random.default_rng(5)
+    v, mean, cov = _random_state(rng)
+    pred = factor_prediction(factor_start(mean, cov, jnp.asarray(v)), jnp.asarray(v))
+    available = jnp.arange(12) % 3 != 0
+    q = acq.probabilities(acq.power(acq.oracle_optimal(), 0.0)(pred, available), available)
+    np.testing.assert_allclose(q, np.where(available, 1 / 8, 0.0), atol=1e-15)

@@ -110,10 +110,10 @@ def power(inner: Rule, exponent: float | Schedule) -> Rule:
     towards uniform)."""
 
     def rule(prediction: Prediction, available: Array) -> Array:
-        log_h = inner(prediction, available)
-        log_h = jnp.where(available, log_h, -jnp.inf)
+        log_h = jnp.where(available, inner(prediction, available), -jnp.inf)
         log_h = log_h - jax.scipy.special.logsumexp(log_h)
-        return _value(exponent, prediction) * log_h
+        # masked after scaling: β = 0 would turn −∞ into NaN
+        return jnp.where(available, _value(exponent, prediction) * log_h, -jnp.inf)
 
     return rule
 
