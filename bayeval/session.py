@@ -463,10 +463,7 @@ class Session(JournalFile):
             if not self._observed[j]:
                 self._pending[j] = True
                 return [str(self.reference.items[j])]
-            item, score = str(self.reference.items[j]), self._scores[j]
-            self._append({"event": "tell", "n": self.n_observed + 1, "item": item,
-                          "score": score, "repeat": True})
-            self._apply_tell(j, score)
+            self._record_tell(j, float(self._scores[j]), repeat=True)
         return []
 
     @property
@@ -484,8 +481,12 @@ class Session(JournalFile):
                                "each score by the draw's probability)")
         if self._observed[j]:
             raise SessionError(f"tell: item {item!r} was already observed")
-        score = validate_score(score, f"tell: item {item!r}")
-        self._append({"event": "tell", "n": self.n_observed + 1, "item": item, "score": score})
+        self._record_tell(j, validate_score(score, f"tell: item {item!r}"))
+
+    def _record_tell(self, j: int, score: float, **extra: Any) -> None:
+        """Journal (fsync) the score of item position ``j``, then apply it."""
+        self._append({"event": "tell", "n": self.n_observed + 1,
+                      "item": str(self.reference.items[j]), "score": score, **extra})
         self._apply_tell(j, score)
 
     def skip(self, item: str, reason: str) -> None:
