@@ -1,15 +1,59 @@
 """bayeval: evaluate language models with fewer evaluations.
 
-Per-item scores of earlier models (a reference :class:`~bayeval.data.ScoreMatrix`) feed a
-generative model of scores; acquisition rules choose the next items for a new model,
-stopping rules say when the estimate is good enough, and estimators report the score with
-an interval.
+Per-item scores of earlier models (a reference :class:`ScoreMatrix`) feed a generative
+model of scores; acquisition rules choose the next items for a new model, stopping rules
+say when the estimate is good enough, and estimators report the score with an interval::
+
+    import bayeval
+    bayeval.enable_float64()  # bayeval computes in float64; import leaves JAX as it is
+    reference = bayeval.load_dataset("ifeval")
+    with bayeval.Session(reference, "my-model", "random") as session:
+        ...
+
+The names below are imported on first use, so ``import bayeval`` is cheap.
 """
 
-import jax
+from __future__ import annotations
 
-# Posterior algebra (rank-1 updates over thousands of steps) needs float64; JAX defaults
-# to float32 unless this is set before the first array is made.
-jax.config.update("jax_enable_x64", True)
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "Backend": "bayeval.inference.base",
+    "BayevalError": "bayeval.errors",
+    "Estimate": "bayeval.types",
+    "Estimator": "bayeval.estimators.base",
+    "JointSession": "bayeval.joint_session",
+    "LoopState": "bayeval.methods",
+    "Method": "bayeval.methods",
+    "Policy": "bayeval.acquisition.policies",
+    "Prediction": "bayeval.types",
+    "ScoreMatrix": "bayeval.data",
+    "SelectionSession": "bayeval.selection.session",
+    "Session": "bayeval.session",
+    "SimulationResult": "bayeval.types",
+    "enable_float64": "bayeval.precision",
+    "load_dataset": "bayeval.data",
+    "make_method": "bayeval.methods",
+    "method_names": "bayeval.methods",
+    "read_lm_eval_samples": "bayeval.data",
+    "read_matrix": "bayeval.data",
+    "register_method": "bayeval.methods",
+    "simulate": "bayeval.simulate",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'bayeval' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -54,6 +54,15 @@ def _enable_compilation_cache() -> None:
         pass
 
 
+@app.callback()
+def _configure() -> None:
+    # every command computes in float64 (bayeval.precision); the library leaves that to
+    # the program that uses it
+    from bayeval.precision import enable_float64
+
+    enable_float64()
+
+
 def _fail(message: str, code: int = 2) -> typer.Exit:
     err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
     return typer.Exit(code)
@@ -748,7 +757,6 @@ def _compress(method, dataset, reference, retention, size, probes, pool, candida
     from bayeval.compression.subset import Subset, export_lm_eval_samples
     from bayeval.session import load_source_matrix
 
-    jax.config.update("jax_enable_x64", True)
     if dataset is not None and reference is not None:
         raise BayevalError("give either --dataset or --reference, not both")
     source = ({"path": str(reference.resolve())} if reference is not None

@@ -9,7 +9,7 @@
         session.tell(target, item, run_model_on(target, item))
     session.estimates()   # {target: (estimate, lower, upper)}
 
-Multi-target BayesAME (:mod:`bayeval.joint_evaluation`) chooses the (target, item) pairs.
+Multi-target BayesAME (:mod:`bayeval.methods.multi_target`) chooses the (target, item) pairs.
 The journal has the format of :class:`~bayeval.session.Session`'s (a header line, then one
 fsync-ed JSON line per ``tell`` or ``skip``); :meth:`JointSession.resume` replays it, and
 the run continues exactly as the uninterrupted one would have.
@@ -24,7 +24,7 @@ from typing import Any
 
 from bayeval.data.matrix import ScoreMatrix
 from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
-from bayeval.joint_evaluation import JointRun, make_joint
+from bayeval.methods.multi_target import JointRun, make_joint
 from bayeval.session import PairJournal
 
 METHOD_NAME = "bayesame-joint"
@@ -37,7 +37,7 @@ class JointSession(PairJournal):
     ----------
     reference: the reference models' scores (no target may be one of them).
     target_ids: names of the models evaluated jointly.
-    params: settings of :class:`~bayeval.joint_evaluation.JointBayesAME` (e.g.
+    params: settings of :class:`~bayeval.methods.multi_target.JointBayesAME` (e.g.
         ``{"epsilon": 0.02}``).
     seed: seeds every random choice.
     journal: path of the JSON-lines journal (must not exist; see :meth:`resume`).

@@ -326,12 +326,12 @@ class Session(JournalFile):
         self._key = jax.random.key(seed)
         self._refit_key = method.refit_key(self._key)
         n = reference.n_items
-        self._state, self._prediction, self._bounds, self._stop_state = method.initial(
-            reference.scores, n)
+        self._loop = method.start(reference.scores, n)
         self._rule_says_stop = False
         self._observed = np.zeros(n, bool)
         self._skipped = np.zeros(n, bool)
         self._pending = np.zeros(n, bool)
+        self._pending_q = np.full(n, np.nan)  # draw probability of each pending item
         self._scores = np.full(n, np.nan)
         self._n_events = 0
         self.observations: list[tuple[str, float]] = []
@@ -385,7 +385,8 @@ class Session(JournalFile):
                 if event.get("n") != len(self.observations) + 1:
                     raise JournalError(f"{where}: observation number {event.get('n')} out of "
                                        f"sequence (expected {len(self.observations) + 1})")
-                self._apply_tell(j, validate_score(event["score"], where))
+                score = validate_score(event["score"], where)
+                self._apply_tell(j, score, self._replayed_probability(event, j, where))
             elif kind == "skip":
                 self._apply_skip(self._checked_index(item, where), str(event.get("reason", "")))
             else:
@@ -444,9 +445,11 @@ class Session(JournalFile):
         k = min(k, int(available.sum()))
         if k <= 0:
             return []
-        chosen = np.asarray(self.method.select(self._prediction, available, self._key,
-                                               np.uint32(self._n_events), k))
+        chosen, q = self.method.select(self._loop.prediction, available, self._key,
+                                       np.uint32(self._n_events), k)
+        chosen = np.asarray(chosen)
         self._pending[chosen] = True
+        self._pending_q[chosen] = np.asarray(q)
         return [str(self.reference.items[j]) for j in chosen]
 
     def _ask_with_replacement(self) -> list[str]:
@@ -458,12 +461,14 @@ class Session(JournalFile):
             return [str(self.reference.items[pending[0]])]
         everything = np.ones(self.n_items, bool)
         while not self.done:
-            j = int(np.asarray(self.method.select(self._prediction, everything, self._key,
-                                                  np.uint32(self._n_events), 1))[0])
+            chosen, q = self.method.select(self._loop.prediction, everything, self._key,
+                                           np.uint32(self._n_events), 1)
+            j, q = int(np.asarray(chosen)[0]), float(np.asarray(q)[0])
             if not self._observed[j]:
                 self._pending[j] = True
+                self._pending_q[j] = q
                 return [str(self.reference.items[j])]
-            self._record_tell(j, float(self._scores[j]), repeat=True)
+            self._record_tell(j, float(self._scores[j]), q, repeat=True)
         return []
 
     @property
@@ -475,25 +480,51 @@ class Session(JournalFile):
         """Record the target's score on ``item``: journaled (fsync) before it returns."""
         item = str(item)
         j = self._checked_index(item, "tell")
-        if self.method.with_replacement and not self._pending[j]:
+        if self._needs_draws and not self._pending[j]:
             raise SessionError(f"tell: item {item!r} was not asked; {self.method.name} "
                                "needs the score of the item it drew (its estimate weighs "
                                "each score by the draw's probability)")
         if self._observed[j]:
             raise SessionError(f"tell: item {item!r} was already observed")
-        self._record_tell(j, validate_score(score, f"tell: item {item!r}"))
+        q = float(self._pending_q[j]) if self._pending[j] else float("nan")
+        self._record_tell(j, validate_score(score, f"tell: item {item!r}"), q)
 
-    def _record_tell(self, j: int, score: float, **extra: Any) -> None:
-        """Journal (fsync) the score of item position ``j``, then apply it."""
-        self._append({"event": "tell", "n": self.n_observed + 1,
-                      "item": str(self.reference.items[j]), "score": score, **extra})
-        self._apply_tell(j, score)
+    @property
+    def _needs_draws(self) -> bool:
+        """Whether every score must come from an asked item (a design-based estimate, or
+        sampling with replacement)."""
+        return self.method.with_replacement or self.method.estimator.needs_probabilities
+
+    def _record_tell(self, j: int, score: float, q: float, **extra: Any) -> None:
+        """Journal (fsync) the score of item position ``j`` and its draw probability
+        ``q`` (NaN: not drawn by the policy), then apply it."""
+        record = {"event": "tell", "n": self.n_observed + 1,
+                  "item": str(self.reference.items[j]), "score": score}
+        if np.isfinite(q):
+            record["q"] = q
+        self._append({**record, **extra})
+        self._apply_tell(j, score, q)
+
+    def _replayed_probability(self, event: dict[str, Any], j: int, where: str) -> float:
+        """The draw probability of a replayed tell: the recorded one, else (a journal
+        written without it) the policy's single-draw probability from the current state,
+        which is the one it was drawn with when asks are one item at a time."""
+        if "q" in event:
+            q = event["q"]
+            if not isinstance(q, int | float) or not 0.0 < q <= 1.0:
+                raise JournalError(f"{where}: draw probability {q!r} is not in (0, 1]")
+            return float(q)
+        if not self._needs_draws:
+            return float("nan")
+        available = (np.ones(self.n_items, bool) if self.method.with_replacement
+                     else ~(self._observed | self._skipped))
+        return float(self.method.probability(self._loop.prediction, available, np.int32(j)))
 
     def skip(self, item: str, reason: str) -> None:
         """Leave ``item`` unevaluated (its evaluation failed); journaled, never asked again."""
         item = str(item)
         j = self._checked_index(item, "skip")
-        if self.method.with_replacement:
+        if self._needs_draws:
             raise SessionError(f"skip: {self.method.name} cannot leave item {item!r} "
                                "unevaluated: its estimate needs the score of every drawn "
                                "item; retry the evaluation or score the failure")
@@ -502,15 +533,16 @@ class Session(JournalFile):
         self._append({"event": "skip", "item": item, "reason": reason})
         self._apply_skip(j, reason)
 
-    def _apply_tell(self, j: int, score: float) -> None:
+    def _apply_tell(self, j: int, score: float, q: float) -> None:
         n = self.n_observed + 1
-        self._state, self._prediction, self._bounds, self._stop_state, stop = self.method.step(
-            self._state, self._stop_state, np.int32(j), np.float64(score), np.float64(n),
+        self._loop, stop = self.method.step(
+            self._loop, np.int32(j), np.float64(score), np.float64(q), np.float64(n),
             jax.random.fold_in(self._refit_key, n))
         self._rule_says_stop = bool(stop)
         self._observed[j] = True
         self._scores[j] = score
         self._pending[j] = False
+        self._pending_q[j] = np.nan
         self._skipped[j] = False
         self._n_events += 1
         self.observations.append((str(self.reference.items[j]), score))
@@ -519,25 +551,33 @@ class Session(JournalFile):
     def _apply_skip(self, j: int, reason: str) -> None:
         self._skipped[j] = True
         self._pending[j] = False
+        self._pending_q[j] = np.nan
         self._n_events += 1
         self.skipped.append((str(self.reference.items[j]), reason))
 
     # ------------------------------------------------------------------ results
     def estimate(self) -> tuple[float, float, float]:
-        """(estimate, lower, upper): the estimate of R and its ``method.level`` interval,
-        clipped to [0, 1]."""
-        lower, upper = clip_interval(*self._bounds)
-        return float(self._prediction.mean), lower, upper
+        """(estimate, lower, upper): the estimator's estimate of R and its
+        ``method.level`` interval, clipped to [0, 1]."""
+        est = self._loop.estimate
+        lower, upper = clip_interval(est.lower, est.upper)
+        return float(est.value), lower, upper
 
     @property
     def prediction(self):
         """The backend's current posterior summary."""
-        return self._prediction
+        return self._loop.prediction
 
     @property
     def state(self):
         """The backend's current state (for the exact backend: the bucket posterior)."""
-        return self._state
+        return self._loop.backend
+
+    @property
+    def loop(self):
+        """The whole loop state (backend, estimator and stopping states, prediction,
+        estimate): :class:`~bayeval.methods.base.LoopState`."""
+        return self._loop
 
     def run(self, evaluator: Callable[[str], float], batch: int = 1,
             on_step: Callable[[Session, str, float | None], None] | None = None,

@@ -19,7 +19,10 @@ import numpy as np
 from bayeval.data import load_dataset
 from bayeval.estimators import gaussian_bounds, wilson_fpc_bounds, z_value
 from bayeval.evaluators import MatrixOracle
+from bayeval.precision import enable_float64
 from bayeval.session import Session
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def vectorised(matrix, runs: int, epsilons, min_n: int = 30, seed: int = 0) -> list[str]:

@@ -6,10 +6,10 @@ Usage: python bench/faq_parallel.py [--suite ifeval+musr] [--seeds 100] [--budge
 The models are split 50/50 into history and new (seed 0, as in ``bayeval bench
 coverage``); the factor model is fitted on the history; then FAQ's robust default policy
 ((β0, ρ, γ, τ) = (1, 0, 0, 0.05)) runs on all new models × seeds, batched in chunks of
-``--chunk`` runs (:func:`bayeval.faq.simulate_hybrid`). Reported: fit time, compile time,
+``--chunk`` runs (:func:`bayeval.methods.faq.simulate_hybrid`). Reported: fit time, compile time,
 wall time of the whole run, microseconds per (run, round), and, as a ratio measured in the
 same process, the speed of the fast path against the generic composed-rule path
-(:func:`bayeval.faq.simulate` with :func:`bayeval.acquisition.faq_rule`) on the first
+(:func:`bayeval.simulate.simulate` with :func:`bayeval.acquisition.faq_rule`) on the first
 chunk of runs. JAX runs on whatever backend it finds (CPU here, a GPU where one is
 installed); the device is printed.
 """
@@ -25,9 +25,14 @@ import numpy as np
 from bayeval import acquisition as acq
 from bayeval.data import load_dataset
 from bayeval.estimators.pai import wald_interval
-from bayeval.faq import HybridParams, simulate, simulate_hybrid
+from bayeval.inference.factor_laplace import prefitted
+from bayeval.methods.faq import HybridParams, faq_with, simulate_hybrid
 from bayeval.models.factor import factor_prior, fit_factors
+from bayeval.precision import enable_float64
+from bayeval.simulate import simulate
 from bayeval.stopping.rules import budget_rounds
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def main() -> None:
@@ -68,11 +73,10 @@ def main() -> None:
 
     # reference in the same process: the generic path on one chunk (after its compile)
     few = slice(0, args.chunk)
-    simulate(fit.V, mean0, cov0, new, targets[few], seeds[few], acq.faq_rule, tuple(params),
-             rounds, chunk=args.chunk)
+    method = faq_with(acq.faq_rule(rounds, *params), rounds, prefitted(fit.V, mean0, cov0))
+    simulate(method, history, new[targets[few]], seeds[few], n_steps=rounds)
     t0 = time.time()
-    simulate(fit.V, mean0, cov0, new, targets[few], seeds[few], acq.faq_rule, tuple(params),
-             rounds, chunk=args.chunk)
+    simulate(method, history, new[targets[few]], seeds[few], n_steps=rounds)
     generic = (time.time() - t0) / args.chunk
     fast = wall / len(targets)
 

@@ -4,7 +4,7 @@ default), against the single-target engine on the same reference in the same pro
 Usage: python bench/joint_memory.py [--dataset arc_challenge] [--targets 10]
                                     [--steps 300] [--out bench/results/joint_memory.md]
 
-Runs one :class:`~bayeval.joint_evaluation.JointRun` through its initial design (every
+Runs one :class:`~bayeval.methods.multi_target.JointRun` through its initial design (every
 target on 10% of the items), the first re-fit (AdamW on ≤ 256 observed pairs, then the
 posterior rebuilt on all of them), then ``--steps`` round-robin steps. Reports the peak
 resident memory of the process after each phase (``ru_maxrss``; the process holds nothing
@@ -25,8 +25,11 @@ import jax
 import numpy as np
 
 from bayeval.data import load_dataset, make_split
-from bayeval.joint_evaluation import JointRun, make_joint
 from bayeval.methods import make_method
+from bayeval.methods.multi_target import JointRun, make_joint
+from bayeval.precision import enable_float64
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def peak_gb() -> float:
@@ -108,16 +111,16 @@ def main() -> None:
         f"{peak_gb():.2f} GB")
 
     single = make_method("bayesame", refit_every=0)
-    state, pred, _, stop_state = single.initial(reference, N)
+    loop = single.start(reference, N)
     key = jax.random.key(0)
     available = np.ones(N, bool)
     times = []
     for n in range(1, 201):
         t0 = time.perf_counter()
-        item = int(single.select(pred, available, key, n, 1)[0])
-        state, pred, _, stop_state, _ = single.step(state, stop_state, item,
-                                                    targets[0, item], n, key)
-        jax.block_until_ready(pred.mean)
+        items, q = single.select(loop.prediction, available, key, n, 1)
+        item = int(items[0])
+        loop, _ = single.step(loop, item, targets[0, item], q[0], n, key)
+        jax.block_until_ready(loop.prediction.mean)
         times.append(time.perf_counter() - t0)
         available[item] = False
     single_ms = 1e3 * np.median(times[10:])

@@ -29,8 +29,11 @@ import numpy as np
 
 from bayeval.data import load_dataset
 from bayeval.experiments.selection import BUDGET_GRID
+from bayeval.precision import enable_float64
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import run_schedules
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def sysrs_numpy(scores: np.ndarray, schedule: np.ndarray, rng: np.random.Generator) -> int:
@@ -58,7 +61,6 @@ def main() -> None:
                         help="runs of the NumPy loop (each over the whole budget grid)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    jax.config.update("jax_enable_x64", True)
 
     matrix = load_dataset(args.dataset)
     scores = matrix.scores

@@ -4,6 +4,9 @@ import numpy as np
 import pytest
 
 from bayeval.data import ScoreMatrix, load_dataset
+from bayeval.precision import enable_float64
+
+enable_float64()  # the library refuses float32 (bayeval.precision); tests use its internals
 
 
 @pytest.fixture(scope="session")

@@ -20,10 +20,16 @@ from bayeval.estimators.pai import (
     pai_update,
 )
 from bayeval.evaluators import MatrixOracle
-from bayeval.faq import HybridParams, simulate, simulate_hybrid
-from bayeval.inference.factor_laplace import factor_prediction, factor_start, laplace_update
+from bayeval.inference.factor_laplace import (
+    factor_prediction,
+    factor_start,
+    laplace_update,
+    prefitted,
+)
+from bayeval.methods.faq import HybridParams, faq_with, simulate_hybrid
 from bayeval.models.factor import cross_validate, factor_prior, fit_factors, one_se_choice
 from bayeval.session import Session
+from bayeval.simulate import simulate
 
 
 def _random_state(rng, n_items=12, k=3):
@@ -204,10 +210,13 @@ def test_fast_simulator_matches_the_composed_rule_and_covers(ifeval_factors):
     params = HybridParams(0.8, 0.3, 0.3, 0.05)
     targets = np.arange(6)
     fast = simulate_hybrid(fit.V, mean0, cov0, new, targets, targets + 7, params, 40)
-    slow = simulate(fit.V, mean0, cov0, new, targets, targets + 7, acq.faq_rule, tuple(params),
-                    40)
-    np.testing.assert_allclose(fast.theta, slow.theta, rtol=1e-9)
-    np.testing.assert_allclose(fast.var, slow.var, rtol=1e-9)
+    # the generic simulator, with the composed rule, over the same fit and keys
+    method = faq_with(acq.faq_rule(40, *params), 40, prefitted(fit.V, mean0, cov0))
+    slow = simulate(method, new, new[targets], targets + 7, n_steps=40)
+    np.testing.assert_allclose(fast.theta, slow.estimate[:, -1], rtol=1e-9)
+    np.testing.assert_allclose(fast.var, slow.var[:, -1], rtol=1e-9)
+    distinct = [len(set(row)) for row in slow.items]
+    np.testing.assert_array_equal(fast.distinct, distinct)
     # coverage of the 95% interval over 48 models × 25 seeds at 10% of the items; with
     # 1200 runs (clustered by model) the standard error is about 0.01, so [0.91, 0.985]
     # leaves ≥ 3 SE on either side of 0.95

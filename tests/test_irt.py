@@ -8,13 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayeval.estimators.irt import (
-    calibrate,
-    estimate,
-    fit_ability,
-    fit_schedule,
-    simulate_irt,
-)
+from bayeval.estimators.irt import calibrate, estimate, fit_ability
+from bayeval.methods.irt import fit_schedule, simulate_irt
 from bayeval.models.irt import ItemParams, expected_score
 
 Z90 = 1.6449

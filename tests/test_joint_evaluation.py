@@ -16,7 +16,7 @@ from bayeval.inference.joint import (
     joint_state,
 )
 from bayeval.inference.joint import joint_observe as _joint_observe
-from bayeval.joint_evaluation import JointRun, make_joint, simulate_joint
+from bayeval.methods.multi_target import JointRun, make_joint, simulate_joint
 from bayeval.models.coregional import coregional_covariance, default_kernels
 
 joint_observe = jax.jit(_joint_observe)

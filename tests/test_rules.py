@@ -9,6 +9,7 @@ import pytest
 
 from bayeval.acquisition import argmax, sample, uniform
 from bayeval.estimators import clip_interval, gaussian_bounds, sample_mean, wilson_fpc_bounds
+from bayeval.estimators.base import gaussian_estimate
 from bayeval.stopping import (
     all_of,
     any_of,
@@ -71,15 +72,20 @@ def test_wilson_fpc_edges():
 
 
 def test_sample_mean_interval_switches_to_wald_for_continuous_scores():
-    state = sample_mean.init(None, 10)
+    est = sample_mean.estimator()
+    state, backend = est.init(10), sample_mean.init(None, 10)
     for j, s in enumerate([1.0, 0.0, 1.0]):
-        state = sample_mean.observe(state, j, s)
-    pred = sample_mean.predict(state)
-    assert [float(b) for b in sample_mean.interval(state, pred, 1.96)] == pytest.approx(
+        state = est.update(state, sample_mean.predict(backend), j, s, 0.1)
+        backend = sample_mean.observe(backend, j, s)
+    pred = sample_mean.predict(backend)
+    report = est.estimate(state, pred, 1.96)
+    assert float(report.value) == pytest.approx(2 / 3)
+    assert [float(report.lower), float(report.upper)] == pytest.approx(
         [float(b) for b in wilson_fpc_bounds(pred.mean, 3, 10, 1.96)])
-    state = sample_mean.observe(state, 3, 0.5)
-    pred = sample_mean.predict(state)
-    assert [float(b) for b in sample_mean.interval(state, pred, 1.96)] == pytest.approx(
+    state = est.update(state, pred, 3, 0.5, 0.1)
+    pred = sample_mean.predict(sample_mean.observe(backend, 3, 0.5))
+    report = est.estimate(state, pred, 1.96)
+    assert [float(report.lower), float(report.upper)] == pytest.approx(
         [float(b) for b in gaussian_bounds(pred.mean, pred.var, 1.96)])
 
 
@@ -115,14 +121,14 @@ def test_sample_follows_weights():
 
 
 class _P:
-    def __init__(self, mean, var, n):
-        self.mean, self.var, self.n = jnp.asarray(mean), jnp.asarray(var), jnp.asarray(n)
+    def __init__(self, n):
+        self.n = jnp.asarray(n)
 
 
 def _run(rule, means, vars_):
     state, out = rule.init(), []
     for n, (m, v) in enumerate(zip(means, vars_, strict=True), start=1):
-        state, stop = rule.update(state, _P(m, v, n), gaussian_bounds(m, v, 1.959964))
+        state, stop = rule.update(state, gaussian_estimate(m, v, 1.959964), _P(n))
         out.append(bool(stop))
     return out
 

@@ -53,3 +53,9 @@ def test_custom_priors_tutorial_runs(tmp_path):
 def test_faq_custom_rule_tutorial_runs(tmp_path):
     stdout = _run_tutorial("faq_custom_rule", tmp_path, "--models", "10", "--seeds", "4")
     assert "new rule + floor τ=0.1" in stdout and "uniform (Poisson)" in stdout
+
+
+def test_new_method_tutorial_runs(tmp_path):
+    stdout = _run_tutorial("new_method", tmp_path, "--runs", "40")
+    assert "simulator: the same run: True" in stdout
+    assert "uncertainty-martingale   coverage at the stop" in stdout

@@ -27,10 +27,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from bayeval.data import load_dataset
+from bayeval.precision import enable_float64
 from bayeval.selection.bandits import uniform_rankings
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.session import SelectionSession
 from bayeval.selection.successive_rejects import run_schedules
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def main() -> None:
@@ -38,7 +41,6 @@ def main() -> None:
     parser.add_argument("--out", default="best_model.png", help="where to save the plot")
     parser.add_argument("--runs", type=int, default=200, help="simulated runs per budget")
     args = parser.parse_args()
-    jax.config.update("jax_enable_x64", True)
 
     matrix = load_dataset("arc_challenge")
     rng = np.random.default_rng(0)

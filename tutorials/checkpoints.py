@@ -31,7 +31,10 @@ import numpy as np
 from bayeval.data import load_dataset
 from bayeval.evaluators import MatrixOracle
 from bayeval.joint_session import JointSession
+from bayeval.precision import enable_float64
 from bayeval.session import Session
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 FAMILY = ["01-ai/Yi-1.5-34B", "01-ai/Yi-1.5-34B-32K", "01-ai/Yi-1.5-34B-Chat",
           "01-ai/Yi-1.5-34B-Chat-16K"]

@@ -33,6 +33,9 @@ from bayeval.compression.bestrand import bestrand
 from bayeval.compression.mince import freeze_subset, mince_sizing
 from bayeval.compression.subset import Subset, export_lm_eval_samples
 from bayeval.data import load_dataset
+from bayeval.precision import enable_float64
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def main() -> None:
@@ -41,7 +44,6 @@ def main() -> None:
     parser.add_argument("--subsets", type=int, default=10_000,
                         help="MINCE's random subsets per candidate size")
     args = parser.parse_args()
-    jax.config.update("jax_enable_x64", True)
 
     matrix = load_dataset("ifeval")
     scores = matrix.scores

@@ -29,6 +29,9 @@ from bayeval.data import load_dataset
 from bayeval.estimators import irt
 from bayeval.models.irt import irt_2pl
 from bayeval.models.priors import PriorError, latent_sites, with_priors
+from bayeval.precision import enable_float64
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def main() -> None:

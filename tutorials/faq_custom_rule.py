@@ -1,7 +1,7 @@
 """Write a new acquisition rule, compose it with the uniform floor, run it under
 Pro-Active Inference, and check its coverage.
 
-A rule maps the posterior summary (bayeval.inference.base.Prediction) and a mask of
+A rule maps the posterior summary (bayeval.types.Prediction) and a mask of
 available items to one log-weight per item. Under FAQ every item is always available (items
 are drawn with replacement), and Pro-Active Inference (PAI) turns any policy into an
 unbiased estimate of the benchmark score with a 95% interval, provided each item keeps a
@@ -24,8 +24,13 @@ import numpy as np
 from bayeval import acquisition as acq
 from bayeval.data import load_dataset
 from bayeval.estimators.pai import horvitz_thompson_uniform, wald_interval
-from bayeval.faq import simulate
+from bayeval.inference.factor_laplace import prefitted
+from bayeval.methods.faq import faq_with
 from bayeval.models.factor import factor_prior, fit_factors
+from bayeval.precision import enable_float64
+from bayeval.simulate import simulate
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def predictive_variance(sharpness: float = 2.0) -> acq.Rule:
@@ -35,15 +40,6 @@ def predictive_variance(sharpness: float = 2.0) -> acq.Rule:
         return sharpness * jnp.log(prediction.item_var)
 
     return rule
-
-
-# A policy factory takes the number of rounds first, then its (traced) parameters.
-def with_floor(rounds, tau):
-    return acq.uniform_floor(predictive_variance(), tau)
-
-
-def without_floor(rounds):
-    return predictive_variance()
 
 
 def main() -> None:
@@ -65,12 +61,16 @@ def main() -> None:
     truth = new.mean(1)[targets]
 
     rows = {}
-    policies = {"new rule + floor τ=0.1": (with_floor, (0.1,)),
-                "new rule, no floor": (without_floor, ()),
-                "FAQ hybrid (default)": (acq.faq_rule, (1.0, 0.0, 0.0, 0.05))}
-    for name, (factory, params) in policies.items():
-        out = simulate(fit.V, mean0, cov0, new, targets, run_seeds, factory, params, rounds)
-        lo, hi = (np.asarray(x) for x in wald_interval(out.theta, out.var))
+    rules = {"new rule + floor τ=0.1": acq.uniform_floor(predictive_variance(), 0.1),
+             "new rule, no floor": predictive_variance(),
+             "FAQ hybrid (default)": acq.faq_rule(rounds, 1.0, 0.0, 0.0, 0.05)}
+    backend = prefitted(fit.V, mean0, cov0)  # one fit for every rule
+    for name, rule in rules.items():
+        # FAQ's loop with this rule: draws with replacement, PAI, a budget of `rounds`
+        method = faq_with(rule, rounds, backend, name=name)
+        out = simulate(method, history, new[targets], run_seeds, n_steps=rounds)
+        theta, var = out.estimate[:, -1], out.var[:, -1]
+        lo, hi = (np.asarray(x) for x in wald_interval(theta, var))
         rows[name] = (np.mean((lo <= truth) & (truth <= hi)), np.mean(hi - lo))
     kept = np.random.default_rng(1).random((len(targets), matrix.n_items)) < rounds / matrix.n_items
     theta, var = horvitz_thompson_uniform(new[targets], kept, rounds / matrix.n_items)

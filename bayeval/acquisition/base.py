@@ -1,12 +1,16 @@
-"""Acquisition rules and policies (ARCHITECTURE.md: composable rules).
+"""Acquisition rules and their combinators (ARCHITECTURE.md: composable rules).
 
-A **rule** maps a :class:`~bayeval.inference.base.Prediction` and a boolean mask of the
-candidate items still available to one log-weight per item (higher = more wanted; entries
-outside the mask are ignored). A **policy** turns log-weights into a choice of ``k``
-distinct available items: :func:`sample` draws proportionally to ``exp(log_w)`` without
-replacement, :func:`argmax` takes the best with ties broken uniformly at random.
+A **rule** maps a :class:`~bayeval.types.Prediction` and a boolean mask of the candidate
+items still available to one log-weight per item (higher = more wanted; entries outside
+the mask are ignored). Combinators build rules from rules: :func:`mixture` and
+:func:`blend` (mixtures of softmaxes, weights numbers or schedules of the round),
+:func:`power` (h^β), :func:`tempered` (log-weights / temperature), :func:`uniform_floor`
+((1 − τ) h + τ uniform) and :func:`switch` (a regime switch). A **schedule** is a
+function of the Prediction (e.g. of its round ``n``) giving a number
+(:mod:`bayeval.acquisition.schedules`). Policies that turn log-weights into draws are in
+:mod:`bayeval.acquisition.policies`.
 
-Rules and policies are pure JAX functions, so a composed rule jits and vmaps.
+Rules are pure JAX functions, so a composed rule jits and vmaps.
 """
 
 from __future__ import annotations
@@ -16,10 +20,10 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 
-from bayeval.inference.base import Array, Prediction
+from bayeval.types import Array, Prediction
 
 Rule = Callable[[Prediction, Array], Array]
-Policy = Callable[[Array, Array, Array, int], Array]
+Schedule = Callable[[Prediction], Array]
 
 
 def uniform() -> Rule:
@@ -29,35 +33,6 @@ def uniform() -> Rule:
         return jnp.zeros(available.shape, jnp.float64)
 
     return rule
-
-
-def sample(key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
-    """``k`` distinct available items drawn ∝ exp(log_w), sequentially without replacement.
-
-    Gumbel-top-k: the k largest of log_w + Gumbel noise are a draw of k items without
-    replacement with probabilities ∝ exp(log_w) at each step.
-    """
-    noise = jax.random.gumbel(key, log_weights.shape, jnp.float64)
-    score = jnp.where(available, log_weights + noise, -jnp.inf)
-    return jax.lax.top_k(score, k)[1]
-
-
-def argmax(key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
-    """The ``k`` available items of largest log-weight, exact ties broken at random.
-
-    Item by item: among the not yet chosen items of the largest log-weight, the one with
-    the largest uniform tie-break draw (O(k N); the same choice as a lexicographic sort on
-    (log-weight, draw))."""
-    tie_break = jax.random.uniform(key, log_weights.shape)
-    primary = jnp.where(available, log_weights, -jnp.inf)
-    chosen = []
-    taken = jnp.zeros(log_weights.shape, bool)
-    for _ in range(k):
-        best = jnp.max(jnp.where(taken, -jnp.inf, primary))
-        pick = jnp.argmax(jnp.where((primary == best) & ~taken, tie_break, -1.0))
-        chosen.append(pick)
-        taken = taken.at[pick].set(True)
-    return jnp.stack(chosen)
 
 
 def switch(condition, if_true: Rule, if_false: Rule) -> Rule:
@@ -71,26 +46,54 @@ def switch(condition, if_true: Rule, if_false: Rule) -> Rule:
     return rule
 
 
+def probabilities(log_weights: Array, available: Array) -> Array:
+    """softmax(log_w) over the available items (0 elsewhere)."""
+    return jax.nn.softmax(jnp.where(available, log_weights, -jnp.inf))
+
+
 def _log_softmax(log_w: Array, available: Array) -> Array:
     masked = jnp.where(available, log_w, -jnp.inf)
     total = jax.scipy.special.logsumexp(masked)
     return jnp.where(jnp.isfinite(total), masked - total, -jnp.inf)
 
 
+def _value(x: float | Schedule, prediction: Prediction) -> Array:
+    return x(prediction) if callable(x) else jnp.asarray(x, jnp.float64)
+
+
 def mixture(rules: list[Rule], weights: list) -> Rule:
     """The distribution Σ_k w_k softmax(rule_k) over available items, as log-weights.
 
-    A weight is a number or a function of the :class:`Prediction` (a schedule, e.g. of the
-    round ``n``); weights are normalised to sum to 1. With :func:`sample` this draws from
-    rule k with probability w_k (FAQ's hybrid policy mixes its oracle and active parts this
-    way, :mod:`bayeval.acquisition.faq`)."""
+    A weight is a number or a schedule (a function of the :class:`Prediction`, e.g. of
+    the round ``n``); weights are normalised to sum to 1. With a sampling policy this
+    draws from rule k with probability w_k (FAQ's hybrid policy mixes its oracle and
+    active parts this way)."""
 
     def rule(prediction: Prediction, available: Array) -> Array:
-        w = jnp.stack([jnp.asarray(x(prediction) if callable(x) else x, jnp.float64)
-                       for x in weights])
+        w = jnp.stack([_value(x, prediction) for x in weights])
         w = w / w.sum()
         parts = jnp.stack([_log_softmax(r(prediction, available), available) for r in rules])
         return jax.scipy.special.logsumexp(parts + jnp.log(w)[:, None], axis=0)
+
+    return rule
+
+
+def blend(first: Rule, second: Rule, alpha: float | Schedule) -> Rule:
+    """(1 − α) softmax(first) + α softmax(second) as log-weights; α a number or a
+    schedule."""
+    return mixture([first, second], [lambda p: 1.0 - _value(alpha, p),
+                                     lambda p: _value(alpha, p)])
+
+
+def power(inner: Rule, exponent: float | Schedule) -> Rule:
+    """h^β for h = softmax(inner): β · log h (β a number or a schedule; β → 0 flattens h
+    towards uniform)."""
+
+    def rule(prediction: Prediction, available: Array) -> Array:
+        log_h = jnp.where(available, inner(prediction, available), -jnp.inf)
+        log_h = log_h - jax.scipy.special.logsumexp(log_h)
+        # masked after scaling: β = 0 would turn −∞ into NaN
+        return jnp.where(available, _value(exponent, prediction) * log_h, -jnp.inf)
 
     return rule
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from bayeval.acquisition.base import Rule, switch, uniform
-from bayeval.inference.base import Array, Prediction
+from bayeval.types import Array, Prediction
 
 _TINY = 1e-300
 

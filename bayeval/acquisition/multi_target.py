@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 
 from bayeval.acquisition.info_gain import information_gain
-from bayeval.inference.base import Array, Prediction
 from bayeval.inference.joint import JointPrediction
+from bayeval.types import Array, Prediction
 
 
 def target_information_gain(prediction: JointPrediction) -> Array:

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bayeval.inference.base import Array
+from bayeval.types import Array
 
 
 class BestRandResult(NamedTuple):

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeval.compression.bestrand import random_subsets
-from bayeval.inference.base import Array
+from bayeval.types import Array
 
 FREEZE_SEED = 42
 

@@ -20,7 +20,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
-from bayeval.inference.base import Array, Backend, Prediction, no_refit
+from bayeval.inference.base import Backend, no_refit
+from bayeval.types import Array, Prediction
 
 A0 = 1.0
 B0 = 1.0

@@ -15,7 +15,7 @@ from statistics import NormalDist
 
 import jax.numpy as jnp
 
-from bayeval.inference.base import Array
+from bayeval.types import Array
 
 
 def z_value(level: float = 0.95) -> float:

@@ -32,8 +32,9 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
+from bayeval.estimators.base import Estimator, gaussian_estimate
 from bayeval.estimators.interval import z_value
-from bayeval.inference.base import Array
+from bayeval.types import Array, Estimate, Prediction
 
 
 class PAIState(NamedTuple):
@@ -105,6 +106,33 @@ def pai_from_rounds(z: Array, p_item: Array, q_item: Array, totals: Array,
     v2 = jnp.maximum(0.0, (jnp.sum(r * r, -1) - jnp.sum((c[..., None] - totals) ** 2, -1))
                      / (dof * n_items**2))
     return theta, v2 / t
+
+
+def estimator(centre: str = "estimate") -> Estimator:
+    """Pro-Active Inference as an estimator stage: every observation is a round, added
+    with the pre-observation ``item_mean`` as p̂ (P_s = its sum over all N items) and the
+    policy's draw probability ``q``; the estimate is θ̂ ∓ z sqrt(v²/T) (the Wald interval,
+    unclipped). Before the first round: the plug-in mean of the predictions with variance
+    1 (an uninformative interval). For sampling with replacement (FAQ)."""
+    if centre not in ("estimate", "ht"):
+        raise ValueError(f"centre must be 'estimate' or 'ht', got {centre!r}")
+
+    def init(n_items: int) -> PAIState:
+        del n_items
+        return pai_start()
+
+    def update(state: PAIState, prediction: Prediction, item: Array, score: Array,
+               q: Array) -> PAIState:
+        return pai_update(state, score, prediction.item_mean[item], q,
+                          jnp.sum(prediction.item_mean))
+
+    def estimate(state: PAIState, prediction: Prediction, z: float) -> Estimate:
+        theta, var = pai_estimate(state, prediction.item_mean.shape[-1], centre)
+        done = state.rounds > 0
+        return gaussian_estimate(jnp.where(done, theta, prediction.mean),
+                                 jnp.where(done, var, 1.0), z)
+
+    return Estimator(f"pai({centre})", init, update, estimate, needs_probabilities=True)
 
 
 def wald_interval(theta: Array, var: Array, level: float = 0.95) -> tuple[Array, Array]:

@@ -21,8 +21,10 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
+from bayeval.estimators.base import Estimator
 from bayeval.estimators.interval import gaussian_bounds, wilson_fpc_bounds
-from bayeval.inference.base import Array, Backend, Prediction, no_refit
+from bayeval.inference.base import Backend, no_refit
+from bayeval.types import Array, Estimate, Prediction
 
 
 class SampleMeanState(NamedTuple):
@@ -51,16 +53,21 @@ def observe(state: SampleMeanState, item: Array, score: Array) -> SampleMeanStat
                            state.binary & ((score == 0.0) | (score == 1.0)))
 
 
+def _moments(n: Array, total: Array, total_sq: Array, n_items: int) -> tuple[Array, Array,
+                                                                            Array]:
+    """(R̂, S², Var_R) of n observed scores with sum ``total`` and sum of squares
+    ``total_sq`` (module docstring: R̂ = 1/2 at n = 0, S² = 1/4 below two scores)."""
+    mean = jnp.where(n > 0, total / jnp.maximum(n, 1.0), 0.5)
+    s2 = jnp.where(n >= 2, jnp.maximum(total_sq - n * mean * mean, 0.0) / jnp.maximum(n - 1.0, 1.0),
+                   0.25)
+    return mean, s2, (1.0 - n / n_items) * s2 / jnp.maximum(n, 1.0)
+
+
 def predict(state: SampleMeanState) -> Prediction:
     """R̂ and its finite-population variance; per-item predictions are the sample mean."""
     n_items = state.observed.shape[0]
     n = state.count
-    mean = jnp.where(n > 0, state.total / jnp.maximum(n, 1.0), 0.5)
-    s2 = jnp.where(n >= 2,
-                   jnp.maximum(state.total_sq - n * mean * mean, 0.0) / jnp.maximum(n - 1.0, 1.0),
-                   0.25)
-    fpc = 1.0 - n / n_items
-    var = fpc * s2 / jnp.maximum(n, 1.0)
+    mean, s2, var = _moments(n, state.total, state.total_sq, n_items)
     unobserved = ~state.observed
     item_mean = jnp.where(unobserved, mean, state.scores)
     item_var = jnp.where(unobserved, s2, 0.0)
@@ -70,12 +77,43 @@ def predict(state: SampleMeanState) -> Prediction:
     return Prediction(mean, var, item_mean, item_var, item_cov, n, jnp.ones((), bool))
 
 
-def interval(state: SampleMeanState, prediction: Prediction, z: float) -> tuple[Array, Array]:
-    """Wilson–FPC bounds while the scores are binary, Wald–FPC bounds otherwise."""
-    n_items = state.observed.shape[0]
-    w_lo, w_hi = wilson_fpc_bounds(prediction.mean, prediction.n, n_items, z)
-    g_lo, g_hi = gaussian_bounds(prediction.mean, prediction.var, z)
-    return jnp.where(state.binary, w_lo, g_lo), jnp.where(state.binary, w_hi, g_hi)
-
-
 backend = Backend("sample_mean", init, observe, predict, no_refit)
+
+
+class SampleMeanSums(NamedTuple):
+    """The estimator's state: n, Σ s, Σ s², and whether every score so far is 0 or 1."""
+
+    count: Array
+    total: Array
+    total_sq: Array
+    binary: Array
+
+
+def _start(n_items: int) -> SampleMeanSums:
+    del n_items
+    zero = jnp.zeros((), jnp.float64)
+    return SampleMeanSums(zero, zero, zero, jnp.ones((), bool))
+
+
+def _add(state: SampleMeanSums, prediction: Prediction, item: Array, score: Array,
+         q: Array) -> SampleMeanSums:
+    score = jnp.asarray(score, jnp.float64)
+    return state._replace(count=state.count + 1.0, total=state.total + score,
+                          total_sq=state.total_sq + score * score,
+                          binary=state.binary & ((score == 0.0) | (score == 1.0)))
+
+
+def _report(state: SampleMeanSums, prediction: Prediction, z: float) -> Estimate:
+    """R̂ with Wilson–FPC bounds while the scores are binary, Wald–FPC bounds otherwise."""
+    n_items = prediction.item_mean.shape[-1]
+    mean, _, var = _moments(state.count, state.total, state.total_sq, n_items)
+    w_lo, w_hi = wilson_fpc_bounds(mean, state.count, n_items, z)
+    g_lo, g_hi = gaussian_bounds(mean, var, z)
+    return Estimate(mean, var, jnp.where(state.binary, w_lo, g_lo),
+                    jnp.where(state.binary, w_hi, g_hi))
+
+
+def estimator() -> Estimator:
+    """RS-Mean (module docstring) as an estimator stage: the mean of the observed scores,
+    whatever backend picked them (valid as an interval only under uniform selection)."""
+    return Estimator("sample_mean", _start, _add, _report)

@@ -39,7 +39,7 @@ from bayeval.data import load_dataset
 from bayeval.errors import DataError
 from bayeval.estimators.pai import finite_bank_target, horvitz_thompson_uniform, wald_interval
 from bayeval.experiments.figures import panel_grid
-from bayeval.faq import HybridParams, simulate_hybrid
+from bayeval.methods.faq import HybridParams, simulate_hybrid
 from bayeval.models.factor import cross_validate, factor_prior, fit_factors
 from bayeval.stopping.rules import budget_rounds
 

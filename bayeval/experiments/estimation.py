@@ -11,7 +11,7 @@ coverage at stopping).
 
 Methods are given as specs, ``name`` or ``name(key=value, …)`` (e.g.
 ``bayesame(refit_every=0)``), so ablations run through the same code. ``irt`` (options of
-:func:`bayeval.estimators.irt.simulate_irt`, e.g. ``irt(kind=beta3, refit_every=50)``)
+:func:`bayeval.methods.irt.simulate_irt`, e.g. ``irt(kind=beta3, refit_every=50)``)
 is the IRT baseline of METHODS.md §4: random selection with NUTS fits, run outside the
 jitted engine; its per-fit diagnostics are returned in ``mcmc_fits``.
 """
@@ -26,7 +26,6 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import load_dataset, make_split
-from bayeval.estimators.irt import simulate_irt
 from bayeval.experiments.metrics import (
     at_stop,
     integrated_rmse,
@@ -36,6 +35,7 @@ from bayeval.experiments.metrics import (
     stopping_points,
 )
 from bayeval.methods import accepts_parameter, make_method, parse_method_spec
+from bayeval.methods.irt import simulate_irt
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import SimulationResult, simulate
 

@@ -4,7 +4,7 @@
 For each regime the T targets are drawn once (``split_seed``); every seed s draws its own
 reference subset (as in :mod:`bayeval.experiments.estimation`). Per seed:
 
-* **multi-target**: one :func:`~bayeval.joint_evaluation.simulate_joint` run over the T
+* **multi-target**: one :func:`~bayeval.methods.multi_target.simulate_joint` run over the T
   targets (initial design, round robin, per-target two-condition stopping, done when all
   targets are done);
 * **single-target**: T independent full-length BayesAME runs (seeds s·T + t); their
@@ -31,8 +31,8 @@ import pandas as pd
 from bayeval.data import load_dataset, make_split
 from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.metrics import at_stop, stopping_points
-from bayeval.joint_evaluation import make_joint, simulate_joint
 from bayeval.methods import make_method
+from bayeval.methods.multi_target import make_joint, simulate_joint
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import simulate
 

@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 
 from bayeval.experiments.figures import panel_grid
-from bayeval.inference.base import Array
 from bayeval.selection.bandits import ucb_e_rankings, uniform_rankings
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import run_schedules
+from bayeval.types import Array
 
 ALGORITHMS = ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)",
               "US", "SyUS")

@@ -19,36 +19,14 @@ same code. ``reference_scores`` is the models × items reference matrix as a flo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-Array = jax.Array
-State = Any
+from bayeval.types import Array, Prediction, State
 
-
-class Prediction(NamedTuple):
-    """The posterior summary that estimators, acquisition and stopping rules read.
-
-    mean:      E[R | C], the estimate of the full-benchmark score R = (1/N) Σ_i s_i.
-    var:       Var(R | C).
-    item_mean: (N,) E[s_i | C] (an observed item's entry is its score).
-    item_var:  (N,) Var(s_i | C) of a new observation of item i (0 once observed).
-    item_cov:  (N,) Cov(R, s_i | C) (0 once observed).
-    n:         number of observed items.
-    nearly_unique: whether the model's reference vectors are nearly all distinct
-               (BayesAME's B ≥ N − N0); below that, its selection falls back to random.
-    """
-
-    mean: Array
-    var: Array
-    item_mean: Array
-    item_var: Array
-    item_cov: Array
-    n: Array
-    nearly_unique: Array
-
+__all__ = ["Array", "Backend", "Prediction", "State", "advance", "no_refit"]
 
 class Backend(NamedTuple):
     """A posterior backend: the pure functions described in the module docstring;

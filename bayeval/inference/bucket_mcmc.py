@@ -4,7 +4,7 @@
 :func:`bucket_gp_nuts` buckets the reference matrix, samples θ of
 :func:`~bayeval.models.bucket_gp.bucket_gp_model` (non-centred) given the coreset with
 :func:`~bayeval.inference.mcmc.run_nuts`, and returns the draws with a
-:class:`~bayeval.inference.base.Prediction` computed from them
+:class:`~bayeval.types.Prediction` computed from them
 (:func:`prediction_from_draws`): with p(θ_b), q(θ_b) the conditional mean and variance of a
 score of bucket b (:mod:`bayeval.inference.laplace`, ``Likelihood.moments``; the
 logit-normal ones by quadrature over the item noise) and R^(d) the draws of
@@ -24,10 +24,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from bayeval.inference.base import Prediction
 from bayeval.inference.laplace import CLIP, LIKELIHOOD
 from bayeval.inference.mcmc import MCMCResult, run_nuts
 from bayeval.models.bucket_gp import N0, bucket_gp_model, bucket_layout
+from bayeval.types import Prediction
 
 
 def prediction_from_draws(likelihood: str, theta: np.ndarray, noise: np.ndarray,

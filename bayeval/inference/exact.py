@@ -41,9 +41,10 @@ import jax
 import jax.numpy as jnp
 from numpyro import handlers
 
-from bayeval.inference.base import Array, Backend, Prediction
+from bayeval.inference.base import Backend
 from bayeval.inference.optimise import lbfgs_minimise
 from bayeval.models.bucket_gp import N0, bucket_gp_model, bucket_layout
+from bayeval.types import Array, Prediction
 
 PENDING = 32  # P: rank-1 updates held before a compaction (≈ √B balances the two costs)
 

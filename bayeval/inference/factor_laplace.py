@@ -14,7 +14,7 @@ pure; the state also carries s_j = v_jᵀ Σ v_j for all items, kept up to date 
 per observation instead of O(N k²).
 
 :func:`factor_prediction` summarises the state as the
-:class:`~bayeval.inference.base.Prediction` that acquisition rules read, linearising
+:class:`~bayeval.types.Prediction` that acquisition rules read, linearising
 R = (1/N) Σ_j σ(uᵀ v_j) around û (g = (1/N) Σ_j w_j v_j):
 
     item_mean_j = p̂_j,   item_var_j = w_j (1 + w_j s_j)   (Bernoulli noise + latent),
@@ -26,14 +26,17 @@ variance-reduction score d_j.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from bayeval.inference.base import Array, Prediction
-
-P_CLIP = 1e-12
+from bayeval.inference.base import Backend, no_refit
+from bayeval.models.factor import factor_prior, fit_factors
+from bayeval.types import Array, Prediction, clip_probability
 
 
 class FactorPosterior(NamedTuple):
@@ -47,7 +50,7 @@ class FactorPosterior(NamedTuple):
 
 def item_probabilities(mean: Array, item_factors: Array) -> Array:
     """p̂_j = σ(ûᵀ v_j), clamped to [1e-12, 1 − 1e-12]."""
-    return jnp.clip(jax.nn.sigmoid(item_factors @ mean), P_CLIP, 1.0 - P_CLIP)
+    return clip_probability(jax.nn.sigmoid(item_factors @ mean))
 
 
 def factor_start(mean: Array, cov: Array, item_factors: Array) -> FactorPosterior:
@@ -61,7 +64,7 @@ def laplace_update(state: FactorPosterior, item_factors: Array, item: Array,
                    z: Array) -> FactorPosterior:
     """The online Laplace update after observing ``z`` on ``item`` (module docstring)."""
     v = item_factors[item]
-    p = jnp.clip(jax.nn.sigmoid(v @ state.mean), P_CLIP, 1.0 - P_CLIP)
+    p = clip_probability(jax.nn.sigmoid(v @ state.mean))
     w = p * (1.0 - p)
     sv = state.cov @ v
     denom = 1.0 + w * (v @ sv)
@@ -82,3 +85,74 @@ def factor_prediction(state: FactorPosterior, item_factors: Array) -> Prediction
         mean=p.mean(), var=g @ sigma_g, item_mean=p,
         item_var=w * (1.0 + w * state.latent_var), item_cov=w * (item_factors @ sigma_g),
         n=state.n, nearly_unique=jnp.ones((), bool))
+
+
+class FactorState(NamedTuple):
+    """The backend's state: the fixed item factors V (N, k) and the new model's factor
+    posterior."""
+
+    item_factors: Array
+    posterior: FactorPosterior
+
+
+@dataclass(frozen=True)
+class FactorLaplace:
+    """The factor model with online Laplace updates as a
+    :class:`~bayeval.inference.base.Backend`: ``init`` fits the logistic factor model on
+    the reference matrix (binary scores; NaN = not evaluated) with rank ``k`` and AdamW
+    weight decay ``weight_decay`` (:func:`~bayeval.models.factor.fit_factors`) and starts
+    the new model at the historical prior (:func:`~bayeval.models.factor.factor_prior`);
+    ``observe`` is :func:`laplace_update`, ``predict`` :func:`factor_prediction`. Fits are
+    cached per (reference matrix, k, λ, seed), so methods that differ only in their
+    policy share one."""
+
+    k: int = 8
+    weight_decay: float = 0.1
+    seed: int = 0
+
+    def init(self, reference_scores: Array, n_items: int) -> FactorState:
+        ref = np.asarray(reference_scores, np.float64)
+        if ref.shape[1] != n_items:
+            raise ValueError(f"reference matrix has {ref.shape[1]} items, expected {n_items}")
+        v, mean0, cov0 = _fitted(ref.tobytes(), ref.shape, self.k, self.weight_decay,
+                                 self.seed)
+        return FactorState(v, factor_start(mean0, cov0, v))
+
+    @staticmethod
+    def observe(state: FactorState, item: Array, score: Array) -> FactorState:
+        return FactorState(state.item_factors,
+                           laplace_update(state.posterior, state.item_factors, item, score))
+
+    @staticmethod
+    def predict(state: FactorState) -> Prediction:
+        return factor_prediction(state.posterior, state.item_factors)
+
+    def backend(self) -> Backend:
+        return Backend("factor_laplace", self.init, self.observe, self.predict, no_refit)
+
+
+def prefitted(item_factors: Array, mean0: Array, cov0: Array) -> Backend:
+    """The factor-Laplace backend of an existing fit: item factors V (N, k) and the new
+    model's prior N(û0, Σ0); ``init`` ignores the reference matrix (beyond its number of
+    items), so one fit serves every method of an experiment."""
+    v = jnp.asarray(item_factors, jnp.float64)
+    start = FactorState(v, factor_start(jnp.asarray(mean0, jnp.float64),
+                                        jnp.asarray(cov0, jnp.float64), v))
+
+    def init(reference_scores: Array, n_items: int) -> FactorState:
+        if n_items != v.shape[0]:
+            raise ValueError(f"the fit has {v.shape[0]} items, the run {n_items}")
+        return start
+
+    return Backend("factor_laplace", init, FactorLaplace.observe, FactorLaplace.predict,
+                   no_refit)
+
+
+@functools.lru_cache(maxsize=8)
+def _fitted(data: bytes, shape: tuple[int, int], k: int, weight_decay: float,
+            seed: int) -> tuple[Array, Array, Array]:
+    """(V, û0, Σ0) of the factor fit on the matrix with these bytes and shape."""
+    ref = np.frombuffer(data, np.float64).reshape(shape)
+    fit = fit_factors(ref, k, weight_decay, seed)
+    mean0, cov0 = factor_prior(fit.U)
+    return jnp.asarray(fit.V), jnp.asarray(mean0), jnp.asarray(cov0)

@@ -43,7 +43,6 @@ import numpy as np
 import optax
 from numpyro import handlers
 
-from bayeval.inference.base import Array
 from bayeval.inference.exact import (
     PENDING,
     deferred_column,
@@ -53,6 +52,7 @@ from bayeval.inference.exact import (
 )
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.models.coregional import coregional_model
+from bayeval.types import Array
 
 
 class JointState(NamedTuple):
@@ -76,7 +76,7 @@ class JointState(NamedTuple):
 
 class JointPrediction(NamedTuple):
     """Per-target posterior summaries: the fields of
-    :class:`~bayeval.inference.base.Prediction` with a leading target axis."""
+    :class:`~bayeval.types.Prediction` with a leading target axis."""
 
     mean: Array  # (T,)
     var: Array  # (T,)

@@ -61,7 +61,7 @@ import jax.numpy as jnp
 import numpy as np
 from numpyro import handlers
 
-from bayeval.inference.base import Array, Backend, Prediction
+from bayeval.inference.base import Backend
 from bayeval.inference.exact import fit_sizes, observed_subset, switch_by_size
 from bayeval.inference.factor_laplace import (  # noqa: F401  (re-exported)
     FactorPosterior,
@@ -71,6 +71,7 @@ from bayeval.inference.factor_laplace import (  # noqa: F401  (re-exported)
 )
 from bayeval.inference.optimise import lbfgs_minimise
 from bayeval.models.bucket_gp import LIKELIHOODS, N0, bucket_gp_model, bucket_layout
+from bayeval.types import Array, Prediction
 
 CLIP = 1e-3  # logit-normal: scores are clipped to [CLIP, 1 − CLIP] before the logit
 QUADRATURE = 24  # Gauss–Hermite nodes per dimension

@@ -37,8 +37,8 @@ import numpyro
 import numpyro.distributions as dist
 
 from bayeval.data.matrix import ScoreMatrix
-from bayeval.inference.base import Array
 from bayeval.models.kernels import squared_exponential
+from bayeval.types import Array
 
 N0 = 10
 SIGMA2_UNIQUE = 1e-4

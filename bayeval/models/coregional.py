@@ -26,9 +26,9 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.distributions.util import lazy_property
 
-from bayeval.inference.base import Array
 from bayeval.models.bucket_gp import JITTER, SIGMA2_TIED
 from bayeval.models.kernels import matern32, squared_exponential
+from bayeval.types import Array
 
 Kernel = Callable[[Array, Array, Array], Array]
 

@@ -36,7 +36,7 @@ import optax
 from numpyro import handlers
 
 from bayeval.errors import DataError
-from bayeval.inference.base import Array
+from bayeval.types import Array
 
 LEARNING_RATE = 1e-2
 EPOCHS = 2000

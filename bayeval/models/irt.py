@@ -33,7 +33,7 @@ import numpyro
 import numpyro.distributions as dist
 from jax.scipy.special import gammaln
 
-from bayeval.inference.base import Array
+from bayeval.types import Array
 
 CLIP = 1e-3
 KINDS = ("2pl", "beta3")

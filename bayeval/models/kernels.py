@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from bayeval.inference.base import Array
+from bayeval.types import Array
 
 
 def scaled_sq_dist(phi: Array) -> Array:

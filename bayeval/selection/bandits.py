@@ -23,8 +23,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from bayeval.inference.base import Array
 from bayeval.selection.successive_rejects import SelectionResult, item_orders
+from bayeval.types import Array
 
 
 def _ranking(means: Array, key: Array) -> Array:

@@ -39,6 +39,7 @@ import jax
 import numpy as np
 
 from bayeval.errors import EvaluationError, JournalError, SessionError
+from bayeval.precision import require_float64
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import item_orders
 from bayeval.session import JOURNAL_FORMAT, JOURNAL_VERSION, PairJournal
@@ -63,6 +64,7 @@ class SelectionSession(PairJournal):
     def __init__(self, models: Sequence[str], items: Sequence[str], budget: int, *,
                  seed: int = 0, journal: str | os.PathLike | None = None,
                  extra: dict[str, Any] | None = None) -> None:
+        require_float64("SelectionSession")
         self._setup([str(m) for m in models], [str(i) for i in items], int(budget), int(seed),
                     dict(extra or {}))
         if journal is not None:

@@ -26,8 +26,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from bayeval.inference.base import Array
 from bayeval.selection.schedule import phase_schedule
+from bayeval.types import Array
 
 
 class SelectionResult(NamedTuple):

@@ -2,12 +2,13 @@
 
 A stopping rule is a pair of pure functions over an explicit state::
 
-    init()                              -> state
-    update(state, prediction, bounds)   -> (state, stop: bool array)
+    init()                                  -> state
+    update(state, estimate, prediction)     -> (state, stop: bool array)
 
-``update`` is called once after every observation with the new posterior summary (its
-``n`` field counts the observed items) and the method's interval ``bounds = (lower,
-upper)`` at its level. Rules compose with :func:`all_of` and :func:`any_of`.
+``update`` is called once after every observation with the estimator's report
+(:class:`~bayeval.types.Estimate`: the estimate and its interval at the method's level)
+and the backend's new posterior summary (its ``n`` field counts the observations). Rules
+compose with :func:`all_of` and :func:`any_of`.
 """
 
 from __future__ import annotations
@@ -17,31 +18,29 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
-from bayeval.inference.base import Array, Prediction
-
-Bounds = tuple[Array, Array]
+from bayeval.types import Array, Estimate, Prediction
 
 
 class StoppingRule(NamedTuple):
     name: str
     init: Callable[[], Any]
-    update: Callable[[Any, Prediction, Bounds], tuple[Any, Array]]
+    update: Callable[[Any, Estimate, Prediction], tuple[Any, Array]]
 
 
 def interval_width(epsilon: float) -> StoppingRule:
-    """Stop when the method's interval is at most ε2 wide (cond. ii). For a Gaussian
+    """Stop when the estimator's interval is at most ε2 wide (cond. ii). For a Gaussian
     posterior the width is 2 z_{(1+level)/2} sqrt(Var(R | C))."""
     if epsilon <= 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}")
 
-    def update(state, prediction: Prediction, bounds: Bounds):
-        return state, bounds[1] - bounds[0] <= epsilon
+    def update(state, estimate: Estimate, prediction: Prediction):
+        return state, estimate.upper - estimate.lower <= epsilon
 
     return StoppingRule(f"interval_width({epsilon:g})", lambda: (), update)
 
 
 def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
-    """Stop when max − min of R̂ over the last ``window`` + 1 steps is ≤ ε1 (cond. i).
+    """Stop when max − min of the estimate R̂ over the last ``window`` + 1 steps is ≤ ε1 (cond. i).
 
     The state is a ring buffer of the last ``window + 1`` estimates and a count; the rule
     cannot fire before ``window + 1`` estimates have been seen.
@@ -52,9 +51,9 @@ def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
     def init():
         return jnp.zeros(window + 1, jnp.float64), jnp.zeros((), jnp.int32)
 
-    def update(state, prediction: Prediction, bounds: Bounds):
+    def update(state, estimate: Estimate, prediction: Prediction):
         buffer, count = state
-        buffer = buffer.at[count % (window + 1)].set(prediction.mean)
+        buffer = buffer.at[count % (window + 1)].set(estimate.value)
         count = count + 1
         spread = jnp.max(buffer) - jnp.min(buffer)
         return (buffer, count), (count >= window + 1) & (spread <= epsilon)
@@ -65,7 +64,7 @@ def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
 def min_observations(n_min: int) -> StoppingRule:
     """Allows stopping only once ``n_min`` items are observed (use inside :func:`all_of`)."""
 
-    def update(state, prediction: Prediction, bounds: Bounds):
+    def update(state, estimate: Estimate, prediction: Prediction):
         return state, prediction.n >= n_min
 
     return StoppingRule(f"min_observations({n_min})", lambda: (), update)
@@ -88,7 +87,7 @@ def budget(n_max: float) -> StoppingRule:
     (0, 1) is a share of the items (:func:`budget_rounds`)."""
     budget_rounds(n_max, 1)  # validates
 
-    def update(state, prediction: Prediction, bounds: Bounds):
+    def update(state, estimate: Estimate, prediction: Prediction):
         rounds = n_max if n_max >= 1 else budget_rounds(n_max, prediction.item_mean.shape[-1])
         return state, prediction.n >= rounds
 
@@ -102,10 +101,10 @@ def _combine(rules: tuple[StoppingRule, ...], reduce, word: str) -> StoppingRule
     def init():
         return tuple(r.init() for r in rules)
 
-    def update(state, prediction: Prediction, bounds: Bounds):
+    def update(state, estimate: Estimate, prediction: Prediction):
         new_states, stops = [], []
         for rule, s in zip(rules, state, strict=True):
-            s, stop = rule.update(s, prediction, bounds)
+            s, stop = rule.update(s, estimate, prediction)
             new_states.append(s)
             stops.append(stop)
         return tuple(new_states), reduce(jnp.stack(stops))

@@ -39,10 +39,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeval.acquisition import multi_target as mt
-from bayeval.acquisition.base import argmax
+from bayeval.acquisition.policies import argmax
 from bayeval.errors import BayevalError
 from bayeval.estimators.interval import gaussian_bounds, z_value
-from bayeval.inference.base import Prediction
 from bayeval.inference.exact import PENDING, fit_sizes
 from bayeval.inference.joint import (
     FITTED,
@@ -57,7 +56,9 @@ from bayeval.inference.joint import (
 )
 from bayeval.models.bucket_gp import N0, default_sigma2, make_buckets
 from bayeval.models.coregional import coregional_model
+from bayeval.precision import require_float64
 from bayeval.stopping import rules as stop
+from bayeval.types import Estimate, Prediction
 
 INIT_STREAM = 2**31 - 3
 WEIGHT_STREAM = 2**31 - 2
@@ -149,13 +150,13 @@ class JointBayesAME:
         ``target`` sees its new prediction; the other targets' states are unchanged."""
         rule = self.stopping
 
-        def one(s, mean, var, n, lower, upper):
-            p = Prediction(mean=mean, var=var, item_mean=mean, item_var=var, item_cov=var,
-                           n=n, nearly_unique=jnp.zeros((), bool))
-            return rule.update(s, p, (lower, upper))
+        def one(s, mean, var, item_mean, item_var, item_cov, n, lower, upper):
+            p = Prediction(mean=mean, var=var, item_mean=item_mean, item_var=item_var,
+                           item_cov=item_cov, n=n, nearly_unique=jnp.zeros((), bool))
+            return rule.update(s, Estimate(mean, var, lower, upper), p)
 
         def update(stop_states, pred, bounds, target):
-            new, fired = jax.vmap(one)(stop_states, pred.mean, pred.var, pred.n, *bounds)
+            new, fired = jax.vmap(one)(stop_states, *pred, *bounds)
             mine = jnp.arange(pred.mean.shape[0]) == target
 
             def pick(a, b):
@@ -222,6 +223,7 @@ class JointRun:
     def __init__(self, reference_scores: Any, n_targets: int, config: JointBayesAME,
                  seed: int = 0, kind: str = "binary",
                  max_evaluations: int | None = None) -> None:
+        require_float64("multi-target BayesAME")
         if n_targets < 1:
             raise BayevalError(f"need at least one target, got {n_targets}")
         if kind not in ("binary", "continuous"):

@@ -1,0 +1,115 @@
+"""Policies: how log-weights become draws, and the probability of each draw.
+
+A :class:`Policy` draws ``k`` items from a rule's log-weights over the available items and
+says with what probability each drawn item was drawn — what a design-based estimator
+(Pro-Active Inference, METHODS.md §3 and §9) weighs its score by:
+
+* :data:`sample` — ∝ exp(log_w) without replacement (Gumbel-top-k); the probability of
+  the j-th item of a batch is that of a sequential draw with the batch's earlier items
+  removed (METHODS.md §9 "Batches");
+* :data:`argmax` — the best items, ties broken at random (probability 1: a deterministic
+  design, which design-based estimators refuse);
+* :data:`sample_with_replacement` — k independent draws over all available items (FAQ).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from bayeval.acquisition.base import probabilities
+from bayeval.types import Array
+
+
+class Policy(NamedTuple):
+    """``draw(key, log_w, available, k) -> (k,) items`` and
+    ``probabilities(log_w, available, items) -> (k,)`` the probability with which each
+    item was drawn (given the batch's earlier draws). ``with_replacement``: draws may
+    repeat items and every item stays available (the Session then answers a repeat from
+    the score it already has). Calling a Policy draws."""
+
+    name: str
+    draw: Callable[[Array, Array, Array, int], Array]
+    probabilities: Callable[[Array, Array, Array], Array]
+    with_replacement: bool = False
+
+    def __call__(self, key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
+        return self.draw(key, log_weights, available, k)
+
+
+def _sample(key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
+    """Gumbel-top-k: the k largest of log_w + Gumbel noise are a draw of k items without
+    replacement with probabilities ∝ exp(log_w) at each step."""
+    noise = jax.random.gumbel(key, log_weights.shape, jnp.float64)
+    score = jnp.where(available, log_weights + noise, -jnp.inf)
+    return jax.lax.top_k(score, k)[1]
+
+
+def sequential_probabilities(log_weights: Array, available: Array, items: Array) -> Array:
+    """q of each of ``items`` drawn one after another without replacement ∝ exp(log_w):
+    item j's probability over the available items less ``items[:j]``."""
+
+    def one(avail, item):
+        return avail.at[item].set(False), probabilities(log_weights, avail)[item]
+
+    return jax.lax.scan(one, available, items)[1]
+
+
+def _argmax(key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
+    """The ``k`` available items of largest log-weight, exact ties broken at random.
+
+    Item by item: among the not yet chosen items of the largest log-weight, the one with
+    the largest uniform tie-break draw (O(k N); the same choice as a lexicographic sort on
+    (log-weight, draw))."""
+    tie_break = jax.random.uniform(key, log_weights.shape)
+    primary = jnp.where(available, log_weights, -jnp.inf)
+    chosen = []
+    taken = jnp.zeros(log_weights.shape, bool)
+    for _ in range(k):
+        best = jnp.max(jnp.where(taken, -jnp.inf, primary))
+        pick = jnp.argmax(jnp.where((primary == best) & ~taken, tie_break, -1.0))
+        chosen.append(pick)
+        taken = taken.at[pick].set(True)
+    return jnp.stack(chosen)
+
+
+def _certain(log_weights: Array, available: Array, items: Array) -> Array:
+    return jnp.ones(items.shape, jnp.float64)
+
+
+def inverse_cdf(cdf: Array, u: Array) -> Array:
+    """The item whose cumulative interval holds ``u``: ``cdf`` (..., N) cumulative
+    probabilities, ``u`` (...) uniforms (leading axes broadcast)."""
+    return jnp.minimum(jnp.sum(cdf <= u[..., None], -1), cdf.shape[-1] - 1)
+
+
+def _with_replacement(key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
+    """``k`` independent draws ∝ exp(log_w) over the available items (repeats possible), by
+    inverting the cumulative distribution (one uniform per draw, no per-item noise)."""
+    cdf = jnp.cumsum(probabilities(log_weights, available))
+    return inverse_cdf(cdf, jax.random.uniform(key, (k,), cdf.dtype) * cdf[-1])
+
+
+def _independent(log_weights: Array, available: Array, items: Array) -> Array:
+    return probabilities(log_weights, available)[items]
+
+
+def _unknown(log_weights: Array, available: Array, items: Array) -> Array:
+    return jnp.full(items.shape, jnp.nan)
+
+
+def as_policy(policy: Policy | Callable) -> Policy:
+    """``policy`` itself, or a plain ``draw`` function wrapped as a Policy whose draw
+    probabilities are unknown (NaN), so estimators that need them refuse it."""
+    if isinstance(policy, Policy):
+        return policy
+    return Policy(getattr(policy, "__name__", "custom"), policy, _unknown)
+
+
+sample = Policy("sample", _sample, sequential_probabilities)
+argmax = Policy("argmax", _argmax, _certain)
+sample_with_replacement = Policy("sample_with_replacement", _with_replacement, _independent,
+                                 with_replacement=True)

@@ -1,0 +1,46 @@
+"""Named evaluation methods, one file per method family, each assembling backend + rule +
+policy + estimator + stopping into a :class:`~bayeval.methods.base.Method`:
+
+* :mod:`bayeval.methods.bayesame` — BayesAME, BayesAME-RS, BayesAME with Laplace
+  inference (seed 000);
+* :mod:`bayeval.methods.baselines` — RS-Mean and Bayes-AIPW (seed 000 §5.1);
+* :mod:`bayeval.methods.faq` — FAQ: factor model, hybrid policy, Pro-Active Inference
+  (seed 001).
+
+Adding a method is one file: build a Method from parts and :func:`register_method` it
+(``tutorials/new_method.py``).
+"""
+
+from bayeval.methods import baselines, bayesame, faq
+from bayeval.methods.base import (
+    LoopState,
+    Method,
+    accepts_parameter,
+    make_method,
+    method_names,
+    parse_method_spec,
+    register_method,
+    split_method_specs,
+)
+from bayeval.methods.baselines import bayes_aipw, random_sample_mean
+from bayeval.methods.bayesame import bayesame_laplace, bayesame_rs
+from bayeval.methods.faq import faq as faq_method
+
+__all__ = [
+    "LoopState",
+    "Method",
+    "accepts_parameter",
+    "baselines",
+    "bayes_aipw",
+    "bayesame",
+    "bayesame_laplace",
+    "bayesame_rs",
+    "faq",
+    "faq_method",
+    "make_method",
+    "method_names",
+    "parse_method_spec",
+    "random_sample_mean",
+    "register_method",
+    "split_method_specs",
+]

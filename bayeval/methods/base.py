@@ -1,0 +1,236 @@
+"""A method is backend + rule + policy + estimator + stopping, run by one loop.
+
+ARCHITECTURE.md's round, for every method: predict → rule → policy (items and their draw
+probabilities) → evaluate → estimator update (with the pre-observation prediction) →
+backend observe → maintenance (re-fit, compaction) → predict → estimate → stopping.
+:class:`Method` holds the parts and compiles the round once; the interactive
+:class:`~bayeval.session.Session` and the vmapped :func:`~bayeval.simulate.simulate` run
+the same pieces (:meth:`Method.record`, :func:`~bayeval.inference.base.advance`,
+:meth:`Method.report`), so a simulated run and a Session with the same seed and answers
+choose the same items and give the same estimates.
+
+Methods are built by name with :func:`make_method` so that a journal can record ``(name,
+params)`` and rebuild the same method on resume; one file per method family in this
+package registers its methods (:func:`register_method`).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import jax
+
+from bayeval.acquisition.base import Rule
+from bayeval.acquisition.policies import Policy, as_policy
+from bayeval.errors import BayevalError
+from bayeval.estimators.base import Estimator, posterior
+from bayeval.estimators.interval import z_value
+from bayeval.inference.base import Backend, advance
+from bayeval.precision import require_float64
+from bayeval.stopping.rules import StoppingRule
+from bayeval.types import Array, Estimate, Prediction, State
+
+REFIT_STREAM = 2**31 - 1
+
+
+class LoopState(NamedTuple):
+    """Everything one run carries between rounds: the backend's, estimator's and stopping
+    rule's states, the current prediction (the one the next draw and the next estimator
+    update read) and the current estimate."""
+
+    backend: State
+    estimator: State
+    stopping: State
+    prediction: Prediction
+    estimate: Estimate
+
+
+@dataclass(frozen=True, eq=False)
+class Method:
+    """One way to run an evaluation (module docstring).
+
+    ``policy`` draws the items and says with what probability
+    (:class:`~bayeval.acquisition.policies.Policy`; a plain draw function is accepted, its
+    probabilities then unknown); ``estimator`` turns the observations into the estimate
+    and its interval at ``level`` (default: the backend's posterior). An estimator that
+    weighs scores by their draw probability needs a policy that draws at random.
+
+    The round's pieces are jitted once per Method object; :func:`make_method` caches
+    Method objects so that sessions with the same configuration share compiled code.
+    """
+
+    name: str
+    backend: Backend
+    rule: Rule
+    policy: Policy
+    stopping: StoppingRule
+    params: dict[str, Any] = field(default_factory=dict)
+    level: float = 0.95
+    estimator: Estimator = field(default_factory=posterior)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "policy", as_policy(self.policy))
+        z_value(self.level)  # validates the level
+        if self.estimator.needs_probabilities and self.policy.name in ("argmax", "custom"):
+            raise BayevalError(
+                f"method {self.name!r}: estimator {self.estimator.name} weighs each score "
+                f"by its draw probability, which policy {self.policy.name!r} does not give "
+                "(use a sampling policy, e.g. acquisition.sample)")
+
+    @property
+    def with_replacement(self) -> bool:
+        """Whether the policy draws from all items every round, repeats included (FAQ)."""
+        return self.policy.with_replacement
+
+    @property
+    def z(self) -> float:
+        return z_value(self.level)
+
+    # ------------------------------------------------------------------ the round
+    def record(self, loop: LoopState, item: Array, score: Array, q: Array) -> LoopState:
+        """Estimator update (with the pre-observation prediction and q), then the backend's
+        observe."""
+        est = self.estimator.update(loop.estimator, loop.prediction, item, score, q)
+        return loop._replace(backend=self.backend.observe(loop.backend, item, score),
+                             estimator=est)
+
+    def report(self, loop: LoopState) -> tuple[LoopState, Array]:
+        """Predict, estimate and update the stopping rule: (loop, stop)."""
+        prediction = self.backend.predict(loop.backend)
+        estimate = self.estimator.estimate(loop.estimator, prediction, self.z)
+        stop_state, done = self.stopping.update(loop.stopping, estimate, prediction)
+        return loop._replace(stopping=stop_state, prediction=prediction,
+                             estimate=estimate), done
+
+    def start(self, reference_scores: Any, n_items: int) -> LoopState:
+        """The loop state before any observation. ``backend.init`` runs eagerly (it may
+        bucket or fit the reference matrix with NumPy)."""
+        require_float64(f"method {self.name!r}")
+        return self._first_report(self.backend.init(reference_scores, n_items), n_items)
+
+    @functools.cached_property
+    def _first_report(self) -> Callable:
+        def first(state, n_items):
+            prediction = self.backend.predict(state)
+            est = self.estimator.init(n_items)
+            return LoopState(state, est, self.stopping.init(), prediction,
+                             self.estimator.estimate(est, prediction, self.z))
+
+        return jax.jit(first, static_argnums=1)
+
+    def refit_key(self, key: Array) -> Array:
+        """The key stream of re-fits, apart from the selection keys ``fold_in(key, t)``."""
+        return jax.random.fold_in(key, REFIT_STREAM)
+
+    @functools.cached_property
+    def step(self) -> Callable:
+        """Jitted ``(loop, item, score, q, n, key) -> (loop, stop)``: record the n-th
+        observation, re-fit or compact when due
+        (:func:`~bayeval.inference.base.advance`), and report."""
+
+        def step(loop, item, score, q, n, key):
+            loop = self.record(loop, item, score, q)
+            loop = loop._replace(backend=advance(self.backend, loop.backend, n, key))
+            return self.report(loop)
+
+        return jax.jit(step)
+
+    def choose(self, prediction: Prediction, available: Array, key: Array,
+               k: int) -> tuple[Array, Array]:
+        """(k item positions, the probability each was drawn with) from ``key``."""
+        log_w = self.rule(prediction, available)
+        items = self.policy.draw(key, log_w, available, k)
+        return items, self.policy.probabilities(log_w, available, items)
+
+    @functools.cached_property
+    def select(self) -> Callable:
+        """Jitted ``(prediction, available, key, counter, k) -> (items, q)``: :meth:`choose`
+        with the key ``fold_in(key, counter)``; ``k`` is static."""
+
+        def select(prediction, available, key, counter, k):
+            return self.choose(prediction, available, jax.random.fold_in(key, counter), k)
+
+        return jax.jit(select, static_argnums=4)
+
+    @functools.cached_property
+    def probability(self) -> Callable:
+        """Jitted ``(prediction, available, item) -> q``: the probability the policy gives
+        ``item`` as a single draw (for journals recorded without it)."""
+
+        def probability(prediction, available, item):
+            log_w = self.rule(prediction, available)
+            return self.policy.probabilities(log_w, available, item[None])[0]
+
+        return jax.jit(probability)
+
+
+_REGISTRY: dict[str, Callable[..., Method]] = {}
+
+
+def register_method(name: str, factory: Callable[..., Method]) -> None:
+    """Make ``factory(**params)`` available as ``make_method(name, **params)``."""
+    _REGISTRY[name] = factory
+
+
+def method_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+@functools.lru_cache(maxsize=64)
+def _cached(name: str, frozen: tuple[tuple[str, Any], ...]) -> Method:
+    return _REGISTRY[name](**dict(frozen))
+
+
+def accepts_parameter(name: str, parameter: str) -> bool:
+    """Whether the registered method ``name`` takes ``parameter``."""
+    factory = _REGISTRY.get(name)
+    return factory is not None and parameter in inspect.signature(factory).parameters
+
+
+def make_method(name: str, **params: Any) -> Method:
+    """The method ``name`` with ``params`` (cached: equal arguments give the same object)."""
+    if name not in _REGISTRY:
+        raise BayevalError(f"unknown method {name!r} (known: {', '.join(method_names())})")
+    try:
+        return _cached(name, tuple(sorted(params.items())))
+    except TypeError as exc:
+        raise BayevalError(f"method {name!r}: bad parameters {params} ({exc})") from None
+
+
+def parse_method_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``"name"`` or ``"name(key=value, …)"`` → (name, params); values are read as bool
+    (true/false), None (none), int, float or else string. E.g. ``bayesame(refit_every=0)``."""
+    match = re.fullmatch(r"\s*([\w.-]+)\s*(?:\((.*)\))?\s*", spec)
+    if match is None:
+        raise BayevalError(f"bad method spec {spec!r} (expected name or name(key=value, ...))")
+    params: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in (match.group(2) or "").split(","))):
+        key, eq, raw = part.partition("=")
+        if not eq or not key.strip():
+            raise BayevalError(f"bad parameter {part!r} in method spec {spec!r}")
+        value: Any = raw.strip()
+        if value.lower() in ("true", "false"):
+            value = value.lower() == "true"
+        elif value.lower() == "none":
+            value = None
+        else:
+            for cast in (int, float):
+                try:
+                    value = cast(value)
+                    break
+                except ValueError:
+                    pass
+        params[key.strip()] = value
+    return match.group(1), params
+
+
+def split_method_specs(text: str) -> list[str]:
+    """Split ``"a,b(x=1, y=2),c"`` at the commas outside parentheses."""
+    return [p.strip() for p in re.findall(r"(?:[^,(]|\([^)]*\))+", text) if p.strip()]
+
+

@@ -1,0 +1,207 @@
+"""The one loop: every registered method runs the same in the Session and the simulator,
+and the package's layering has no arrow upward."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bayeval.data import ScoreMatrix
+from bayeval.methods import make_method, method_names
+from bayeval.session import Session
+from bayeval.simulate import simulate
+
+# Small settings so that re-fits, compactions and stops happen within STEPS rounds; a
+# registered method missing here runs with its defaults (and is still compared).
+SETTINGS = {
+    "bayesame": {"refit_every": 6, "lbfgs_steps": 5, "window": 4, "epsilon": 0.4},
+    "bayesame-rs": {"refit_every": 6, "lbfgs_steps": 5, "window": 4, "epsilon": 0.4},
+    "bayesame-laplace": {"refit_every": 6, "lbfgs_steps": 3, "relinearise_every": 4},
+    "bayes-aipw": {"window": 4, "epsilon": 0.4},
+    "faq": {"budget": 18, "k": 2},
+    "random": {"epsilon": 0.45, "min_n": 5},
+}
+STEPS = 18
+
+
+@pytest.fixture(scope="module")
+def world(ifeval):
+    rng = np.random.default_rng(5)
+    models = rng.choice(ifeval.n_models, 31, replace=False)
+    items = np.sort(rng.choice(ifeval.n_items, 40, replace=False))
+    scores = ifeval.scores[np.ix_(models, items)]
+    matrix = ScoreMatrix(scores, [f"m{i}" for i in range(31)], [f"i{j}" for j in range(40)],
+                         name="engine")
+    return matrix.drop_models(["m0"]), scores[0]
+
+
+@pytest.mark.parametrize("name", method_names())
+def test_session_and_simulator_make_the_same_run(world, name):
+    reference, target = world
+    method = make_method(name, **SETTINGS.get(name, {}))
+    seed = 11
+    sim = simulate(method, reference.scores, target[None], [seed], n_steps=STEPS)
+    session = Session(reference, "new", method, seed=seed, max_items=STEPS)
+    while not session.done:
+        for item in session.ask():
+            session.tell(item, float(target[reference.item_index(item)]))
+    n = session.n_observed
+    # the session ends at the rule's stop (or the budget); the simulator records the stop
+    # and runs on: the session's run is the simulator's up to there
+    assert int(sim.stop_n[0]) == (n if session.stop_reason.startswith("stopping rule")
+                                  else 0)
+    assert n >= 5
+    drawn = [reference.item_index(item) for item, _ in session.observations]
+    np.testing.assert_array_equal(drawn, sim.items[0, :n])
+    history = np.array([h[1:] for h in session.history])
+    np.testing.assert_allclose(history[:, 0], sim.estimate[0, :n], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(history[:, 1], np.clip(sim.lower[0, :n], 0, 1), atol=1e-9)
+    np.testing.assert_allclose(history[:, 2], np.clip(sim.upper[0, :n], 0, 1), atol=1e-9)
+
+
+# The layers of ARCHITECTURE.md, lowest first. A part may import parts of its own layer
+# or below (same-layer imports must not form a cycle); the package root (the public API)
+# is above them all.
+LAYERS = [
+    {"types", "errors", "precision"},
+    {"data"},
+    {"models"},
+    {"inference"},
+    {"acquisition", "stopping", "estimators", "compression"},
+    {"methods"},
+    {"session", "simulate", "evaluators", "selection", "joint_session"},
+    {"experiments", "diagnose"},
+    {"cli"},
+]
+PACKAGE = Path(__file__).resolve().parents[1] / "bayeval"
+
+
+def _part(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "bayeval" else None
+
+
+def _imports() -> dict[tuple[str, str], list[str]]:
+    """(importing part, imported part) → the files with such an import, for every import
+    (top-level or inside a function) between two parts of the package."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        here = _part(".".join(rel.parts))
+        if here is None or here == "__init__":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [node.module]
+                if node.module == "bayeval":
+                    targets = [f"bayeval.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                there = _part(target)
+                if there is not None and there != here:
+                    edges.setdefault((here, there), []).append(str(rel))
+    return edges
+
+
+def test_layering_has_no_arrow_upward_and_no_cycle():
+    layer = {part: i for i, parts in enumerate(LAYERS) for part in parts}
+    actual = {p.stem if p.is_file() else p.name for p in PACKAGE.iterdir()
+              if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.stem != "__init__"}
+    assert actual == set(layer), f"parts without a layer: {sorted(actual - set(layer))}"
+    edges = _imports()
+    upward = {f"{a} → {b} ({files[0]})" for (a, b), files in edges.items()
+              if layer[a] < layer[b]}
+    assert not upward, sorted(upward)
+    graph: dict[str, set[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, set()).add(b)
+
+    def reaches(start: str, goal: str, seen: set[str]) -> bool:
+        for nxt in graph.get(start, ()):
+            if nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})):
+                return True
+        return False
+
+    cycles = sorted(a for a in graph if reaches(a, a, {a}))
+    assert not cycles, f"import cycles through {cycles}"
+
+
+def test_layering_check_sees_an_upward_import(tmp_path, monkeypatch):
+    # the check itself: a models/ file importing inference/ is reported
+    fake = tmp_path / "bayeval"
+    (fake / "models").mkdir(parents=True)
+    (fake / "models" / "x.py").write_text("from bayeval.inference.base import Backend\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
+    assert _imports() == {("models", "inference"): ["bayeval/models/x"]}
+
+
+def test_batch_draw_probabilities_are_sequential_and_match_the_draws():
+    # q of the j-th item of a batch is its probability with the batch's earlier items
+    # removed (METHODS.md §9 "Batches"): against enumeration of the ordered pairs, and
+    # against the frequencies of Gumbel-top-2 draws (20 000 draws: each pair's count is
+    # within 5 binomial SE, a miss chance below 1e-5 for any of the 12 pairs)
+    import jax
+    import jax.numpy as jnp
+
+    from bayeval import acquisition as acq
+
+    log_w = jnp.log(jnp.array([1.0, 2.0, 3.0, 4.0, 9.0]))
+    available = jnp.array([True, True, True, True, False])
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    pairs = {(a, b): w[a] / w.sum() * w[b] / (w.sum() - w[a])
+             for a in range(4) for b in range(4) if a != b}
+    for (a, b), p in pairs.items():
+        q = acq.sample.probabilities(log_w, available, jnp.array([a, b]))
+        assert float(q[0] * q[1]) == pytest.approx(p, rel=1e-12)
+    keys = jax.random.split(jax.random.key(3), 20_000)
+    draws = np.asarray(jax.vmap(lambda k: acq.sample(k, log_w, available, 2))(keys))
+    for (a, b), p in pairs.items():
+        count = np.sum((draws[:, 0] == a) & (draws[:, 1] == b))
+        assert abs(count - 20_000 * p) < 5 * np.sqrt(20_000 * p * (1 - p))
+    # with replacement: independent draws over everything available; argmax: certain
+    q = acq.sample_with_replacement.probabilities(log_w, available, jnp.array([3, 3]))
+    np.testing.assert_allclose(q, [0.4, 0.4], rtol=1e-12)
+    assert np.all(np.asarray(acq.argmax.probabilities(log_w, available, jnp.array([3]))) == 1)
+
+
+def test_a_design_based_estimator_refuses_a_deterministic_policy():
+    from bayeval import acquisition as acq
+    from bayeval.errors import BayevalError
+    from bayeval.estimators import pai
+    from bayeval.methods import Method
+    from bayeval.methods.baselines import random_sample_mean
+    from bayeval.stopping import rules as stop
+
+    backend = random_sample_mean().backend
+    with pytest.raises(BayevalError, match="does not give"):
+        Method("x", backend, acq.uniform(), acq.argmax, stop.budget(5),
+               estimator=pai.estimator())
+    Method("x", backend, acq.uniform(), acq.sample, stop.budget(5), estimator=pai.estimator())
+
+
+def test_import_leaves_jax_in_32_bit_and_entry_points_say_so():
+    import subprocess
+
+    code = (
+        "import jax, bayeval\n"
+        "assert not jax.config.jax_enable_x64\n"
+        "from bayeval import Session, load_dataset\n"
+        "try:\n"
+        "    Session(load_dataset('mrpc'), 'new', 'random')\n"
+        "except bayeval.BayevalError as exc:\n"
+        "    print(exc)\n"
+        "bayeval.enable_float64()\n"
+        "print(Session(load_dataset('mrpc'), 'new', 'random').estimate())\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == ("method 'random' needs 64-bit floats, and JAX is in 32-bit mode: "
+                        "call bayeval.enable_float64() once at the start of your program")
+    assert lines[1].startswith("(0.5, 0.0, 1.0)")
