@@ -46,6 +46,11 @@ class JournalWarning(UserWarning):
     """A journal was repaired on resume (an incomplete last line was cut off)."""
 
 
+class RefitWarning(UserWarning):
+    """A backend's hyperparameter re-fit failed; the session went on with the previous
+    hyperparameters (:attr:`Session.refits` lists every re-fit)."""
+
+
 def _fsync_dir(path: Path) -> None:
     try:
         fd = os.open(path.parent, os.O_RDONLY)
@@ -337,6 +342,7 @@ class Session(JournalFile):
         self.observations: list[tuple[str, float]] = []
         self.skipped: list[tuple[str, str]] = []
         self.history: list[tuple[int, float, float, float]] = []
+        self.refits: list[dict[str, Any]] = []
         self.notes: list[str] = []
 
     def _header(self) -> dict[str, Any]:
@@ -535,10 +541,12 @@ class Session(JournalFile):
 
     def _apply_tell(self, j: int, score: float, q: float) -> None:
         n = self.n_observed + 1
-        self._loop, stop = self.method.step(
+        self._loop, stop, info = self.method.step(
             self._loop, np.int32(j), np.float64(score), np.float64(q), np.float64(n),
             jax.random.fold_in(self._refit_key, n))
         self._rule_says_stop = bool(stop)
+        if bool(info.refitted):
+            self._record_refit(n, info)
         self._observed[j] = True
         self._scores[j] = score
         self._pending[j] = False
@@ -547,6 +555,18 @@ class Session(JournalFile):
         self._n_events += 1
         self.observations.append((str(self.reference.items[j]), score))
         self.history.append((n, *self.estimate()))
+
+    def _record_refit(self, n: int, info: Any) -> None:
+        """Keep what the re-fit after the n-th observation did; warn when it failed."""
+        record = {"n": n, "accepted": bool(info.accepted), "iterations": int(info.iterations),
+                  "grad_norm": float(info.grad_norm)}
+        self.refits.append(record)
+        if not record["accepted"]:
+            note = (f"re-fit after observation {n} failed (non-finite optimum after "
+                    f"{record['iterations']} iterations); the previous hyperparameters "
+                    "are kept")
+            self.notes.append(note)
+            warnings.warn(note, RefitWarning, stacklevel=4)
 
     def _apply_skip(self, j: int, reason: str) -> None:
         self._skipped[j] = True

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayeval.inference.base import advance
+from bayeval.inference.base import advance, nothing_done
 from bayeval.methods import Method
 from bayeval.types import SimulationResult
 
@@ -60,23 +60,27 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
         available = jnp.ones(targets.shape, bool)
         stop_n = jnp.zeros(R, jnp.int32)
         refit_keys = jax.vmap(method.refit_key)(keys)
+        quiet = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (R,)), nothing_done())
+        counts = jnp.zeros(R, jnp.int32)
 
         def cond(carry):
-            t, *_, stop_n, _ = carry
+            t, *_, stop_n, _, _, _ = carry
             going = t < n_steps
             if until_stop:
                 going &= jnp.any(stop_n == 0)
             return going
 
         def body(carry):
-            t, loops, available, stop_n, records = carry
+            t, loops, available, stop_n, records, refits, failed = carry
             items, q = v_select(loops.prediction, available, keys, t)
             loops = v_record(loops, items, targets[rows, items], q)
             keys_t = (jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
                       if backend.refit_every else None)  # re-fit keys only where re-fits run
-            loops = loops._replace(backend=advance(backend, loops.backend, t + 1, keys_t,
-                                                   v_refit, v_compact))
-            loops, stop = v_report(loops)
+            state, info = advance(backend, loops.backend, t + 1, keys_t, v_refit, v_compact,
+                                  quiet)
+            loops, stop = v_report(loops._replace(backend=state))
+            refits = refits + info.refitted
+            failed = failed + (info.refitted & ~info.accepted)
             stop_n = jnp.where((stop_n == 0) & stop, t + 1, stop_n)
             if not method.with_replacement:
                 available = available.at[rows, items].set(False)
@@ -88,11 +92,11 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
                 "upper": records["upper"].at[:, t].set(est.upper),
                 "items": records["items"].at[:, t].set(items),
             }
-            return t + 1, loops, available, stop_n, records
+            return t + 1, loops, available, stop_n, records, refits, failed
 
-        carry = (0, loops, available, stop_n, records)
-        t_end, *_, stop_n, records = jax.lax.while_loop(cond, body, carry)
-        return records, stop_n, t_end
+        carry = (0, loops, available, stop_n, records, counts, counts)
+        t_end, *_, stop_n, records, refits, failed = jax.lax.while_loop(cond, body, carry)
+        return records, stop_n, t_end, refits, failed
 
     return jax.jit(run)
 
@@ -131,7 +135,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     chunk = int(max(1, min(R, memory_budget // max(per_run, 1))))
     run = _compile_chunk(method, n_steps, until_stop)
     out = {k: [] for k in ("estimate", "var", "lower", "upper", "items")}
-    stops = []
+    stops, refit_counts, failed_counts = [], [], []
     for start in range(0, R, chunk):
         size = min(chunk, R - start)
 
@@ -139,7 +143,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
             return jnp.broadcast_to(x, (size, *jnp.shape(x)))
 
         keys = jax.vmap(jax.random.key)(jnp.asarray(seeds[start:start + size]))
-        records, stop_n, t_end = run(jax.tree_util.tree_map(batch, loop0), keys,
+        records, stop_n, t_end, refits, failed = run(jax.tree_util.tree_map(batch, loop0), keys,
                                      jnp.asarray(targets[start:start + size]))
         for k in out:
             values = np.asarray(records[k])
@@ -147,9 +151,12 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
                 values = np.where(np.arange(n_steps) < int(t_end), values, np.nan)
             out[k].append(values)
         stops.append(np.asarray(stop_n))
+        refit_counts.append(np.asarray(refits))
+        failed_counts.append(np.asarray(failed))
         if progress is not None:
             progress(start + size, R)
     arrays = {k: np.concatenate(v) for k, v in out.items()}
     stop_n = np.concatenate(stops)
     return SimulationResult(arrays["estimate"], arrays["var"], arrays["lower"],
-                            arrays["upper"], arrays["items"], stop_n, targets.mean(axis=1))
+                            arrays["upper"], arrays["items"], stop_n, targets.mean(axis=1),
+                            np.concatenate(refit_counts), np.concatenate(failed_counts))

@@ -78,3 +78,5 @@ class SimulationResult(NamedTuple):
     items: np.ndarray  # (R, T) item chosen at step t
     stop_n: np.ndarray  # (R,) n at which the method's stopping rule first fired (0: never)
     truth: np.ndarray  # (R,) R* = mean of the target row
+    refits: np.ndarray | None = None  # (R,) re-fits run (None: not recorded)
+    failed_refits: np.ndarray | None = None  # (R,) re-fits whose result was not usable

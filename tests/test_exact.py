@@ -133,12 +133,13 @@ def test_covariance_stays_symmetric_psd_after_10000_updates():
 
     def body(state, xs):
         n, item, score = xs
-        state = advance(backend, rank1_observe(state, item, score), n, None)  # compactions
-        return state, None
+        state, info = advance(backend, rank1_observe(state, item, score), n, None)
+        return state, info.compacted
 
     ns = jnp.arange(1, 10_001)
     # 9 999 = 312 · 32 + 15: the last 15 updates are still pending
-    state, _ = jax.lax.scan(body, state0, (ns[:-1], order[:-1], scores[:-1]))
+    state, compacted = jax.lax.scan(body, state0, (ns[:-1], order[:-1], scores[:-1]))
+    assert int(compacted.sum()) == 312  # every 32nd observation, reported as such
     assert int(state.n_pending) == 15
     state = rank1_observe(state, order[-1], scores[-1])
     cov = np.asarray(posterior_cov(state))
@@ -159,7 +160,8 @@ def test_refit_increases_marginal_likelihood(small_ref):
     rng = np.random.default_rng(2)
     for j in rng.permutation(14)[:9]:
         state = rank1_observe(state, j, float(rng.random() < 0.7))
-    fitted = factory.refit(state, None)
+    fitted, info = factory.refit(state, None)
+    assert bool(info.refitted) and bool(info.accepted) and int(info.iterations) >= 1
 
     def nlml(lh):
         mu0, cov0, noise = factory.prior(state.phi, state.sizes, lh, 1e-4)
@@ -218,7 +220,7 @@ def test_refit_on_observed_buckets_equals_full_refit():
     state = fast.init(ref, 100)
     for j in rng.permutation(100)[:40]:
         state = rank1_observe(state, j, float(rng.random() < 0.5))
-    a, b = jax.jit(fast.refit)(state, None), jax.jit(full.refit)(state, None)
+    (a, _), (b, _) = jax.jit(fast.refit)(state, None), jax.jit(full.refit)(state, None)
     np.testing.assert_allclose(a.log_hyper, b.log_hyper, atol=1e-6)
     np.testing.assert_allclose(a.mu, b.mu, atol=1e-8)
     np.testing.assert_allclose(posterior_cov(a), posterior_cov(b), atol=1e-8)
@@ -257,7 +259,7 @@ def test_padded_buckets_change_nothing(small_ref):
     pa, pb = predict(a), predict(b)
     for x, y in zip(pa, pb, strict=True):
         np.testing.assert_allclose(x, y, atol=1e-12)
-    fa, fb = plain.refit(a, None), padded.refit(b, None)
+    (fa, _), (fb, _) = plain.refit(a, None), padded.refit(b, None)
     np.testing.assert_allclose(fa.log_hyper, fb.log_hyper, atol=1e-8)
     np.testing.assert_allclose(predict(fa).mean, predict(fb).mean, atol=1e-10)
     with pytest.raises(ValueError, match="bucket_capacity"):
@@ -273,7 +275,7 @@ def test_refit_on_a_random_subset_still_conditions_on_everything():
     for j in rng.permutation(100)[:40]:
         state = rank1_observe(state, j, float(rng.random() < 0.5))
     refit = jax.jit(factory.refit)
-    a, b, c = (refit(state, jax.random.key(k)) for k in (0, 0, 1))
+    a, b, c = (refit(state, jax.random.key(k))[0] for k in (0, 0, 1))
     np.testing.assert_array_equal(a.log_hyper, b.log_hyper)  # the key decides the subset
     assert not np.allclose(a.log_hyper, c.log_hyper)
     # the posterior conditions on all 40 observations at the fitted (α, β)
@@ -281,3 +283,25 @@ def test_refit_on_a_random_subset_still_conditions_on_everything():
     mu, cov = condition(mu0, cov0, noise, state.count, state.total)
     np.testing.assert_allclose(a.mu, mu, atol=1e-8)
     np.testing.assert_allclose(posterior_cov(a), cov, atol=1e-8)
+
+
+def test_a_failed_refit_is_reported_and_keeps_the_hyperparameters():
+    # B = 100 buckets, 40 observed: the re-fit runs on a 64-slot subsystem, where this
+    # kernel is NaN (it is finite on all 100 buckets, so the prior and the rebuild are
+    # fine): the re-fit must be refused and said so, the hyperparameters kept
+    from bayeval.models.kernels import squared_exponential
+
+    def fragile(phi, alpha, beta):
+        return squared_exponential(phi, alpha, beta) * (np.nan if phi.shape[0] == 64 else 1)
+
+    rng = np.random.default_rng(3)
+    ref = (rng.random((9, 100)) < 0.5).astype(float)
+    ref[0] = np.arange(100) / 100
+    factory = ExactBucketGP(refit_every=0, kernel=fragile)
+    state = factory.init(ref, 100)
+    for j in rng.permutation(100)[:40]:
+        state = rank1_observe(state, j, float(rng.random() < 0.5))
+    fitted, info = factory.refit(state, None)
+    assert bool(info.refitted) and not bool(info.accepted)
+    np.testing.assert_array_equal(fitted.log_hyper, state.log_hyper)
+    assert np.all(np.isfinite(np.asarray(predict(fitted).item_mean)))

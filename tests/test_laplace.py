@@ -198,7 +198,8 @@ def test_method_runs_in_the_engine_and_refits(ifeval):
     assert sorted(result.items[0]) == list(range(8))
     laplace = LaplaceBucketGP("bernoulli")
     state = _posterior(laplace, ref, np.arange(4), targets[0, :4])
-    fitted = jax.jit(laplace.refit)(state, jax.random.key(0))
+    fitted, info = jax.jit(laplace.refit)(state, jax.random.key(0))
+    assert bool(info.refitted) and bool(info.accepted)
     lik = LIKELIHOOD["bernoulli"]
 
     def evidence(s):

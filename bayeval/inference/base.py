@@ -5,11 +5,13 @@ A backend is four pure functions over an explicit pytree state::
     init(reference_scores, n_items) -> state
     observe(state, item, score)     -> state
     predict(state)                  -> Prediction
-    refit(state, key)               -> state      (identity for backends with nothing to fit)
+    refit(state, key)               -> (state, MaintenanceInfo)
 
 and optionally ``compact(state) -> state``, housekeeping that ``observe`` relies on after
 every ``compact_every`` observations (the exact backend folds its deferred rank-1 updates
-there). :func:`advance` is the one place that schedules ``refit`` and ``compact``.
+there). :func:`advance` is the one place that schedules ``refit`` and ``compact``; it
+returns a :class:`MaintenanceInfo` saying what ran and how it went (a re-fit that failed
+is reported, never dropped silently; backends with nothing to fit use :func:`no_refit`).
 
 so that the interactive :class:`~bayeval.session.Session` and a vmapped simulation run the
 same code. ``reference_scores`` is the models × items reference matrix as a float64 array
@@ -26,7 +28,41 @@ import jax.numpy as jnp
 
 from bayeval.types import Array, Prediction, State
 
-__all__ = ["Array", "Backend", "Prediction", "State", "advance", "no_refit"]
+__all__ = ["Array", "Backend", "MaintenanceInfo", "Prediction", "State", "advance",
+           "no_refit", "nothing_done", "refitted"]
+
+
+class MaintenanceInfo(NamedTuple):
+    """What the maintenance after an observation did.
+
+    refitted:   a re-fit ran.
+    accepted:   its result was used (False: it failed, e.g. a non-finite optimum, and the
+                previous hyperparameters were kept).
+    iterations: optimiser iterations of the re-fit (0 when none ran).
+    grad_norm:  gradient norm at the optimiser's last iterate (NaN when none ran).
+    compacted:  deferred updates were folded into the stored covariance.
+    """
+
+    refitted: Array
+    accepted: Array
+    iterations: Array
+    grad_norm: Array
+    compacted: Array
+
+
+def nothing_done() -> MaintenanceInfo:
+    """The info of a step without maintenance."""
+    no = jnp.zeros((), bool)
+    return MaintenanceInfo(no, jnp.ones((), bool), jnp.zeros((), jnp.int32),
+                           jnp.full((), jnp.nan), no)
+
+
+def refitted(accepted: Array, iterations: Array, grad_norm: Array) -> MaintenanceInfo:
+    """The info of a re-fit."""
+    return MaintenanceInfo(jnp.ones((), bool), jnp.asarray(accepted, bool),
+                           jnp.asarray(iterations, jnp.int32),
+                           jnp.asarray(grad_norm, jnp.float64), jnp.zeros((), bool))
+
 
 class Backend(NamedTuple):
     """A posterior backend: the pure functions described in the module docstring;
@@ -37,36 +73,41 @@ class Backend(NamedTuple):
     init: Callable[[Array, int], State]
     observe: Callable[[State, Array, Array], State]
     predict: Callable[[State], Prediction]
-    refit: Callable[[State, Array], State]
+    refit: Callable[[State, Array], tuple[State, MaintenanceInfo]]
     refit_every: int = 0
     compact: Callable[[State], State] | None = None
     compact_every: int = 0
 
 
-def no_refit(state: State, key: Array) -> State:
+def no_refit(state: State, key: Array) -> tuple[State, MaintenanceInfo]:
     """``refit`` for backends without hyperparameters."""
     del key
-    return state
+    return state, nothing_done()
 
 
 def advance(backend: Backend, state: State, n: Array, key: Array,
-            refit: Callable[[State, Array], State] | None = None,
-            compact: Callable[[State], State] | None = None) -> State:
-    """After the n-th observation: re-fit when due, else compact when due, else nothing.
+            refit: Callable[[State, Array], tuple[State, MaintenanceInfo]] | None = None,
+            compact: Callable[[State], State] | None = None,
+            quiet: MaintenanceInfo | None = None) -> tuple[State, MaintenanceInfo]:
+    """After the n-th observation: re-fit when due, else compact when due, else nothing;
+    returns the state and what was done.
 
     ``n`` must be the same for every run when this is traced under ``vmap`` (as in the
     lock-step simulation engine), so that the branch is a real one; ``refit`` / ``compact``
-    replace the backend's own functions (e.g. by batched versions)."""
+    replace the backend's own functions (e.g. by batched versions), ``quiet`` the info of
+    no maintenance (batched likewise)."""
     refit = backend.refit if refit is None else refit
     compact = backend.compact if compact is None else compact
-    branches = [lambda s, k: s]
+    quiet = nothing_done() if quiet is None else quiet
+    branches = [lambda s, k: (s, quiet)]
     index = jnp.zeros((), jnp.int32)
     if backend.compact_every and compact is not None:
-        branches.append(lambda s, k: compact(s))
+        branches.append(lambda s, k: (compact(s), quiet._replace(
+            compacted=jnp.ones_like(quiet.compacted))))
         index = jnp.where(n % backend.compact_every == 0, len(branches) - 1, index)
     if backend.refit_every:
         branches.append(refit)
         index = jnp.where(n % backend.refit_every == 0, len(branches) - 1, index)
     if len(branches) == 1:
-        return state
+        return state, quiet
     return jax.lax.switch(index, branches, state, key)

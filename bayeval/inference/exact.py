@@ -41,8 +41,8 @@ import jax
 import jax.numpy as jnp
 from numpyro import handlers
 
-from bayeval.inference.base import Backend
-from bayeval.inference.optimise import lbfgs_minimise
+from bayeval.inference.base import Backend, MaintenanceInfo, refitted
+from bayeval.inference.optimise import lbfgs_run
 from bayeval.models.bucket_gp import N0, bucket_gp_model, bucket_layout
 from bayeval.types import Array, Prediction
 
@@ -69,13 +69,25 @@ class ExactState(NamedTuple):
     nearly_unique: Array  # () B ≥ N − N0: information-based selection is trusted
 
 
+def hyper_params(log_hyper: Array, sigma2: Array | float) -> dict[str, Array]:
+    """The bucket GP's sites at α = exp(log_hyper[0]), β = exp(log_hyper[1]) and σ²."""
+    return {"alpha": jnp.exp(log_hyper[0]), "beta": jnp.exp(log_hyper[1]),
+            "sigma2": jnp.asarray(sigma2, jnp.float64)}
+
+
+def program_trace(model: Callable, phi: Array, sizes: Array, params: dict[str, Array],
+                  obs_bucket: Array | None = None, **model_kwargs: Any) -> dict:
+    """The trace of the bucket-GP program ``model`` with the sites in ``params`` fixed
+    (seeded; no scores observed), from which backends read the prior."""
+    seeded = handlers.seed(handlers.substitute(model, data=params), rng_seed=0)
+    return handlers.trace(seeded).get_trace(phi, sizes, obs_bucket, None, **model_kwargs)
+
+
 def gaussian_prior(model: Callable, phi: Array, sizes: Array, params: dict[str, Array],
                    **model_kwargs: Any) -> tuple[Array, Array, Array]:
     """(μ, Σ, d): the prior of site ``theta`` and the per-item noise variance of each
     bucket, read from the NumPyro program ``model`` with sites in ``params`` fixed."""
-    B = phi.shape[0]
-    seeded = handlers.seed(handlers.substitute(model, data=params), rng_seed=0)
-    trace = handlers.trace(seeded).get_trace(phi, sizes, jnp.arange(B), None, **model_kwargs)
+    trace = program_trace(model, phi, sizes, params, jnp.arange(phi.shape[0]), **model_kwargs)
     theta = trace["theta"]["fn"]
     noise = trace["s"]["fn"].scale ** 2
     return theta.loc, theta.covariance_matrix, noise
@@ -296,9 +308,8 @@ class ExactBucketGP:
     def prior(self, phi: Array, sizes: Array, log_hyper: Array,
               sigma2: Array | float) -> tuple[Array, Array, Array]:
         """(μ, Σ, d) of the model at α = exp(log_hyper[0]), β = exp(log_hyper[1])."""
-        params = {"alpha": jnp.exp(log_hyper[0]), "beta": jnp.exp(log_hyper[1]),
-                  "sigma2": jnp.asarray(sigma2, jnp.float64)}
-        return gaussian_prior(self.model, phi, sizes, params, **self.model_kwargs)
+        return gaussian_prior(self.model, phi, sizes, hyper_params(log_hyper, sigma2),
+                              **self.model_kwargs)
 
     def init(self, reference_scores: Any, n_items: int) -> ExactState:
         """Bucket the reference matrix and set the prior with α = β = 1."""
@@ -321,8 +332,10 @@ class ExactBucketGP:
     def _sigma2(self, state: ExactState) -> Array:
         return state.noise[0] / state.sizes[0]
 
-    def _optimise(self, state: ExactState, idx: Array, count: Array, total: Array) -> Array:
-        """L-BFGS on −log p(ȳ) of the buckets ``idx`` (count 0 = padding, masked out)."""
+    def _optimise(self, state: ExactState, idx: Array, count: Array,
+                  total: Array) -> tuple[Array, MaintenanceInfo]:
+        """L-BFGS on −log p(ȳ) of the buckets ``idx`` (count 0 = padding, masked out); a
+        non-finite result keeps the current hyperparameters and is reported as such."""
         sigma2 = self._sigma2(state)
         phi, sizes = state.phi[idx], state.sizes[idx]
 
@@ -331,9 +344,10 @@ class ExactBucketGP:
             return negative_log_marginal(cov0, noise, count, mu0, total)
 
         start = state.log_hyper if self.warm_start else jnp.zeros(2, jnp.float64)
-        params = lbfgs_minimise(nlml, start, self.lbfgs_steps, self.gtol, (-12.0, 12.0))
-        ok = jnp.all(jnp.isfinite(params)) & jnp.isfinite(nlml(params))
-        return jnp.where(ok, params, state.log_hyper)
+        fit = lbfgs_run(nlml, start, self.lbfgs_steps, self.gtol, (-12.0, 12.0))
+        ok = jnp.all(jnp.isfinite(fit.params)) & jnp.isfinite(nlml(fit.params))
+        return (jnp.where(ok, fit.params, state.log_hyper),
+                refitted(ok, fit.iterations, fit.grad_norm))
 
     def _rebuild(self, state: ExactState, log_hyper: Array, size: int) -> ExactState:
         """Posterior at ``log_hyper`` by one conditioning on the observed buckets gathered
@@ -347,8 +361,10 @@ class ExactBucketGP:
         mu, cov = condition(mu0, cov0, noise, count, total, idx)
         return with_covariance(state._replace(noise=noise, log_hyper=log_hyper), mu, cov)
 
-    def refit(self, state: ExactState, key: Array | None = None) -> ExactState:
-        """Type-II ML re-fit of (log α, log β), then a rebuild of the posterior."""
+    def refit(self, state: ExactState,
+              key: Array | None = None) -> tuple[ExactState, MaintenanceInfo]:
+        """Type-II ML re-fit of (log α, log β), then a rebuild of the posterior; with what
+        the optimiser did."""
         B = state.sizes.shape[0]
         n_seen = jnp.sum(state.count > 0)
         cap = B if self.fit_buckets is None else min(self.fit_buckets, B)
@@ -365,8 +381,8 @@ class ExactBucketGP:
         def rebuild_at(size):
             return lambda s, lh: self._rebuild(s, lh, size)
 
-        log_hyper = switch_by_size(fit_at_sizes, n_seen, fit_at, state)
-        return switch_by_size(rebuild_sizes, n_seen, rebuild_at, state, log_hyper)
+        log_hyper, info = switch_by_size(fit_at_sizes, n_seen, fit_at, state)
+        return switch_by_size(rebuild_sizes, n_seen, rebuild_at, state, log_hyper), info
 
     def backend(self) -> Backend:
         return Backend("exact_bucket_gp", self.init, rank1_observe, predict, self.refit,

@@ -59,17 +59,22 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from numpyro import handlers
 
-from bayeval.inference.base import Backend
-from bayeval.inference.exact import fit_sizes, observed_subset, switch_by_size
+from bayeval.inference.base import Backend, MaintenanceInfo, refitted
+from bayeval.inference.exact import (
+    fit_sizes,
+    hyper_params,
+    observed_subset,
+    program_trace,
+    switch_by_size,
+)
 from bayeval.inference.factor_laplace import (  # noqa: F401  (re-exported)
     FactorPosterior,
     factor_prediction,
     factor_start,
     laplace_update,
 )
-from bayeval.inference.optimise import lbfgs_minimise
+from bayeval.inference.optimise import lbfgs_run
 from bayeval.models.bucket_gp import LIKELIHOODS, N0, bucket_gp_model, bucket_layout
 from bayeval.types import Array, Prediction
 
@@ -329,11 +334,9 @@ class LaplaceBucketGP:
     def prior(self, phi: Array, sizes: Array, log_hyper: Array,
               sigma2: Array | float) -> tuple[Array, Array, Array]:
         """(μ, K, d) of the program's ``theta`` and per-item latent noise variance."""
-        params = {"alpha": jnp.exp(log_hyper[0]), "beta": jnp.exp(log_hyper[1]),
-                  "sigma2": jnp.asarray(sigma2, jnp.float64)}
-        seeded = handlers.seed(handlers.substitute(self.model, data=params), rng_seed=0)
-        trace = handlers.trace(seeded).get_trace(phi, sizes, None, None,
-                                                 likelihood=self.lik.name, **self.model_kwargs)
+        params = hyper_params(log_hyper, sigma2)
+        trace = program_trace(self.model, phi, sizes, params, likelihood=self.lik.name,
+                              **self.model_kwargs)
         theta = trace["theta"]["fn"]
         cov = theta.covariance_matrix
         return theta.loc, 0.5 * (cov + cov.T), sizes * params["sigma2"]
@@ -377,7 +380,8 @@ class LaplaceBucketGP:
     def _sigma2(self, state: LaplaceState) -> Array:
         return state.noise[0] / state.sizes[0]
 
-    def _optimise(self, state: LaplaceState, key: Array | None, size: int) -> Array:
+    def _optimise(self, state: LaplaceState, key: Array | None,
+                  size: int) -> tuple[Array, MaintenanceInfo]:
         idx, count, total = observed_subset(state.count, state.total, key, size)
         valid = count > 0
         phi, sizes = state.phi[idx], state.sizes[idx]
@@ -391,21 +395,24 @@ class LaplaceBucketGP:
                                      self.newton_steps)
 
         start = jnp.asarray(self.start, jnp.float64)
-        params = lbfgs_minimise(loss, start, self.lbfgs_steps, bounds=(-8.0, 8.0))
-        ok = jnp.all(jnp.isfinite(params)) & jnp.isfinite(loss(params))
-        return jnp.where(ok, params, state.log_hyper)
+        fit = lbfgs_run(loss, start, self.lbfgs_steps, bounds=(-8.0, 8.0))
+        ok = jnp.all(jnp.isfinite(fit.params)) & jnp.isfinite(loss(fit.params))
+        return (jnp.where(ok, fit.params, state.log_hyper),
+                refitted(ok, fit.iterations, fit.grad_norm))
 
-    def refit(self, state: LaplaceState, key: Array | None = None) -> LaplaceState:
-        """Type-II ML (Laplace evidence) re-fit of (log α, log β), then a rebuild."""
+    def refit(self, state: LaplaceState,
+              key: Array | None = None) -> tuple[LaplaceState, MaintenanceInfo]:
+        """Type-II ML (Laplace evidence) re-fit of (log α, log β), then a rebuild; with
+        what the optimiser did."""
         B = state.sizes.shape[0]
         cap = B if self.fit_buckets is None else min(self.fit_buckets, B)
-        log_hyper = switch_by_size(fit_sizes(cap), jnp.sum(state.count > 0),
+        log_hyper, info = switch_by_size(fit_sizes(cap), jnp.sum(state.count > 0),
                                    lambda size: lambda s: self._optimise(s, key, size), state)
         mu, K, noise = self.prior(state.phi, state.sizes, log_hyper, self._sigma2(state))
         mode, cov = laplace_posterior(self.lik, state.mode, mu, K, state.count, state.total,
                                       noise)
         return state._replace(mode=mode, cov=cov, prior_mean=mu, prior_cov=K, noise=noise,
-                              log_hyper=log_hyper)
+                              log_hyper=log_hyper), info
 
     def backend(self) -> Backend:
         return Backend(f"laplace_bucket_gp_{self.lik.name}", self.init, self.observe,

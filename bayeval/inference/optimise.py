@@ -4,15 +4,23 @@ bucket GPs and by the IRT item calibration."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
 
-def lbfgs_minimise(fun: Callable[[Any], jax.Array], start: Any, max_steps: int,
-                   gtol: float = 0.0, bounds: tuple[float, float] | None = None) -> Any:
+class LBFGSResult(NamedTuple):
+    """The last iterate, the iterations run and the gradient norm there."""
+
+    params: Any
+    iterations: jax.Array
+    grad_norm: jax.Array
+
+
+def lbfgs_run(fun: Callable[[Any], jax.Array], start: Any, max_steps: int,
+              gtol: float = 0.0, bounds: tuple[float, float] | None = None) -> LBFGSResult:
     """Minimise ``fun`` from ``start`` (an array or pytree) with L-BFGS (zoom line search):
     at most ``max_steps`` iterations, stopping early once the gradient norm at the last
     iterate is ≤ ``gtol``; with ``bounds``, every iterate is clipped to [lo, hi]."""
@@ -33,8 +41,15 @@ def lbfgs_minimise(fun: Callable[[Any], jax.Array], start: Any, max_steps: int,
     def more(carry):
         return (carry[3] < max_steps) & (carry[2] > gtol)
 
-    return jax.lax.while_loop(more, body, (start, solver.init(start), jnp.asarray(jnp.inf),
-                                           0))[0]
+    params, _, norm, steps = jax.lax.while_loop(
+        more, body, (start, solver.init(start), jnp.asarray(jnp.inf), 0))
+    return LBFGSResult(params, steps, norm)
 
 
-__all__ = ["lbfgs_minimise"]
+def lbfgs_minimise(fun: Callable[[Any], jax.Array], start: Any, max_steps: int,
+                   gtol: float = 0.0, bounds: tuple[float, float] | None = None) -> Any:
+    """The minimiser of :func:`lbfgs_run`, alone."""
+    return lbfgs_run(fun, start, max_steps, gtol, bounds).params
+
+
+__all__ = ["LBFGSResult", "lbfgs_minimise", "lbfgs_run"]

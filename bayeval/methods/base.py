@@ -129,14 +129,16 @@ class Method:
 
     @functools.cached_property
     def step(self) -> Callable:
-        """Jitted ``(loop, item, score, q, n, key) -> (loop, stop)``: record the n-th
+        """Jitted ``(loop, item, score, q, n, key) -> (loop, stop, info)``: record the n-th
         observation, re-fit or compact when due
-        (:func:`~bayeval.inference.base.advance`), and report."""
+        (:func:`~bayeval.inference.base.advance`; ``info`` says what it did), and
+        report."""
 
         def step(loop, item, score, q, n, key):
             loop = self.record(loop, item, score, q)
-            loop = loop._replace(backend=advance(self.backend, loop.backend, n, key))
-            return self.report(loop)
+            state, info = advance(self.backend, loop.backend, n, key)
+            loop, stop = self.report(loop._replace(backend=state))
+            return loop, stop, info
 
         return jax.jit(step)
 
