@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -181,8 +182,6 @@ def ablation_table(scores: np.ndarray, dataset: str = "", seeds: int = 100,
 def write_report(table: pd.DataFrame, mince: pd.DataFrame, errors: dict[str, dict],
                  out, ablation: pd.DataFrame | None = None):
     """results.csv, mince.csv, error-tail plots and report.md."""
-    from pathlib import Path
-
     import matplotlib
 
     matplotlib.use("Agg")
@@ -290,4 +289,55 @@ def write_report(table: pd.DataFrame, mince: pd.DataFrame, errors: dict[str, dic
         fig.tight_layout()
         fig.savefig(out / "error_tails.png", dpi=110)
         plt.close(fig)
+    return out / "report.md"
+
+
+def run_compression_bench(names: Sequence[str], out: Path, seeds: int = 200,
+                          kmeans_seeds: int = 20, mince_seeds: int = 10,
+                          ablation: bool = True,
+                          log: Callable[[str], None] = lambda line: None) -> Path:
+    """Every table of ``bayeval bench compression`` for the bundled datasets ``names``,
+    each dataset's tables saved under ``out/runs`` as they finish and reused by a rerun
+    with the same seeds; returns the path of the report."""
+    from bayeval.data import load_dataset
+    from bayeval.errors import BayevalError
+
+    runs = out / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    tag = f"{seeds}-{kmeans_seeds}-{mince_seeds}"
+    tables, minces, ablations, errors = [], [], [], {}
+
+    def cached(path: Path, make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
+        marker = path.with_suffix(".tag")
+        if path.exists() and marker.exists() and marker.read_text() == tag:
+            return pd.read_csv(path)
+        frame = make()
+        frame.to_csv(path, index=False)
+        marker.write_text(tag)
+        return frame
+
+    for name in names:
+        scores = load_dataset(name).scores
+        if np.isnan(scores).any():
+            raise BayevalError(f"{name}: the score matrix has missing entries")
+
+        def make(scores=scores, name=name):
+            table, errs = compression_table(scores, name, seeds, kmeans_seeds=kmeans_seeds,
+                                            log=log)
+            np.savez_compressed(runs / f"{name}_errors.npz", **errs)
+            return table
+
+        tables.append(cached(runs / f"{name}.csv", make))
+        with np.load(runs / f"{name}_errors.npz") as z:
+            errors[name] = {k: z[k] for k in z.files}
+        minces.append(cached(runs / f"{name}_mince.csv",
+                             lambda scores=scores, name=name: mince_table(
+                                 scores, name, mince_seeds, log=log)))
+        if ablation:
+            ablations.append(cached(runs / f"{name}_ablation.csv",
+                                    lambda scores=scores, name=name: ablation_table(
+                                        scores, name)))
+            log(f"{name}: ablation done")
+        write_report(pd.concat(tables), pd.concat(minces), errors, out,
+                     pd.concat(ablations) if ablations else None)
     return out / "report.md"

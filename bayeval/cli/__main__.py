@@ -1,0 +1,5 @@
+"""``python -m bayeval.cli``: the ``bayeval`` command."""
+
+from bayeval.cli import app
+
+app()

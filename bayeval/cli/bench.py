@@ -1,0 +1,309 @@
+"""``bayeval bench …``: the experiments that reproduce the papers' tables."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+
+from bayeval.cli.common import (
+    bench_app,
+    err,
+    fail,
+    progress_bar,
+    setup_jax,
+)
+from bayeval.errors import BayevalError
+
+# options of the estimation-protocol benches (seed 000)
+DatasetsOption = Annotated[str, typer.Option("--datasets",
+                                             help="Comma-separated bundled datasets.")]
+RegimesOption = Annotated[str, typer.Option(
+    help="Comma-separated: interpolation, extrapolation.")]
+SeedsOption = Annotated[int, typer.Option(
+    help="Seeds: each draws its own reference subset and selection.")]
+ReferenceFractionOption = Annotated[float, typer.Option(
+    help="Share of the pool used as reference models.")]
+SplitSeedOption = Annotated[int, typer.Option(help="Seed of the target draw.")]
+
+
+@bench_app.command("estimation")
+def bench_estimation(
+    datasets: DatasetsOption = "ifeval",
+    regimes: RegimesOption = "interpolation,extrapolation",
+    methods: Annotated[str, typer.Option(
+        help="Comma-separated method specs: name or name(key=value, ...), e.g. "
+             "'bayesame,bayesame(refit_every=0)'.")] = "bayesame,bayesame-rs,random,bayes-aipw",
+    targets: Annotated[int, typer.Option(help="Target models per regime.")] = 10,
+    seeds: SeedsOption = 20,
+    reference_fraction: ReferenceFractionOption = 0.5,
+    split_seed: SplitSeedOption = 0,
+    out: Annotated[Path, typer.Option(help="Folder for CSV files, plots and report.md.")
+                   ] = Path("results/estimation"),
+) -> None:
+    """Seed 000's estimation experiment: RMSE(n), integrated RMSE, gain over RS-Mean and
+    cost–accuracy of the two-condition rule, for every method, full-length runs."""
+    import pandas as pd
+
+    from bayeval.experiments.estimation import run_estimation, write_report
+    from bayeval.methods import split_method_specs
+
+    setup_jax()
+    all_curves, all_stops = [], []
+    try:
+        for name in [d.strip() for d in datasets.split(",") if d.strip()]:
+            curves, stops = run_estimation(
+                name, regimes=[r.strip() for r in regimes.split(",")],
+                methods=split_method_specs(methods), n_targets=targets,
+                seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
+                log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs")
+            all_curves.append(curves)
+            all_stops.append(stops)
+            write_report(pd.concat(all_curves), pd.concat(all_stops), out)  # keep partial
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    report = write_report(pd.concat(all_curves), pd.concat(all_stops), out)
+    out_text = report.read_text()
+    print(out_text)
+    err.print(f"wrote {out}/rmse_curves.csv, cost_accuracy.csv, irmse.csv, estimation.png, "
+              "report.md")
+
+
+@bench_app.command("inference")
+def bench_inference(
+    dataset: Annotated[str, typer.Option(help="Bundled dataset.")] = "ifeval",
+    regime: Annotated[str, typer.Option(help="interpolation or extrapolation.")
+                      ] = "interpolation",
+    methods: Annotated[str, typer.Option(
+        help="Comma-separated method specs, e.g. 'bayesame,bayesame-laplace,irt,"
+             "irt(num_chains=2)'.")] = "bayesame,bayesame-laplace,irt",
+    seeds: SeedsOption = 5,
+    targets: Annotated[int, typer.Option(help="Target models.")] = 10,
+    steps: Annotated[int, typer.Option(help="Evaluations per run.")] = 300,
+    every: Annotated[int, typer.Option(help="Report RMSE every this many items.")] = 50,
+    reference_fraction: ReferenceFractionOption = 0.5,
+    out: Annotated[Path, typer.Option(help="Folder for CSV files, inference.png and "
+                                           "report.md.")] = Path("results/inference"),
+) -> None:
+    """Gaussian BayesAME (exact), the Bernoulli-logit bucket GP (Laplace) and 2PL IRT
+    (NUTS) on one estimation task: RMSE every EVERY items, wall time, and every NUTS fit's
+    R-hat, ESS, divergences and seconds."""
+    from bayeval.experiments.inference import run_inference_comparison, write_report
+    from bayeval.methods import split_method_specs
+
+    setup_jax()
+    try:
+        curves, fits, timing = run_inference_comparison(
+            dataset, regime, split_method_specs(methods), seeds=seeds, n_targets=targets,
+            n_steps=steps, reference_fraction=reference_fraction,
+            log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs")
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    print(write_report(curves, fits, timing, out, every).read_text())
+    err.print(f"wrote {out}/rmse_curves.csv, mcmc_fits.csv, timing.csv, inference.png, "
+              "report.md")
+
+
+@bench_app.command("multitarget")
+def bench_multitarget(
+    datasets: DatasetsOption = "ifeval",
+    regimes: RegimesOption = "interpolation,extrapolation",
+    targets: Annotated[int, typer.Option(help="Targets evaluated jointly.")] = 5,
+    seeds: SeedsOption = 10,
+    epsilon: Annotated[float, typer.Option(
+        help="ε2 of the two-condition rule (interval width).")] = 0.02,
+    refit_every: Annotated[int, typer.Option(
+        help="Re-fit the joint hyperparameters every this many evaluations (all targets) "
+             "after the initial design.")] = 250,
+    selection: Annotated[str, typer.Option(
+        help="round_robin (per-target IG) or mean_ig.")] = "round_robin",
+    reference_fraction: ReferenceFractionOption = 0.5,
+    split_seed: SplitSeedOption = 0,
+    out: Annotated[Path, typer.Option(help="Folder for CSV files, the plot and report.md; "
+                                           "raw runs go to OUT/runs and are reused.")
+                   ] = Path("results/multitarget"),
+) -> None:
+    """Multi-target vs independent single-target BayesAME: total evaluations until every
+    target stops at ε2, RMSE and coverage then, and RMSE against total evaluations."""
+    import pandas as pd
+
+    from bayeval.data import load_dataset
+    from bayeval.experiments.multitarget import run_multitarget, write_report
+
+    setup_jax()
+    names = [d.strip() for d in datasets.split(",") if d.strip()]
+    n_items = {}
+    all_costs, all_curves = [], []
+    try:
+        for name in names:
+            n_items[name] = load_dataset(name).n_items
+            costs, curves = run_multitarget(
+                name, regimes=[r.strip() for r in regimes.split(",")], n_targets=targets,
+                seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
+                epsilon2=epsilon, joint_params={"refit_every": refit_every,
+                                                "selection": selection},
+                runs_dir=out / "runs", log=lambda line: err.print(line, highlight=False))
+            all_costs.append(costs)
+            all_curves.append(curves)
+            write_report(pd.concat(all_costs), pd.concat(all_curves), out, n_items, targets,
+                         epsilon)
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    report = write_report(pd.concat(all_costs), pd.concat(all_curves), out, n_items, targets,
+                          epsilon)
+    print(report.read_text())
+    err.print(f"wrote {out}/costs.csv, cost_table.csv, rmse_vs_evaluations.csv, "
+              "multitarget.png, report.md")
+
+
+@bench_app.command("selection")
+def bench_selection(
+    datasets: Annotated[str, typer.Option(
+        "--datasets", help="Comma-separated bundled datasets, or 'all'.")] = "all",
+    runs: Annotated[int, typer.Option(help="Runs (seeds) per algorithm and budget.")] = 1000,
+    max_budget: Annotated[float, typer.Option(
+        help="Largest budget fraction of the grid (1%…100% plus 1.25…5.5%).")] = 1.0,
+    algorithms: Annotated[str, typer.Option(
+        help="Comma-separated: SR, SySRs, UCB-E(a=0.1), UCB-E(a=1), UCB-E(a=10), "
+             "SyUCB-E(a=1), US, SyUS.")] = ",".join(
+        ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)", "US",
+         "SyUS")),
+    out: Annotated[Path, typer.Option(help="Folder for accuracy.csv, selection.png, "
+                                           "top_m.png, report.md and runs/.")
+                   ] = Path("results/selection"),
+) -> None:
+    """Seed 002's experiment: accuracy of identifying the best model, and the top-3/5/10
+    identification error, against the budget, with confidence budgets, for every algorithm
+    on the bundled datasets. Each (dataset, algorithm) is saved under OUT/runs as soon as
+    it is done and reused by a rerun with the same runs and grid."""
+    import pandas as pd
+
+    from bayeval.data import list_datasets, load_dataset
+    from bayeval.experiments.selection import (
+        ALGORITHMS,
+        BUDGET_GRID,
+        TABLE_BUDGETS,
+        cached_accuracy_table,
+        write_report,
+    )
+
+    names = list_datasets() if datasets == "all" else [
+        d.strip() for d in datasets.split(",") if d.strip()]
+    algos = [a.strip() for a in algorithms.split(",") if a.strip()]
+    unknown = [a for a in algos if a not in ALGORITHMS]
+    if unknown:
+        raise fail(f"unknown algorithm(s) {unknown} (known: {', '.join(ALGORITHMS)})")
+    grid = sorted({*(b for b in BUDGET_GRID if b <= max_budget + 1e-12),
+                   *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
+    tables = []
+    try:
+        for name in names:
+            matrix = load_dataset(name)
+            scores = matrix.scores
+            if np.isnan(scores).any():
+                raise BayevalError(f"{name}: the score matrix has missing entries")
+            for algo in algos:  # each (dataset, algorithm) saved as soon as it is done
+                cache = out / "runs" / name / f"{algo}.csv"
+                tables.append(cached_accuracy_table(
+                    scores, algo, grid, runs, cache, name,
+                    log=lambda line: err.print(line, highlight=False)))
+                write_report(pd.concat(tables), out, runs)
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    print((out / "report.md").read_text())
+    err.print(f"wrote {out}/accuracy.csv, selection.png, top_m.png, report.md")
+
+
+@bench_app.command("coverage")
+def bench_coverage(
+    suite: Annotated[str, typer.Option(
+        help="Bundled dataset or suite of datasets sharing models (a+b).")] = "ifeval+musr",
+    history: Annotated[str, typer.Option(
+        help="'full' (fully observed history) or 'mcar' (--full-rows whole rows, every "
+             "other entry kept with probability --p-obs).")] = "full",
+    budgets: Annotated[str, typer.Option(
+        help="Comma-separated budget shares of the items.")] = ",".join(
+        f"{b:g}" for b in (0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.175, 0.2, 0.225, 0.25)),
+    seeds: Annotated[int, typer.Option(help="Seeds per new model.")] = 100,
+    val_seeds: Annotated[int, typer.Option(help="Seeds per validation model in tuning.")] = 5,
+    full_rows: Annotated[int, typer.Option(help="Fully observed rows (mcar).")] = 50,
+    p_obs: Annotated[float, typer.Option(help="Share of other entries kept (mcar).")] = 0.1,
+    split_seed: Annotated[int, typer.Option(help="Seed of the historical/new split.")] = 0,
+    factor_selection: Annotated[str, typer.Option(
+        help="How CV picks (k, λ): 'one-se' (the 1-SE rule) or 'best' (highest mean "
+             "accuracy).")] = "one-se",
+    grid: Annotated[str, typer.Option(
+        help="Policy tuning grid: 'full' (β0, ρ, γ, τ) or 'default' (ρ, γ only, with the "
+             "robust (β0, τ) = (1, 0.05)).")] = "full",
+    out: Annotated[Path, typer.Option(help="Folder for results.csv, report.md, coverage.png "
+                                           "and the CV/tuning caches.")
+                   ] = Path("results/coverage"),
+) -> None:
+    """Seed 001's experiment: coverage, mean width and ESS multiplier over uniform of
+    FAQ's 95% interval (tuned and robust-default policy) per budget; models split 50/50
+    into history and new, everything tuned on historical models only. Finished budgets
+    are kept in OUT and skipped by a rerun."""
+    from bayeval.experiments.coverage import DEFAULT, GRID, Setting, run_setting
+
+    try:
+        budget_list = [float(b) for b in budgets.split(",") if b.strip()]
+    except ValueError:
+        raise fail(f"--budgets: not a comma-separated list of numbers: {budgets!r}") from None
+    if not budget_list or any(not 0 < b < 1 for b in budget_list):
+        raise fail(f"--budgets: every budget must be a share in (0, 1), got {budgets!r}")
+    if grid not in ("full", "default"):
+        raise fail(f"--grid must be 'full' or 'default', got {grid!r}")
+    search = GRID if grid == "full" else {
+        **GRID, **{name: (value,) for name, value in DEFAULT.items()}}
+    setting = Setting(suite, history, full_rows, p_obs, split_seed, seeds, val_seeds,
+                      factor_selection=factor_selection)
+    try:
+        with progress_bar("simulating") as bar:
+            task = bar.add_task("runs", total=None, status="")
+
+            def progress(label: str, done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total, status=label)
+
+            run_setting(setting, budget_list, out, grid=search, progress=progress,
+                        log=lambda line: bar.console.print(
+                            f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False))
+    except (BayevalError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    print((out / "report.md").read_text())
+    err.print(f"wrote {out}/results.csv, report.md, coverage.png")
+
+
+@bench_app.command("compression")
+def bench_compression(
+    datasets: Annotated[str, typer.Option(
+        "--datasets", help="Comma-separated bundled datasets, or 'all'.")] = "all",
+    seeds: Annotated[int, typer.Option(help="Seeds (model splits) for random and "
+                                            "BestRand.")] = 200,
+    kmeans_seeds: Annotated[int, typer.Option(help="Seeds for the k-means baseline.")] = 20,
+    mince_seeds: Annotated[int, typer.Option(help="Seeds for MINCE (calibration draws).")
+                           ] = 10,
+    ablation: Annotated[bool, typer.Option(help="Also run the BestRand ablation "
+                                                "(100 seeds, 5% and 10%).")] = True,
+    out: Annotated[Path, typer.Option(help="Folder for results.csv, mince.csv, "
+                                           "error_tails.png, report.md and runs/.")
+                   ] = Path("results/compression"),
+) -> None:
+    """Seeds 003/004's experiment: random, BestRand and k-means subsets at 2–50% retention
+    (MAE, high-error risk) and MINCE's size and drift, with references and targets split
+    by model. Each dataset's results are saved under OUT/runs as they finish and reused by
+    a rerun with the same settings."""
+    from bayeval.data import list_datasets
+    from bayeval.experiments.compression import run_compression_bench
+
+    names = list_datasets() if datasets == "all" else [
+        d.strip() for d in datasets.split(",") if d.strip()]
+    try:
+        run_compression_bench(names, out, seeds, kmeans_seeds, mince_seeds, ablation,
+                              log=lambda line: err.print(line, highlight=False))
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    print((out / "report.md").read_text())
+    err.print(f"wrote {out}/results.csv, mince.csv, error_tails.png, report.md")

@@ -1,0 +1,128 @@
+"""What every ``bayeval`` command shares: the Typer apps, the consoles, JAX set-up, the
+one-line error exit, progress bars, the reference source of --dataset / --reference, the
+resume of a journaled session, and the evaluator of a session's settings."""
+
+from __future__ import annotations
+
+import warnings
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from bayeval.errors import BayevalError
+
+app = typer.Typer(
+    help="bayeval: evaluate a language model on fewer items, with an interval and a "
+         "stopping rule, using the per-item scores of models evaluated before.",
+    no_args_is_help=True,
+    add_completion=False,
+    rich_markup_mode="markdown",
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+DEFAULT_DATASET = "ifeval"
+DEFAULT_METHOD = "bayesame"
+
+
+class EvaluatorKind(StrEnum):
+    oracle = "oracle"
+    command = "command"
+
+
+def setup_jax() -> None:
+    """Keep compiled JAX programs between runs of the command (first run compiles)."""
+    import os
+
+    import jax
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    try:
+        jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayeval", "jax"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    except (AttributeError, ValueError):  # an older JAX without these options
+        pass
+
+
+@app.callback()
+def _configure() -> None:
+    # every command computes in float64 (bayeval.precision); the library leaves that to
+    # the program that uses it
+    from bayeval.precision import enable_float64
+
+    enable_float64()
+
+
+def fail(message: str, code: int = 2) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def make_evaluator(settings: dict[str, Any], matrix, target: str):
+    from bayeval.evaluators import CommandEvaluator, MatrixOracle
+
+    if settings["evaluator"] == EvaluatorKind.command.value:
+        return CommandEvaluator(settings["command"], timeout=settings["timeout"],
+                                retries=settings["retries"])
+    return MatrixOracle(matrix, target)
+
+
+def resume_session(session_class, journal: Path, given: dict[str, Any]):
+    """The session ``journal`` records, its repair warnings printed; options that the
+    journal fixes must not be given again."""
+    clash = [k for k, v in given.items() if v is not None]
+    if clash:
+        raise BayevalError(f"--resume reads the settings from {journal}; drop "
+                           f"{', '.join(clash)}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        session = session_class.resume(journal)
+    for w in caught:
+        err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+    return session
+
+
+def resume_from(session_class, journal: Path, given: dict[str, Any]):
+    """(session, its evaluator settings, the whole source matrix) from ``journal``."""
+    from bayeval.session import load_source_matrix
+
+    session = resume_session(session_class, journal, given)
+    return session, session.extra, load_source_matrix(session.reference_source or {})
+
+
+def progress_bar(verb: str) -> Progress:
+    """The progress bar of long runs: verb, bar, done/total, a status field, time."""
+    return Progress(TextColumn(f"[bold]{verb}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=err,
+                    transient=False)
+
+
+def fresh_source(dataset: str | None, reference: Path | None):
+    """(source record for the journal header, the matrix) of --dataset / --reference."""
+    from bayeval.session import load_source_matrix
+
+    if dataset is not None and reference is not None:
+        raise BayevalError("give either --dataset or --reference, not both")
+    source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
+                              else {"dataset": dataset or DEFAULT_DATASET})
+    return source, load_source_matrix(source)
+
+
+bench_app = typer.Typer(help="Experiments that reproduce the papers' tables.",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+# Options several commands share (one definition, one help text)
+TimeoutOption = Annotated[float, typer.Option(help="Seconds before a command is killed.")]
+RetriesOption = Annotated[int, typer.Option(
+    help="Retries of a failing command before the item (or pair) is left unevaluated.")]
+SeedOption = Annotated[int | None, typer.Option(help="Random seed (default 0).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]

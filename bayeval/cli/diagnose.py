@@ -1,0 +1,98 @@
+"""``bayeval diagnose``: a model's NUTS diagnostics on a real case."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich import box
+from rich.table import Table
+
+from bayeval.cli.common import (
+    DEFAULT_DATASET,
+    app,
+    fail,
+    fresh_source,
+    out,
+    setup_jax,
+)
+from bayeval.errors import BayevalError
+
+
+@app.command()
+def diagnose(
+    dataset: Annotated[str | None, typer.Option(
+        help=f"Bundled dataset (see `bayeval datasets`). Default: {DEFAULT_DATASET}.")
+                       ] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="Score matrix file (.npz, .csv or .parquet) instead of a bundled dataset.")
+                         ] = None,
+    target: Annotated[str | None, typer.Option(
+        help="Model of the matrix to hold out as the target (default: one drawn with "
+             "--seed).")] = None,
+    model: Annotated[str, typer.Option(
+        help="irt-2pl, irt-beta3, gp-bernoulli, gp-logit-normal or gp-gaussian.")
+                     ] = "irt-2pl",
+    coreset: Annotated[int, typer.Option(
+        help="Items of the target observed (drawn at random with --seed).")] = 100,
+    chains: Annotated[int, typer.Option(help="NUTS chains.")] = 4,
+    warmup: Annotated[int, typer.Option(help="Warm-up draws per chain.")] = 500,
+    samples: Annotated[int, typer.Option(help="Draws per chain.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the target, coreset and NUTS.")] = 0,
+    plot: Annotated[Path | None, typer.Option(
+        help="Folder to write trace.png and rank.png (ArviZ) of the worst variables.")
+                    ] = None,
+    rows: Annotated[int, typer.Option(help="Variables shown, worst R-hat first.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead.")] = False,
+) -> None:
+    """Run a model's MCMC (NUTS) for a held-out target given a coreset of its items and
+    print the diagnostics: R-hat, bulk and tail ESS per variable, divergences, energy BFMI,
+    time, and the estimate against the true score."""
+    from bayeval.diagnose import diagnose_case, plot_diagnosis
+
+    setup_jax()
+    try:
+        _, matrix = fresh_source(dataset, reference)
+        if target is None:
+            target = str(np.random.default_rng(seed).choice(matrix.models))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = diagnose_case(matrix, target, model, coreset, seed, chains, warmup,
+                                   samples)
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    paths = plot_diagnosis(result, plot) if plot is not None else []
+    if as_json:
+        print(json.dumps({**result.to_json(), "plots": [str(p) for p in paths]}, indent=2))
+        return
+    table = Table(title=f"{model} on {matrix.name}, target {target}, {coreset} of "
+                        f"{matrix.n_items} items observed", box=box.SIMPLE_HEAD)
+    for col in ("variable", "R-hat", "bulk ESS", "tail ESS"):
+        table.add_column(col, justify="left" if col == "variable" else "right")
+    worst = result.table.sort_values("r_hat", ascending=False)
+    for name, r in worst.head(rows).iterrows():
+        table.add_row(str(name), f"{r.r_hat:.4f}", f"{r.ess_bulk:.0f}", f"{r.ess_tail:.0f}")
+    out.print(table)
+    if len(worst) > rows:
+        out.print(f"({len(worst) - rows} more variables; all R-hat ≤ {worst.r_hat.max():.4f}, "
+                  f"bulk ESS ≥ {worst.ess_bulk.min():.0f}, tail ESS ≥ "
+                  f"{worst.ess_tail.min():.0f})", highlight=False)
+    out.print(f"divergences: {result.divergences} · energy BFMI per chain: "
+              + ", ".join(f"{b:.2f}" for b in result.bfmi), highlight=False)
+    out.print(f"NUTS: {chains} chains × ({warmup} warm-up + {samples} draws) in "
+              f"{result.seconds:.1f} s with compilation ({result.total_seconds:.1f} s in all)",
+              highlight=False)
+    if result.refit_seconds is not None:
+        out.print(f"refit after 50 more items (warm start, compiled): "
+                  f"{result.refit_seconds:.2f} s", highlight=False)
+    out.print(f"estimate {result.estimate:.4f} ± {result.sd:.4f} (sd), true score "
+              f"{result.truth:.4f}", highlight=False)
+    verdict = ("[green]all diagnostics within thresholds[/]" if not result.problems else
+               "[yellow]" + "; ".join(result.problems) + "[/]")
+    out.print(verdict)
+    for path in paths:
+        out.print(f"wrote {path}", highlight=False)

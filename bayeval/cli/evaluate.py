@@ -1,0 +1,359 @@
+"""``bayeval evaluate``: estimate a model's benchmark score from as few items as needed,
+for one target or several (multi-target BayesAME)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich import box
+from rich.table import Table
+
+from bayeval.cli.common import (
+    DEFAULT_DATASET,
+    DEFAULT_METHOD,
+    EvaluatorKind,
+    JsonOption,
+    QuietOption,
+    RetriesOption,
+    SeedOption,
+    TimeoutOption,
+    app,
+    err,
+    fail,
+    fresh_source,
+    make_evaluator,
+    out,
+    progress_bar,
+    resume_from,
+    setup_jax,
+)
+from bayeval.errors import BayevalError
+
+
+@app.command()
+def evaluate(
+    dataset: Annotated[str | None, typer.Option(
+        help="Bundled dataset to use as reference (see `bayeval datasets`). "
+             f"Default: {DEFAULT_DATASET}.")] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="Reference score matrix file (.npz, .csv or .parquet, wide or long) instead "
+             "of a bundled dataset.")] = None,
+    target: Annotated[str | None, typer.Option(
+        help="Model to evaluate. With the oracle evaluator: a model of the matrix, held out "
+             "from the reference (default: one drawn with --seed). With a command: any "
+             "name for the new model.")] = None,
+    targets: Annotated[str | None, typer.Option(
+        help="Several models to evaluate jointly (comma-separated), e.g. checkpoints of "
+             "one family: multi-target BayesAME shares what it learns between them. With "
+             "a command, {target} in it is replaced by the model's name.")] = None,
+    evaluator: Annotated[EvaluatorKind | None, typer.Option(
+        help="oracle: simulate with the target's known row; command: run --command for "
+             "each item.")] = None,
+    command: Annotated[str | None, typer.Option(
+        help="Shell command that evaluates one item and prints its score (0..1) as the "
+             "last line; {item} is replaced by the item id (else appended).")] = None,
+    timeout: TimeoutOption = 600.0,
+    retries: RetriesOption = 1,
+    method: Annotated[str | None, typer.Option(
+        help="Evaluation method: bayesame (default), bayesame-rs, bayesame-laplace, "
+             "bayes-aipw, random or faq, optionally with parameters, e.g. "
+             "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval).")
+    ] = None,
+    epsilon: Annotated[float | None, typer.Option(
+        help="Stop once the 95% interval is at most this wide (with bayesame, also once "
+             "the estimate moved less than 0.005 over the last 30 items). Default: the "
+             "method's (0.02 for bayesame, 0.1 for random).")] = None,
+    max_items: Annotated[int | None, typer.Option(
+        help="Evaluate at most this many items.")] = None,
+    seed: SeedOption = None,
+    journal: Annotated[Path | None, typer.Option(
+        help="Append every result to this JSON-lines journal (fsync'd), so a crash loses "
+             "nothing. Default: none for the oracle, bayeval-TARGET-YYYYMMDD-HHMMSS.jsonl in the "
+             "current folder for a command.")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the run recorded in --journal (its settings are "
+                         "read from it).")] = False,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Estimate a model's benchmark score from as few items as needed.
+
+    With no options: simulate an active evaluation of one held-out model of the bundled
+    IFEval matrix, and print the estimate, its 95% interval, the true score and how many
+    items were used.
+    """
+    try:
+        if targets is not None or (resume and journal is not None and _is_joint(journal)):
+            if target is not None:
+                raise BayevalError("give either --target or --targets, not both")
+            if method is not None:
+                raise BayevalError("--targets always uses multi-target BayesAME; drop --method")
+            result = _evaluate_joint(dataset, reference, targets, evaluator, command, timeout,
+                                     retries, epsilon, max_items, seed, journal, resume, quiet)
+            printer = _print_joint_result
+        else:
+            result = _evaluate(dataset, reference, target, evaluator, command, timeout,
+                               retries, method, epsilon, max_items, seed, journal, resume,
+                               quiet)
+            printer = _print_result
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    if as_json:
+        print(json.dumps(result))
+    else:
+        printer(result)
+
+
+def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, method,
+              epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
+    from bayeval.session import Session
+
+    setup_jax()
+    if resume:
+        if journal is None:
+            raise BayevalError("--resume needs --journal PATH (the journal to continue)")
+        session, settings, matrix = resume_from(Session, journal, {
+            "--dataset": dataset, "--reference": reference, "--target": target,
+            "--evaluator": evaluator, "--command": command, "--method": method,
+            "--epsilon": epsilon, "--max-items": max_items, "--seed": seed})
+    else:
+        source, matrix = fresh_source(dataset, reference)
+        kind = (evaluator or EvaluatorKind.oracle).value
+        seed = 0 if seed is None else seed
+        if kind == "command":
+            if not command:
+                raise BayevalError("--evaluator command needs --command 'CMD {item}'")
+            if target is None:
+                raise BayevalError("--evaluator command needs --target NAME for the new model")
+        elif command is not None:
+            raise BayevalError("--command is only used with --evaluator command")
+        if target is None:
+            target = str(np.random.default_rng(seed).choice(matrix.models))
+        if target in set(matrix.models):
+            ref = matrix.drop_models([target])
+            source["held_out"] = [target]
+        elif kind == "oracle":
+            raise BayevalError(f"unknown target id {target!r}: not a model of "
+                               f"{matrix.name} ({matrix.n_models} models)")
+        else:
+            ref = matrix
+        if journal is None and kind == "command":
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
+            journal = Path(f"bayeval-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        settings = {"evaluator": kind, "command": command, "timeout": timeout,
+                    "retries": retries}
+        from bayeval.methods import parse_method_spec
+
+        name, params = parse_method_spec(method or DEFAULT_METHOD)
+        if epsilon is not None:
+            params["epsilon"] = epsilon
+        session = Session(ref, target, name, method_params=params, seed=seed,
+                          journal=journal, max_items=max_items, reference_source=source,
+                          extra=settings)
+    with session:
+        evaluate_fn = make_evaluator(settings, matrix, session.target_id)
+        _run_with_progress(session, evaluate_fn, quiet)
+        value, lower, upper = session.estimate()
+        truth = None
+        if session.target_id in set(matrix.models):
+            row = matrix.row(session.target_id)
+            if not np.isnan(row).any():
+                truth = float(row.mean())
+        return {
+            "target": session.target_id,
+            "reference": session.reference.name,
+            "reference_models": session.reference.n_models,
+            "method": session.method.name,
+            "params": session.method.params,
+            "seed": session.seed,
+            "estimate": value,
+            "lower": lower,
+            "upper": upper,
+            "level": session.method.level,
+            "true_score": truth,
+            "covered": None if truth is None else bool(lower <= truth <= upper),
+            "items_used": session.n_observed,
+            "items_evaluated": session.n_evaluated,
+            "items_skipped": len(session.skipped),
+            "n_items": session.n_items,
+            "stopped": session.stop_reason,
+            "items": [item for item, _ in session.observations],
+            "journal": None if session.journal_path is None else str(session.journal_path),
+        }
+
+
+def _is_joint(journal: Path) -> bool:
+    from bayeval.session import Session
+
+    header = Session.read_journal(journal)[0]
+    return "targets" in header
+
+
+def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, retries,
+                    epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
+    from bayeval.evaluators import CommandEvaluator
+    from bayeval.joint_session import JointSession
+
+    setup_jax()
+    if resume:
+        session, settings, matrix = resume_from(JointSession, journal, {
+            "--dataset": dataset, "--reference": reference, "--targets": targets,
+            "--evaluator": evaluator, "--command": command, "--epsilon": epsilon,
+            "--max-items": max_items, "--seed": seed})
+    else:
+        source, matrix = fresh_source(dataset, reference)
+        names = [t.strip() for t in targets.split(",") if t.strip()]
+        if not names:
+            raise BayevalError("--targets needs at least one model name")
+        kind = (evaluator or EvaluatorKind.oracle).value
+        if kind == "command" and not command:
+            raise BayevalError("--evaluator command needs --command 'CMD {target} {item}'")
+        if kind != "command" and command is not None:
+            raise BayevalError("--command is only used with --evaluator command")
+        known = set(matrix.models)
+        if kind == "oracle":
+            unknown = [t for t in names if t not in known]
+            if unknown:
+                raise BayevalError(f"unknown target id(s) {unknown}: not models of "
+                                   f"{matrix.name} ({matrix.n_models} models)")
+        held = [t for t in names if t in known]
+        ref = matrix.drop_models(held) if held else matrix
+        if held:
+            source["held_out"] = held
+        if journal is None and kind == "command":
+            journal = Path(f"bayeval-joint-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        settings = {"evaluator": kind, "command": command, "timeout": timeout,
+                    "retries": retries}
+        params = {} if epsilon is None else {"epsilon": epsilon}
+        session = JointSession(ref, names, params, seed=0 if seed is None else seed,
+                               journal=journal, max_evaluations=max_items,
+                               reference_source=source, extra=settings)
+    with session:
+        if settings["evaluator"] == EvaluatorKind.command.value:
+            runner = CommandEvaluator(settings["command"], timeout=settings["timeout"],
+                                      retries=settings["retries"])
+
+            def evaluate_fn(target, item):
+                return runner(item, target)
+        else:
+            rows = {t: matrix.row(t) for t in session.target_ids}
+            index = {item: j for j, item in enumerate(matrix.items)}
+
+            def evaluate_fn(target, item):
+                return float(rows[target][index[item]])
+        if quiet:
+            session.run(evaluate_fn)
+        else:
+            T = len(session.target_ids)
+            with progress_bar("evaluating") as progress:
+                task = progress.add_task("eval", total=T * session.reference.n_items,
+                                         completed=session.n_evaluations, status="")
+
+                def on_step(s, target, item, score):
+                    run = s.run_state
+                    phase = "initial design" if run.in_design else (
+                        f"{int(run.done.sum())}/{T} targets done")
+                    progress.update(task, completed=s.n_evaluations, status=phase)
+
+                session.run(evaluate_fn, on_step=on_step)
+        run = session.run_state
+        per_target = []
+        for k, (t, (value, lower, upper)) in enumerate(session.estimates().items()):
+            truth = None
+            if t in set(matrix.models):
+                row = matrix.row(t)
+                if not np.isnan(row).any():
+                    truth = float(row.mean())
+            per_target.append({
+                "target": t, "estimate": value, "lower": lower, "upper": upper,
+                "true_score": truth,
+                "covered": None if truth is None else bool(lower <= truth <= upper),
+                "items_used": int((~run.available[k]).sum()),
+                "stopped_after": int(run.stopped_at[k]) or None})
+        return {
+            "targets": per_target,
+            "reference": session.reference.name,
+            "reference_models": session.reference.n_models,
+            "method": "bayesame-joint",
+            "params": session.config.params,
+            "seed": session.seed,
+            "level": session.config.level,
+            "evaluations": session.n_evaluations,
+            "skipped": len(session.skipped),
+            "n_items": session.reference.n_items,
+            "stopped": session.stop_reason,
+            "journal": None if session.journal_path is None else str(session.journal_path),
+        }
+
+
+def _print_joint_result(r: dict[str, Any]) -> None:
+    table = Table(box=box.SIMPLE_HEAD)
+    for col in ("target", "estimate", f"{r['level']:.0%} interval", "true score", "items",
+                "stopped after"):
+        table.add_column(col, justify="left" if col == "target" else "right",
+                         no_wrap=col != "target", overflow="fold")
+    for t in r["targets"]:
+        truth = "" if t["true_score"] is None else (
+            f"{t['true_score']:.4f}" + ("" if t["covered"] else " (outside)"))
+        table.add_row(t["target"], f"{t['estimate']:.4f}",
+                      f"[{t['lower']:.4f}, {t['upper']:.4f}]", truth,
+                      f"{t['items_used']}/{r['n_items']}",
+                      "" if t["stopped_after"] is None else f"{t['stopped_after']} evals")
+    out.print(table)
+    total = len(r["targets"]) * r["n_items"]
+    out.print(f"reference {r['reference']} ({r['reference_models']} models); "
+              f"{r['evaluations']} evaluations of {total} ({r['evaluations'] / total:.1%}); "
+              f"stopped: {r['stopped']}" + (f"; journal {r['journal']}" if r["journal"] else ""))
+
+
+def _run_with_progress(session, evaluate_fn, quiet: bool) -> None:
+    if quiet:
+        session.run(evaluate_fn)
+        return
+    with progress_bar("evaluating") as progress:
+        task = progress.add_task("eval", total=session.n_items, completed=session.n_observed,
+                                 status="")
+
+        def on_step(s, item, score):
+            value, lower, upper = s.estimate()
+            status = f"estimate {value:.3f} [{lower:.3f}, {upper:.3f}]"
+            if score is None:
+                status += f"  (skipped {item})"
+            progress.update(task, completed=s.n_observed, status=status)
+
+        session.run(evaluate_fn, on_step=on_step)
+
+
+def _print_result(r: dict[str, Any]) -> None:
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    width = r["upper"] - r["lower"]
+    table.add_row("target", r["target"])
+    table.add_row("reference", f"{r['reference']} ({r['reference_models']} models × "
+                               f"{r['n_items']} items)")
+    table.add_row("method", f"{r['method']} {r['params']}")
+    table.add_row("estimate", f"{r['estimate']:.4f}")
+    table.add_row(f"{r['level']:.0%} interval",
+                  f"[{r['lower']:.4f}, {r['upper']:.4f}]  (width {width:.4f})")
+    if r["true_score"] is not None:
+        inside = "inside" if r["covered"] else "OUTSIDE"
+        table.add_row("true score", f"{r['true_score']:.4f}  ({inside} the interval)")
+    used = f"{r['items_used']} of {r['n_items']} ({r['items_used'] / r['n_items']:.1%})"
+    if r.get("items_evaluated", r["items_used"]) != r["items_used"]:
+        used += f" draws, {r['items_evaluated']} distinct items evaluated"
+    if r["items_skipped"]:
+        used += f", {r['items_skipped']} left unevaluated after failures"
+    table.add_row("items used", used)
+    table.add_row("stopped by", str(r["stopped"]))
+    if r["journal"]:
+        table.add_row("journal", r["journal"])
+    out.print(table)

@@ -1,0 +1,238 @@
+"""``bayeval select``: find the best of several models on a budget of model–item
+evaluations."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import numpy as np
+import typer
+from rich import box
+from rich.table import Table
+
+from bayeval.cli.common import (
+    EvaluatorKind,
+    JsonOption,
+    QuietOption,
+    RetriesOption,
+    SeedOption,
+    TimeoutOption,
+    app,
+    err,
+    fail,
+    out,
+    progress_bar,
+    resume_session,
+)
+from bayeval.errors import BayevalError
+
+
+def _parse_budget(text: str, n_pairs: int) -> int:
+    """'12%' of the model–item pairs, or a count of evaluations."""
+    text = text.strip()
+    try:
+        if text.endswith("%"):
+            value = float(text[:-1])
+            if not 0 < value <= 100:
+                raise ValueError
+            return max(round(value / 100 * n_pairs), 1)
+        value = int(text)
+        if value < 1:
+            raise ValueError
+        return value
+    except ValueError:
+        raise BayevalError(f"--budget {text!r}: give a percentage of the model–item pairs "
+                           "(e.g. 12%) or a number of evaluations") from None
+
+
+@app.command()
+def select(
+    dataset: Annotated[str | None, typer.Option(
+        help="Bundled dataset whose models and items to use (see `bayeval datasets`); with "
+             "the oracle its scores answer. Default: arc_challenge.")] = None,
+    reference: Annotated[Path | None, typer.Option(
+        help="A score matrix file instead of a bundled dataset.")] = None,
+    models: Annotated[str | None, typer.Option(
+        help="Comma-separated candidate models (default: every model of the matrix).")
+    ] = None,
+    items: Annotated[Path | None, typer.Option(
+        help="File of item ids, one per line (live runs; default: the matrix's items).")
+    ] = None,
+    budget: Annotated[str, typer.Option(
+        help="Model–item evaluations allowed: a percentage of all pairs (12%) or a count.")
+    ] = "12%",
+    evaluator: Annotated[EvaluatorKind | None, typer.Option(
+        help="oracle: simulate with the matrix's scores; command: run --command for each "
+             "(model, item).")] = None,
+    command: Annotated[str | None, typer.Option(
+        help="Shell command that evaluates one model on one item and prints the score "
+             "(0..1) as its last line; {model} and {item} are replaced.")] = None,
+    timeout: TimeoutOption = 600.0,
+    retries: RetriesOption = 1,
+    seed: SeedOption = None,
+    journal: Annotated[Path | None, typer.Option(
+        help="Append every result to this JSON-lines journal (fsync'd). Default: none for "
+             "the oracle, bayeval-select-YYYYMMDD-HHMMSS.jsonl for a command.")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the selection recorded in --journal.")] = False,
+    top: Annotated[int, typer.Option(help="Rows of the ranking to print.")] = 10,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Find the best of several models with a budget of model–item evaluations
+    (synchronised successive rejects, seed 002).
+
+    With no options: simulate on the bundled ARC-Challenge matrix with 12% of its pairs,
+    and print the ranking, the evaluations used and whether the true best was found.
+    """
+    try:
+        result = _select(dataset, reference, models, items, budget, evaluator, command,
+                         timeout, retries, seed, journal, resume, quiet)
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+    if as_json:
+        print(json.dumps(result))
+    else:
+        _print_selection(result, top)
+
+
+def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
+            seed, journal, resume, quiet) -> dict[str, Any]:
+    from bayeval.evaluators import CommandEvaluator, MatrixPairOracle
+    from bayeval.selection.session import SelectionSession
+    from bayeval.session import load_source_matrix
+
+    if resume:
+        if journal is None:
+            raise BayevalError("--resume needs --journal PATH (the selection to continue)")
+        session = resume_session(SelectionSession, journal, {
+            "--dataset": dataset, "--reference": reference, "--models": models,
+            "--items": items, "--evaluator": evaluator, "--command": command, "--seed": seed})
+        settings = session.extra
+        source = settings.get("source")
+        matrix = load_source_matrix(source, journal) if source else None
+    else:
+        kind = (evaluator or EvaluatorKind.oracle).value
+        if kind == "command" and not command:
+            raise BayevalError("--evaluator command needs --command 'CMD {model} {item}'")
+        if kind == "oracle" and command is not None:
+            raise BayevalError("--command is only used with --evaluator command")
+        matrix, source = None, None
+        if kind == "oracle" or items is None or models is None:
+            if dataset is not None and reference is not None:
+                raise BayevalError("give either --dataset or --reference, not both")
+            source = ({"path": str(reference.resolve())} if reference is not None
+                      else {"dataset": dataset or "arc_challenge"})
+            matrix = load_source_matrix(source)
+        elif dataset is not None or reference is not None:
+            raise BayevalError("--items and --models name everything a live run needs; drop "
+                               "--dataset/--reference")
+        if models is not None:
+            names = [m.strip() for m in models.split(",") if m.strip()]
+            if matrix is not None and kind == "oracle":
+                unknown = [m for m in names if m not in set(matrix.models)]
+                if unknown:
+                    raise BayevalError(f"model(s) {unknown} are not in {matrix.name}")
+        else:
+            names = list(matrix.models)
+        if items is not None:
+            try:
+                item_ids = [ln.strip() for ln in items.read_text().splitlines() if ln.strip()]
+            except OSError as exc:
+                raise BayevalError(f"--items {items}: {exc.strerror}") from None
+            if matrix is not None and kind == "oracle":
+                unknown = [i for i in item_ids if i not in set(matrix.items)]
+                if unknown:
+                    raise BayevalError(f"--items {items}: {len(unknown)} item(s) are not in "
+                                       f"{matrix.name}, e.g. {unknown[0]!r}")
+        else:
+            item_ids = list(matrix.items)
+        n = _parse_budget(budget, len(names) * len(item_ids))
+        if journal is None and kind == "command":
+            journal = Path(f"bayeval-select-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        settings = {"evaluator": kind, "command": command, "timeout": timeout,
+                    "retries": retries, "source": source}
+        session = SelectionSession(names, item_ids, n, seed=0 if seed is None else seed,
+                                   journal=journal, extra=settings)
+    with session:
+        if settings["evaluator"] == EvaluatorKind.command.value:
+            runner = CommandEvaluator(settings["command"].replace("{model}", "{target}"),
+                                      timeout=settings["timeout"], retries=settings["retries"])
+
+            def evaluate_fn(model, item):
+                return runner(item, model)
+        else:
+            if matrix is None:
+                raise BayevalError(f"journal {journal}: no score matrix recorded for the oracle")
+            evaluate_fn = MatrixPairOracle(matrix)
+        schedule = session.schedule
+        total = int(schedule.sum() + schedule[-1])
+        if quiet:
+            session.run(evaluate_fn)
+        else:
+            with progress_bar("selecting") as progress:
+                task = progress.add_task("select", total=total, status="",
+                                         completed=session.n_evaluations + len(session.skipped))
+
+                def on_step(s, model, item, score):
+                    phase = min(s.phase + 1, len(schedule))
+                    status = f"phase {phase}/{len(schedule)}, {int(s.alive.sum())} left"
+                    progress.update(task, completed=s.n_evaluations + len(s.skipped),
+                                    status=status)
+
+                session.run(evaluate_fn, on_step=on_step)
+        means = session.means()
+        truth = None
+        if matrix is not None and settings["evaluator"] == "oracle":
+            rows = {m: i for i, m in enumerate(matrix.models)}
+            cols = [matrix.item_index(i) for i in session.items]
+            truth = {m: float(np.nanmean(matrix.scores[rows[m], cols])) for m in session.models}
+        ranking = session.ranking()
+        result: dict[str, Any] = {
+            "best": session.best, "models": len(session.models), "items": len(session.items),
+            "budget": session.budget, "evaluations": session.n_evaluations,
+            "skipped": len(session.skipped), "phases": len(schedule), "seed": session.seed,
+            "ranking": [{"model": m, "mean": means[m][0], "evaluated": means[m][1],
+                         **({"true_mean": truth[m]} if truth else {})} for m in ranking],
+            "journal": str(session.journal_path) if session.journal_path else None}
+        if truth:
+            best_true = max(truth.values())
+            result["found_best"] = bool(truth[session.best] >= best_true - 1e-12)
+            order = sorted(session.models, key=lambda m: -truth[m])
+            result["true_best"] = order[0]
+        return result
+
+
+def _print_selection(r: dict[str, Any], top: int) -> None:
+    truth = "true_mean" in (r["ranking"][0] if r["ranking"] else {})
+    table = Table(box=box.SIMPLE_HEAD, title=f"ranking (best first, top {top})")
+    for col in ("rank", "model", "mean", "items"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    if truth:
+        table.add_column("true mean", justify="right")
+        table.add_column("true rank", justify="right")
+        true_rank = {row["model"]: k for k, row in enumerate(
+            sorted(r["ranking"], key=lambda row: -row["true_mean"]), start=1)}
+    for k, row in enumerate(r["ranking"][:top], start=1):
+        cells = [str(k), row["model"], f"{row['mean']:.4f}", str(row["evaluated"])]
+        if truth:
+            cells += [f"{row['true_mean']:.4f}", str(true_rank[row["model"]])]
+        table.add_row(*cells)
+    out.print(table)
+    pairs = r["models"] * r["items"]
+    line = (f"best: {r['best']}  ·  {r['evaluations']} evaluations of {r['budget']} allowed "
+            f"({r['evaluations'] / pairs:.1%} of {r['models']} models × {r['items']} items)")
+    if r["skipped"]:
+        line += f", {r['skipped']} left unevaluated after failures"
+    out.print(line, highlight=False)
+    if "found_best" in r:
+        out.print("the true best" if r["found_best"] else
+                  f"[bold]not[/] the true best (that is {r['true_best']})", highlight=False)
+    if r["journal"]:
+        out.print(f"journal: {r['journal']}", highlight=False)
