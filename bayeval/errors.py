@@ -24,5 +24,10 @@ class EvaluationError(BayevalError):
     """An evaluator could not produce a score for an item."""
 
 
+class EvaluatorFailedError(EvaluationError):
+    """The evaluator failed on several items in a row: the run stops instead of walking
+    the benchmark on failures."""
+
+
 class SessionError(BayevalError):
     """An ask/tell call that the session cannot accept."""

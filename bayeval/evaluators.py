@@ -14,9 +14,12 @@ session then leaves the item unevaluated and journals why. It is never recorded 
 from __future__ import annotations
 
 import math
-import shlex
+import os
+import re
+import signal
 import subprocess
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 
@@ -81,43 +84,78 @@ class CallableEvaluator:
 class CommandEvaluator:
     """Runs ``command`` in a shell for each item and reads the score from its stdout.
 
-    ``{item}`` in the command is replaced by the (shell-quoted) item id; without it the id
-    is appended as the last argument. ``{target}`` is replaced by the target model's id
-    when one is given (several targets evaluated jointly). The last non-empty line of
-    stdout must be a number in [0, 1]. A non-zero exit, a timeout or any other answer is
-    retried ``retries`` times, then reported as :class:`EvaluationError`.
+    The item id reaches the command as the environment variable ``BAYEVAL_ITEM`` and, where
+    the command says ``{item}``, as one argument: the placeholder becomes
+    ``"$BAYEVAL_ITEM"``, so the shell passes the id as it is, whatever characters it holds
+    (an id from a data file can never run as shell code). Without ``{item}`` the id is
+    appended as the last argument the same way. ``{target}`` (the model's id, when several
+    models are evaluated) works alike through ``BAYEVAL_TARGET``; both placeholders are
+    replaced in one pass. A placeholder must stand unquoted in the command (it is quoted
+    for you); an id that starts with ``-`` is refused unless the command puts ``--`` before
+    the placeholder, so that no id reaches a script as an option.
+
+    The last non-empty line of stdout must be a number in [0, 1]. A non-zero exit, a
+    timeout or any other answer is retried ``retries`` times, then reported as
+    :class:`EvaluationError`. A command that times out is killed with its whole process
+    group (whatever it started).
     """
+
+    PLACEHOLDERS: ClassVar[dict[str, str]] = {"item": "BAYEVAL_ITEM", "target": "BAYEVAL_TARGET"}
 
     def __init__(self, command: str, timeout: float = 600.0, retries: int = 1) -> None:
         if not command.strip():
             raise EvaluationError("the evaluator command is empty")
+        quoted = _quoted_placeholders(command)
+        if quoted:
+            raise EvaluationError(
+                f"--command: write {{{quoted[0]}}} without quotes around it (bayeval passes "
+                f"the value quoted, as one argument); it is inside quotes in {command!r}")
+        if timeout <= 0 or retries < 0:
+            raise EvaluationError(f"timeout must be > 0 and retries ≥ 0, got {timeout:g} "
+                                  f"and {retries}")
         self.command = command
         self.timeout = timeout
         self.retries = retries
+        self._template = _PLACEHOLDER.sub(
+            lambda m: f'"${self.PLACEHOLDERS[m.group(1)]}"', command)
+        if "{item}" not in command:
+            self._template += ' "$BAYEVAL_ITEM"'
 
-    def command_for(self, item: str, target: str | None = None) -> str:
-        quoted = shlex.quote(item)
-        command = self.command
-        if target is not None:
-            command = command.replace("{target}", shlex.quote(target))
-        if "{item}" in command:
-            return command.replace("{item}", quoted)
-        return f"{command} {quoted}"
+    def command_for(self, item: str, target: str | None = None) -> tuple[str, dict[str, str]]:
+        """(the shell command, the environment variables it reads the values from)."""
+        values = {"item": item, "target": target}
+        for name, value in values.items():
+            if value is not None and value.startswith("-") and not self._guarded(name):
+                raise EvaluationError(
+                    f"{name} id {value!r} starts with '-' and would reach the command as an "
+                    f"option; put -- before {{{name}}} in --command (or read "
+                    f"${self.PLACEHOLDERS[name]})")
+        env = {self.PLACEHOLDERS[k]: v for k, v in values.items() if v is not None}
+        return self._template, env
 
-    def _attempt(self, item: str, target: str | None = None) -> float:
-        cmd = self.command_for(item, target)
+    def _guarded(self, name: str) -> bool:
+        """Whether ``--`` precedes the placeholder of ``name`` (or the appended id)."""
+        where = self.command.find("{" + name + "}")
+        before = self.command if where < 0 else self.command[:where]
+        return "--" in before.split()
+
+    def _attempt(self, command: tuple[str, dict[str, str]], item: str) -> float:
+        cmd, env = command
+        proc = subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+                                env={**os.environ, **env}, start_new_session=True)
         try:
-            done = subprocess.run(cmd, shell=True, capture_output=True, text=True,
-                                  timeout=self.timeout, stdin=subprocess.DEVNULL)
+            stdout, stderr = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
+            _kill_group(proc)
             raise EvaluationError(f"item {item!r}: command timed out after "
-                                  f"{self.timeout:g}s") from None
-        if done.returncode != 0:
-            err = [ln for ln in done.stderr.splitlines() if ln.strip()]
+                                  f"{self.timeout:g}s (its process group was killed)") from None
+        if proc.returncode != 0:
+            err = [ln for ln in stderr.splitlines() if ln.strip()]
             detail = f": {err[-1][:120]}" if err else ""
             raise EvaluationError(f"item {item!r}: command exited with status "
-                                  f"{done.returncode}{detail}")
-        lines = [ln for ln in done.stdout.splitlines() if ln.strip()]
+                                  f"{proc.returncode}{detail}")
+        lines = [ln for ln in stdout.splitlines() if ln.strip()]
         if not lines:
             raise EvaluationError(f"item {item!r}: command printed nothing")
         try:
@@ -126,10 +164,43 @@ class CommandEvaluator:
             raise EvaluationError(str(exc)) from None
 
     def __call__(self, item: str, target: str | None = None) -> float:
+        command = self.command_for(item, target)  # refuses unsafe ids before any attempt
         reason = ""
         for _ in range(self.retries + 1):
             try:
-                return self._attempt(item, target)
+                return self._attempt(command, item)
             except EvaluationError as exc:
                 reason = str(exc)
         raise EvaluationError(f"{reason} (after {self.retries + 1} attempt(s))")
+
+
+_PLACEHOLDER = re.compile(r"\{(item|target)\}")
+
+
+def _quoted_placeholders(command: str) -> list[str]:
+    """The placeholders that stand inside single or double quotes in ``command``."""
+    found, quote, i = [], None, 0
+    while i < len(command):
+        c = command[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote is None and c in "'\"":
+            quote = c
+        elif c == quote:
+            quote = None
+        else:
+            match = _PLACEHOLDER.match(command, i)
+            if match and quote is not None:
+                found.append(match.group(1))
+        i += 1
+    return found
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill ``proc``'s whole process group and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.communicate()

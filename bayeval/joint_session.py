@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bayeval.data.matrix import ScoreMatrix
-from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
+from bayeval.errors import DataError, JournalError, SessionError
 from bayeval.methods.multi_target import JointRun, make_joint
 from bayeval.session import PairJournal
 
@@ -185,20 +185,10 @@ class JointSession(PairJournal):
 
     def run(self, evaluator: Callable[[str, str], float],
             on_step: Callable[[JointSession, str, str, float | None], None] | None = None,
-            ) -> dict[str, tuple[float, float, float]]:
+            max_failures: int | None = None) -> dict[str, tuple[float, float, float]]:
         """Ask, evaluate ``evaluator(target, item)`` and tell until done; a pair whose
-        evaluation raises :class:`EvaluationError` is skipped with the reason journaled."""
+        evaluation raises :class:`EvaluationError` is skipped with the reason journaled;
+        ``max_failures`` failures in a row stop the run (:class:`EvaluatorFailedError`)."""
         while not self.done:
-            target, item = self.ask()
-            try:
-                score = evaluator(target, item)
-            except EvaluationError as exc:
-                self.skip(target, item, str(exc))
-                self.notes.append(f"skipped {target} on {item}: {exc}")
-                if on_step is not None:
-                    on_step(self, target, item, None)
-                continue
-            self.tell(target, item, score)
-            if on_step is not None:
-                on_step(self, target, item, score)
+            self._run_one(evaluator, self.ask(), on_step, max_failures)
         return self.estimates()

@@ -21,6 +21,7 @@ line; resume keeps every whole line, reports the rest and cuts it off.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import time
@@ -34,7 +35,13 @@ import numpy as np
 
 from bayeval.data import load_dataset, read_matrix
 from bayeval.data.matrix import ScoreMatrix, validate_score
-from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
+from bayeval.errors import (
+    DataError,
+    EvaluationError,
+    EvaluatorFailedError,
+    JournalError,
+    SessionError,
+)
 from bayeval.estimators.interval import clip_interval
 from bayeval.methods import Method, make_method
 
@@ -104,15 +111,19 @@ class JournalFile:
 
     def _replay_journal(self, path: Path, events: list[dict], note: str | None,
                         whole: int) -> None:
-        """Replay ``events``, report a cut-off last line, repair the file and keep
-        appending to it."""
+        """Take the journal's lock, replay ``events``, report a cut-off last line, repair
+        the file and keep appending to it."""
+        self._open_journal(path)
+        if self.read_journal(path)[3] != whole:  # written between our read and our lock
+            self.close()
+            raise JournalError(f"journal {path} changed while it was being resumed (another "
+                               "session wrote to it); resume again")
         for lineno, event in enumerate(events, start=2):
             self._replay(event, f"journal {path} line {lineno}")
         if note is not None:
             self.notes.append(note)
             warnings.warn(note, JournalWarning, stacklevel=3)
         self._cut_tail(path, whole)
-        self._open_journal(path)
 
     def _replay(self, event: dict[str, Any], where: str) -> None:
         raise NotImplementedError
@@ -140,8 +151,40 @@ class JournalFile:
         self._open_journal(path)
 
     def _open_journal(self, path: Path) -> None:
+        """Open the journal for appending and take its advisory lock (one writer)."""
+        handle = open(path, "ab")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise JournalError(f"journal {path} is in use by another session (another "
+                               "process is writing it); wait for it to finish") from None
         self._journal_path = path
-        self._journal = open(path, "ab")
+        self._journal = handle
+
+    def _run_one(self, evaluator: Callable[..., float], args: tuple[str, ...],
+                 on_step: Callable[..., None] | None, max_failures: int | None) -> None:
+        """Evaluate ``evaluator(*args)`` and tell its score, or skip ``args`` with the
+        reason journaled when it raises :class:`EvaluationError`; after ``max_failures``
+        failures in a row raise :class:`EvaluatorFailedError` (None: never)."""
+        try:
+            score = evaluator(*args)
+        except EvaluationError as exc:
+            self.skip(*args, str(exc))
+            self.notes.append(f"skipped {' on '.join(args)}: {exc}")
+            self._failures = getattr(self, "_failures", 0) + 1
+            if on_step is not None:
+                on_step(self, *args, None)
+            if max_failures is not None and self._failures >= max_failures:
+                raise EvaluatorFailedError(
+                    f"the evaluator failed {self._failures} times in a row, last on "
+                    f"{' / '.join(args)}: {exc}; nothing more is asked (everything so far "
+                    "is journaled: fix the evaluator and --resume)") from None
+            return
+        self._failures = 0
+        self.tell(*args, score)
+        if on_step is not None:
+            on_step(self, *args, score)
 
     def _append(self, record: dict[str, Any]) -> None:
         if self._journal is None:
@@ -601,25 +644,16 @@ class Session(JournalFile):
 
     def run(self, evaluator: Callable[[str], float], batch: int = 1,
             on_step: Callable[[Session, str, float | None], None] | None = None,
-            ) -> tuple[float, float, float]:
+            max_failures: int | None = None) -> tuple[float, float, float]:
         """Ask, evaluate and tell until done. An item whose evaluation raises
-        :class:`EvaluationError` is skipped with the reason journaled, never scored."""
+        :class:`EvaluationError` is skipped with the reason journaled, never scored;
+        ``max_failures`` failures in a row stop the run with :class:`EvaluatorFailedError`."""
         while not self.done:
             items = self.ask(batch)
             if not items:
                 break
             for item in items:
-                try:
-                    score = evaluator(item)
-                except EvaluationError as exc:
-                    self.skip(item, str(exc))
-                    self.notes.append(f"skipped {item}: {exc}")
-                    if on_step is not None:
-                        on_step(self, item, None)
-                    continue
-                self.tell(item, score)
-                if on_step is not None:
-                    on_step(self, item, score)
+                self._run_one(evaluator, (item,), on_step, max_failures)
         return self.estimate()
 
 

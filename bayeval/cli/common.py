@@ -27,6 +27,9 @@ out = Console()
 err = Console(stderr=True)
 
 DEFAULT_DATASET = "ifeval"
+EXIT_USAGE = 2  # a bad option, file or journal (also typer's own usage errors)
+EXIT_EVALUATION = 3  # the evaluator failed (several items in a row, or every item)
+FAILURES_IN_A_ROW = 3  # a command evaluator failing this often in a row stops the run
 DEFAULT_METHOD = "bayesame"
 
 
@@ -126,3 +129,9 @@ RetriesOption = Annotated[int, typer.Option(
 SeedOption = Annotated[int | None, typer.Option(help="Random seed (default 0).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+
+
+def max_failures(settings: dict[str, Any]) -> int | None:
+    """Failures in a row that stop a run: a command evaluator stops after
+    FAILURES_IN_A_ROW; the oracle never does (a missing cell is a skip, not a fault)."""
+    return FAILURES_IN_A_ROW if settings.get("evaluator") == "command" else None

@@ -16,6 +16,7 @@ from rich.table import Table
 from bayeval.cli.common import (
     DEFAULT_DATASET,
     DEFAULT_METHOD,
+    EXIT_EVALUATION,
     EvaluatorKind,
     JsonOption,
     QuietOption,
@@ -27,12 +28,13 @@ from bayeval.cli.common import (
     fail,
     fresh_source,
     make_evaluator,
+    max_failures,
     out,
     progress_bar,
     resume_from,
     setup_jax,
 )
-from bayeval.errors import BayevalError
+from bayeval.errors import BayevalError, EvaluationError
 
 
 @app.command()
@@ -56,7 +58,9 @@ def evaluate(
              "each item.")] = None,
     command: Annotated[str | None, typer.Option(
         help="Shell command that evaluates one item and prints its score (0..1) as the "
-             "last line; {item} is replaced by the item id (else appended).")] = None,
+             "last line; {item} (unquoted: it is passed quoted, as one argument) becomes the "
+             "item id, also in $BAYEVAL_ITEM (without {item} the id is appended). Three "
+             "failures in a row stop the run with exit status 3.")] = None,
     timeout: TimeoutOption = 600.0,
     retries: RetriesOption = 1,
     method: Annotated[str | None, typer.Option(
@@ -101,6 +105,8 @@ def evaluate(
                                retries, method, epsilon, max_items, seed, journal, resume,
                                quiet)
             printer = _print_result
+    except EvaluationError as exc:
+        raise fail(str(exc), EXIT_EVALUATION) from None
     except BayevalError as exc:
         raise fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -160,7 +166,10 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
                           extra=settings)
     with session:
         evaluate_fn = make_evaluator(settings, matrix, session.target_id)
-        _run_with_progress(session, evaluate_fn, quiet)
+        _run_with_progress(session, evaluate_fn, quiet, max_failures(settings))
+        if session.n_observed == 0:
+            raise EvaluationError(f"no item was evaluated ({len(session.skipped)} failed); "
+                                  "there is no estimate to report")
         value, lower, upper = session.estimate()
         truth = None
         if session.target_id in set(matrix.models):
@@ -250,7 +259,7 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
             def evaluate_fn(target, item):
                 return float(rows[target][index[item]])
         if quiet:
-            session.run(evaluate_fn)
+            session.run(evaluate_fn, max_failures=max_failures(settings))
         else:
             T = len(session.target_ids)
             with progress_bar("evaluating") as progress:
@@ -263,7 +272,8 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
                         f"{int(run.done.sum())}/{T} targets done")
                     progress.update(task, completed=s.n_evaluations, status=phase)
 
-                session.run(evaluate_fn, on_step=on_step)
+                session.run(evaluate_fn, on_step=on_step,
+                            max_failures=max_failures(settings))
         run = session.run_state
         per_target = []
         for k, (t, (value, lower, upper)) in enumerate(session.estimates().items()):
@@ -314,9 +324,9 @@ def _print_joint_result(r: dict[str, Any]) -> None:
               f"stopped: {r['stopped']}" + (f"; journal {r['journal']}" if r["journal"] else ""))
 
 
-def _run_with_progress(session, evaluate_fn, quiet: bool) -> None:
+def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None) -> None:
     if quiet:
-        session.run(evaluate_fn)
+        session.run(evaluate_fn, max_failures=limit)
         return
     with progress_bar("evaluating") as progress:
         task = progress.add_task("eval", total=session.n_items, completed=session.n_observed,
@@ -329,7 +339,7 @@ def _run_with_progress(session, evaluate_fn, quiet: bool) -> None:
                 status += f"  (skipped {item})"
             progress.update(task, completed=s.n_observed, status=status)
 
-        session.run(evaluate_fn, on_step=on_step)
+        session.run(evaluate_fn, on_step=on_step, max_failures=limit)
 
 
 def _print_result(r: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from rich import box
 from rich.table import Table
 
 from bayeval.cli.common import (
+    EXIT_EVALUATION,
     EvaluatorKind,
     JsonOption,
     QuietOption,
@@ -23,11 +24,12 @@ from bayeval.cli.common import (
     app,
     err,
     fail,
+    max_failures,
     out,
     progress_bar,
     resume_session,
 )
-from bayeval.errors import BayevalError
+from bayeval.errors import BayevalError, EvaluationError
 
 
 def _parse_budget(text: str, n_pairs: int) -> int:
@@ -69,7 +71,8 @@ def select(
              "(model, item).")] = None,
     command: Annotated[str | None, typer.Option(
         help="Shell command that evaluates one model on one item and prints the score "
-             "(0..1) as its last line; {model} and {item} are replaced.")] = None,
+             "(0..1) as its last line; {model} and {item} (unquoted) become the ids, passed "
+             "as single arguments.")] = None,
     timeout: TimeoutOption = 600.0,
     retries: RetriesOption = 1,
     seed: SeedOption = None,
@@ -91,6 +94,8 @@ def select(
     try:
         result = _select(dataset, reference, models, items, budget, evaluator, command,
                          timeout, retries, seed, journal, resume, quiet)
+    except EvaluationError as exc:
+        raise fail(str(exc), EXIT_EVALUATION) from None
     except BayevalError as exc:
         raise fail(str(exc)) from None
     except KeyboardInterrupt:
@@ -174,7 +179,7 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         schedule = session.schedule
         total = int(schedule.sum() + schedule[-1])
         if quiet:
-            session.run(evaluate_fn)
+            session.run(evaluate_fn, max_failures=max_failures(settings))
         else:
             with progress_bar("selecting") as progress:
                 task = progress.add_task("select", total=total, status="",
@@ -186,7 +191,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
                     progress.update(task, completed=s.n_evaluations + len(s.skipped),
                                     status=status)
 
-                session.run(evaluate_fn, on_step=on_step)
+                session.run(evaluate_fn, on_step=on_step,
+                            max_failures=max_failures(settings))
         means = session.means()
         truth = None
         if matrix is not None and settings["evaluator"] == "oracle":

@@ -38,7 +38,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from bayeval.errors import EvaluationError, JournalError, SessionError
+from bayeval.errors import JournalError, SessionError
 from bayeval.precision import require_float64
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import item_orders
@@ -234,21 +234,12 @@ class SelectionSession(PairJournal):
 
     def run(self, evaluator: Callable[[str, str], float],
             on_step: Callable[[SelectionSession, str, str, float | None], None] | None = None,
-            ) -> list[str]:
+            max_failures: int | None = None) -> list[str]:
         """Ask, evaluate ``evaluator(model, item)`` and tell until done; a pair whose
-        evaluation raises :class:`EvaluationError` is skipped with the reason journaled.
+        evaluation raises :class:`EvaluationError` is skipped with the reason journaled;
+        ``max_failures`` failures in a row stop the run (:class:`EvaluatorFailedError`).
         Returns the ranking."""
         while not self.done:
-            for model, item in self.ask():
-                try:
-                    score = evaluator(model, item)
-                except EvaluationError as exc:
-                    self.skip(model, item, str(exc))
-                    self.notes.append(f"skipped {model} on {item}: {exc}")
-                    if on_step is not None:
-                        on_step(self, model, item, None)
-                    continue
-                self.tell(model, item, score)
-                if on_step is not None:
-                    on_step(self, model, item, score)
+            for pair in self.ask():
+                self._run_one(evaluator, pair, on_step, max_failures)
         return self.ranking()

@@ -1,0 +1,152 @@
+"""A failing evaluator, hostile item ids and two writers on one journal."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bayeval.errors import EvaluationError, EvaluatorFailedError, JournalError
+from bayeval.evaluators import CommandEvaluator
+from bayeval.session import Session
+
+HOSTILE = ["$(touch {mark})", "`touch {mark}`", "'; touch {mark}; '", '"; touch {mark}; "',
+           "a b\tc", "x\ny", "{{item}}", "$HOME", "*", "a;touch {mark}", "-- not an option"]
+ECHO = f"{sys.executable} -c \"import sys; open(sys.argv[1], 'w').write(sys.argv[2]); print(1)\""
+
+
+@pytest.mark.parametrize("raw", HOSTILE)
+def test_hostile_ids_reach_the_command_as_one_argument_and_never_run(tmp_path, raw):
+    mark = tmp_path / "PWNED"
+    item = raw.format(mark=mark)
+    out = tmp_path / "seen"
+    evaluator = CommandEvaluator(f"{ECHO} {out} {{item}}")
+    if item.startswith("-"):
+        with pytest.raises(EvaluationError, match="starts with '-'"):
+            evaluator(item)
+        return
+    assert evaluator(item) == 1.0
+    assert out.read_text() == item  # exactly the id, one argument
+    assert not mark.exists()
+    # the target's id is substituted in the same single pass: "t{item}" stays literal
+    both = CommandEvaluator(f"{ECHO} {out} {{target}}")
+    assert both("x", target=f"t{{item}}{item}") == 1.0
+    assert out.read_text() == f"t{{item}}{item}" and not mark.exists()
+
+
+def test_quoted_placeholders_and_option_like_ids_are_refused(tmp_path):
+    for command in ('echo "{item}"', "echo '{item}'", "echo x\"{target}\" {item}"):
+        with pytest.raises(EvaluationError, match="without quotes"):
+            CommandEvaluator(command)
+    with pytest.raises(EvaluationError, match="put -- before"):
+        CommandEvaluator("echo 1 {item}")("-rf")
+    seen = tmp_path / "seen"
+    guarded = CommandEvaluator(f"{sys.executable} -c \"import sys; "
+                               f"open(sys.argv[2], 'w').write(sys.argv[3]); print(1)\" -- {seen}"
+                               " {item}")
+    assert guarded("-rf") == 1.0 and seen.read_text() == "-rf"
+    with pytest.raises(EvaluationError, match="timeout must be > 0"):
+        CommandEvaluator("echo 1", timeout=-1)
+
+
+def test_a_timeout_kills_the_whole_process_group(tmp_path):
+    pids = tmp_path / "pids"
+    evaluator = CommandEvaluator(f"sleep 60 & echo $! > {pids}; sleep 60; echo 1",
+                                 timeout=1.0, retries=0)
+    with pytest.raises(EvaluationError, match="timed out"):
+        evaluator("x")
+    child = Path(f"/proc/{int(pids.read_text())}/stat")
+    time.sleep(0.2)
+    # the background child is gone too (or a zombie left for init to reap: killed)
+    assert not child.exists() or child.read_text().split()[2] == "Z"
+
+
+def test_a_failing_evaluator_stops_the_run_after_three_in_a_row(small, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    session = Session(small.drop_models(["m0"]), "new", "random", journal=journal)
+    calls = []
+
+    def broken(item):
+        calls.append(item)
+        raise EvaluationError(f"item {item!r}: command exited with status 1")
+
+    with pytest.raises(EvaluatorFailedError, match="failed 3 times in a row"):
+        session.run(broken, max_failures=3)
+    session.close()
+    assert len(calls) == 3 and len(session.skipped) == 3 and session.n_observed == 0
+    # every failure is journaled; the run resumes (and the same policy applies)
+    resumed = Session.resume(journal, reference=small.drop_models(["m0"]))
+    assert len(resumed.skipped) == 3
+    resumed.close()
+
+
+def _cli(*args, timeout=120, **kw):
+    return subprocess.run([sys.executable, "-m", "bayeval.cli", *args], capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+@pytest.mark.parametrize("answer", ["exit 1", "echo banana", "true", "echo nan", "echo 1e400"])
+def test_cli_reports_a_failing_evaluator_with_its_own_exit_code(tmp_path, answer):
+    journal = tmp_path / "run.jsonl"
+    done = _cli("evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
+                "--evaluator", "command", "--command", answer, "--retries", "0",
+                "--journal", str(journal), "-q")
+    assert done.returncode == 3, done.stderr
+    message = done.stderr.strip().splitlines()
+    assert len(message) == 1 and "failed 3 times in a row" in message[0]
+    assert "estimate" not in done.stdout  # no prior printed as a result
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [r["event"] for r in records[1:]] == ["skip"] * 3
+
+
+def test_two_writers_on_one_journal_are_refused(small, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    ref = small.drop_models(["m0"])
+    first = Session(ref, "new", "random", journal=journal)
+    with pytest.raises(JournalError, match="in use by another session"):
+        Session.resume(journal, reference=ref)
+    for item in first.ask(2):
+        first.tell(item, 1.0)
+    first.close()
+    again = Session.resume(journal, reference=ref)  # free once the first is closed
+    assert again.n_observed == 2
+    with pytest.raises(JournalError, match="in use"):
+        Session.resume(journal, reference=ref)
+    again.close()
+
+
+def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path):
+    journal = tmp_path / "run.jsonl"
+    slow = "sleep 0.5; echo {item} > /dev/null; echo 1"
+    start = _cli("evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
+                 "--evaluator", "command", "--command", slow, "--max-items", "2",
+                 "--journal", str(journal), "-q")
+    assert start.returncode == 0, start.stderr
+    # continue it to 40 items in the background, then try a second writer
+    env = {**os.environ}
+    lines = Path(journal).read_text().splitlines()
+    header = json.loads(lines[0])
+    header["max_items"] = 60
+    Path(journal).write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    running = subprocess.Popen([sys.executable, "-m", "bayeval.cli", "evaluate", "--journal",
+                                str(journal), "--resume", "-q"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.time() + 60
+        while len(Path(journal).read_text().splitlines()) < 5 and time.time() < deadline:
+            time.sleep(0.2)
+        second = _cli("evaluate", "--journal", str(journal), "--resume", "-q")
+        assert second.returncode == 2
+        assert "in use by another session" in second.stderr
+        assert len(second.stderr.strip().splitlines()) == 1
+    finally:
+        _, err = running.communicate(timeout=120)
+    assert running.returncode == 0, err
+    records = [json.loads(line) for line in Path(journal).read_text().splitlines()[1:]]
+    assert len(records) >= 5
+    assert [r["n"] for r in records] == list(range(1, len(records) + 1))  # none doubled
