@@ -181,6 +181,31 @@ def compact(state: ExactState) -> ExactState:
     return with_covariance(state, state.mu, posterior_cov(state))
 
 
+class Rank1Step(NamedTuple):
+    """One deferred rank-1 conditioning step on a (possibly joint) bucket vector: the
+    column k = Σ e_j, v = Σ_jj + d_j, and the updated mean, pending rows and diag Σ."""
+
+    k: Array
+    v: Array
+    mu: Array
+    pending: Array
+    n_pending: Array
+    cov_diag: Array
+
+
+def rank1_step(mu: Array, base: Array, pending: Array, n_pending: Array, cov_diag: Array,
+               noise: Array, j: Array, score: Array) -> Rank1Step:
+    """Condition on a score of bucket ``j`` (module docstring), O(P J): shared by the
+    single-target backend and the joint one (:mod:`bayeval.inference.joint`). Past a full
+    buffer of P pending rows the mean turns to NaN rather than losing an update."""
+    k = deferred_column(base, pending, j)
+    v = k[j] + noise[j]
+    full = n_pending >= pending.shape[0]
+    return Rank1Step(k, v, jnp.where(full, jnp.nan, mu + k * (score - mu[j]) / v),
+                     pending.at[n_pending].set(k / jnp.sqrt(v)), n_pending + 1,
+                     cov_diag - k * k / v)
+
+
 def rank1_observe(state: ExactState, item: Array, score: Array) -> ExactState:
     """Add the score of one item: the rank-1 update of the module docstring, O(P B).
 
@@ -190,16 +215,13 @@ def rank1_observe(state: ExactState, item: Array, score: Array) -> ExactState:
     turns to NaN rather than silently losing an update.
     """
     b = state.item_bucket[item]
-    k = deferred_column(state.base, state.pending, b)
-    v = k[b] + state.noise[b]
-    full = state.n_pending >= state.pending.shape[0]
-    mu = jnp.where(full, jnp.nan, state.mu + k * (score - state.mu[b]) / v)
+    step = rank1_step(state.mu, state.base, state.pending, state.n_pending, state.cov_diag,
+                      state.noise, b, score)
+    k, v = step.k, step.v
     return state._replace(
-        mu=mu,
-        pending=state.pending.at[state.n_pending].set(k / jnp.sqrt(v)),
-        n_pending=state.n_pending + 1,
+        mu=step.mu, pending=step.pending, n_pending=step.n_pending,
         cov_m=state.cov_m - k * ((k @ state.remaining + state.noise[b]) / v),
-        cov_diag=state.cov_diag - k * k / v,
+        cov_diag=step.cov_diag,
         remaining=state.remaining.at[b].add(-1.0), count=state.count.at[b].add(1.0),
         total=state.total.at[b].add(score), observed=state.observed.at[item].set(True),
         scores=state.scores.at[item].set(score))

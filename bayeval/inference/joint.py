@@ -45,10 +45,10 @@ from numpyro import handlers
 
 from bayeval.inference.exact import (
     PENDING,
-    deferred_column,
     gaussian_nll,
     masked_system,
     pending_outer,
+    rank1_step,
 )
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.models.coregional import coregional_model
@@ -153,16 +153,15 @@ def joint_observe(state: JointState, target: Array, item: Array, score: Array) -
     T = state.observed.shape[0]
     B = state.sizes.shape[0]
     j = target * B + state.item_bucket[item]
-    k = deferred_column(state.base, state.pending, j)
-    v = k[j] + state.noise[j]
-    full = state.n_pending >= state.pending.shape[0]
+    step = rank1_step(state.mu, state.base, state.pending, state.n_pending, state.cov_diag,
+                      state.noise, j, score)
+    k, v = step.k, step.v
     k_rem = (k * state.remaining).reshape(T, B).sum(1)  # kᵀ M
     cov_rem = state.cov_rem - jnp.outer(k, k_rem / v)
     cov_rem = cov_rem.at[:, target].add(-k * state.noise[j] / v)
     return state._replace(
-        mu=jnp.where(full, jnp.nan, state.mu + k * (score - state.mu[j]) / v),
-        pending=state.pending.at[state.n_pending].set(k / jnp.sqrt(v)),
-        n_pending=state.n_pending + 1, cov_rem=cov_rem, cov_diag=state.cov_diag - k * k / v,
+        mu=step.mu, pending=step.pending, n_pending=step.n_pending, cov_rem=cov_rem,
+        cov_diag=step.cov_diag,
         remaining=state.remaining.at[j].add(-1.0), count=state.count.at[j].add(1.0),
         total=state.total.at[j].add(score), total_sq=state.total_sq.at[j].add(score * score),
         observed=state.observed.at[target, item].set(True),
