@@ -33,8 +33,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from bayeval.data import load_dataset, read_matrix
 from bayeval.data.matrix import ScoreMatrix, validate_score
+from bayeval.data.sources import load_reference, load_source_matrix
 from bayeval.errors import (
     DataError,
     EvaluationError,
@@ -44,6 +44,9 @@ from bayeval.errors import (
 )
 from bayeval.estimators.interval import clip_interval
 from bayeval.methods import Method, make_method
+
+__all__ = ["JournalFile", "JournalWarning", "PairJournal", "RefitWarning", "Session",
+           "load_reference", "load_source_matrix"]
 
 JOURNAL_FORMAT = "bayeval-journal"
 JOURNAL_VERSION = 1
@@ -655,24 +658,3 @@ class Session(JournalFile):
             for item in items:
                 self._run_one(evaluator, (item,), on_step, max_failures)
         return self.estimate()
-
-
-def load_source_matrix(source: dict[str, Any] | None,
-                       journal: Path | str = "journal") -> ScoreMatrix:
-    """The whole matrix a journal header's ``source`` names (held-out models included)."""
-    if not source:
-        raise JournalError(f"journal {journal}: the header does not say how to load the "
-                           "reference matrix; pass it to Session.resume(reference=...)")
-    if "dataset" in source:
-        return load_dataset(source["dataset"])
-    if "path" in source:
-        return read_matrix(source["path"], kind=source.get("kind"))
-    raise JournalError(f"journal {journal}: unknown reference source {source}")
-
-
-def load_reference(source: dict[str, Any] | None, journal: Path | str = "journal") -> ScoreMatrix:
-    """The reference matrix a journal header's ``source`` describes (held-out models
-    removed)."""
-    matrix = load_source_matrix(source, journal)
-    held_out = [m for m in source.get("held_out", []) if m in set(matrix.models)]
-    return matrix.drop_models(held_out) if held_out else matrix

@@ -4,6 +4,8 @@ resume of a journaled session, and the evaluator of a session's settings."""
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 from enum import StrEnum
 from pathlib import Path
@@ -56,10 +58,14 @@ def setup_jax() -> None:
 @app.callback()
 def _configure() -> None:
     # every command computes in float64 (bayeval.precision); the library leaves that to
-    # the program that uses it
-    from bayeval.precision import enable_float64
+    # the program that uses it. Before JAX is imported the environment says so, which
+    # keeps option and file checks free of JAX's start-up time.
+    if "jax" in sys.modules:
+        from bayeval.precision import enable_float64
 
-    enable_float64()
+        enable_float64()
+    else:
+        os.environ["JAX_ENABLE_X64"] = "True"
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
@@ -93,7 +99,7 @@ def resume_session(session_class, journal: Path, given: dict[str, Any]):
 
 def resume_from(session_class, journal: Path, given: dict[str, Any]):
     """(session, its evaluator settings, the whole source matrix) from ``journal``."""
-    from bayeval.session import load_source_matrix
+    from bayeval.data.sources import load_source_matrix
 
     session = resume_session(session_class, journal, given)
     return session, session.extra, load_source_matrix(session.reference_source or {})
@@ -108,7 +114,7 @@ def progress_bar(verb: str) -> Progress:
 
 def fresh_source(dataset: str | None, reference: Path | None):
     """(source record for the journal header, the matrix) of --dataset / --reference."""
-    from bayeval.session import load_source_matrix
+    from bayeval.data.sources import load_source_matrix
 
     if dataset is not None and reference is not None:
         raise BayevalError("give either --dataset or --reference, not both")

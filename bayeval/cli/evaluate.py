@@ -120,12 +120,13 @@ def evaluate(
 
 def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, method,
               epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
-    from bayeval.session import Session
-
-    setup_jax()
+    # options and the reference are checked before JAX starts (seconds of start-up)
     if resume:
         if journal is None:
             raise BayevalError("--resume needs --journal PATH (the journal to continue)")
+        from bayeval.session import Session
+
+        setup_jax()
         session, settings, matrix = resume_from(Session, journal, {
             "--dataset": dataset, "--reference": reference, "--target": target,
             "--evaluator": evaluator, "--command": command, "--method": method,
@@ -161,6 +162,9 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
         name, params = parse_method_spec(method or DEFAULT_METHOD)
         if epsilon is not None:
             params["epsilon"] = epsilon
+        from bayeval.session import Session
+
+        setup_jax()
         session = Session(ref, target, name, method_params=params, seed=seed,
                           journal=journal, max_items=max_items, reference_source=source,
                           extra=settings)
@@ -200,19 +204,20 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
 
 
 def _is_joint(journal: Path) -> bool:
-    from bayeval.session import Session
+    from bayeval.session import JournalFile
 
-    header = Session.read_journal(journal)[0]
+    header = JournalFile.read_journal(journal)[0]
     return "targets" in header
 
 
 def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, retries,
                     epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
     from bayeval.evaluators import CommandEvaluator
-    from bayeval.joint_session import JointSession
 
-    setup_jax()
     if resume:
+        from bayeval.joint_session import JointSession
+
+        setup_jax()
         session, settings, matrix = resume_from(JointSession, journal, {
             "--dataset": dataset, "--reference": reference, "--targets": targets,
             "--evaluator": evaluator, "--command": command, "--epsilon": epsilon,
@@ -242,6 +247,9 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
                     "retries": retries}
         params = {} if epsilon is None else {"epsilon": epsilon}
+        from bayeval.joint_session import JointSession
+
+        setup_jax()
         session = JointSession(ref, names, params, seed=0 if seed is None else seed,
                                journal=journal, max_evaluations=max_items,
                                reference_source=source, extra=settings)

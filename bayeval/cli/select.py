@@ -109,9 +109,9 @@ def select(
 
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
             seed, journal, resume, quiet) -> dict[str, Any]:
+    from bayeval.data.sources import load_source_matrix
     from bayeval.evaluators import CommandEvaluator, MatrixPairOracle
     from bayeval.selection.session import SelectionSession
-    from bayeval.session import load_source_matrix
 
     if resume:
         if journal is None:
