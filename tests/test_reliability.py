@@ -150,3 +150,10 @@ def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path):
     records = [json.loads(line) for line in Path(journal).read_text().splitlines()[1:]]
     assert len(records) >= 5
     assert [r["n"] for r in records] == list(range(1, len(records) + 1))  # none doubled
+
+
+def test_cli_prints_its_version():
+    from bayeval import __version__
+
+    done = _cli("--version", timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == f"bayeval {__version__}"

@@ -18,7 +18,7 @@ from bayeval.cli.common import (
 )
 from bayeval.errors import BayevalError
 
-# options of the estimation-protocol benches (seed 000)
+# options of the estimation-protocol benches (the BayesAME paper)
 DatasetsOption = Annotated[str, typer.Option("--datasets",
                                              help="Comma-separated bundled datasets.")]
 RegimesOption = Annotated[str, typer.Option(
@@ -44,7 +44,7 @@ def bench_estimation(
     out: Annotated[Path, typer.Option(help="Folder for CSV files, plots and report.md.")
                    ] = Path("results/estimation"),
 ) -> None:
-    """Seed 000's estimation experiment: RMSE(n), integrated RMSE, gain over RS-Mean and
+    """The BayesAME paper's estimation experiment: RMSE(n), integrated RMSE, gain over RS-Mean and
     cost–accuracy of the two-condition rule, for every method, full-length runs."""
     import pandas as pd
 
@@ -175,8 +175,9 @@ def bench_selection(
                                            "top_m.png, report.md and runs/.")
                    ] = Path("results/selection"),
 ) -> None:
-    """Seed 002's experiment: accuracy of identifying the best model, and the top-3/5/10
-    identification error, against the budget, with confidence budgets, for every algorithm
+    """The SySRs paper's experiment (Cutting LLM Evaluation Costs with SySRs): accuracy
+    of identifying the best model, and the top-3/5/10 identification error, against the
+    budget, with confidence budgets, for every algorithm
     on the bundled datasets. Each (dataset, algorithm) is saved under OUT/runs as soon as
     it is done and reused by a rerun with the same runs and grid."""
     import pandas as pd
@@ -242,7 +243,8 @@ def bench_coverage(
                                            "and the CV/tuning caches.")
                    ] = Path("results/coverage"),
 ) -> None:
-    """Seed 001's experiment: coverage, mean width and ESS multiplier over uniform of
+    """The FAQ paper's experiment (Efficient Evaluation of LLM Performance with Statistical
+    Guarantees): coverage, mean width and ESS multiplier over uniform of
     FAQ's 95% interval (tuned and robust-default policy) per budget; models split 50/50
     into history and new, everything tuned on historical models only. Finished budgets
     are kept in OUT and skipped by a rerun."""
@@ -291,7 +293,7 @@ def bench_compression(
                                            "error_tails.png, report.md and runs/.")
                    ] = Path("results/compression"),
 ) -> None:
-    """Seeds 003/004's experiment: random, BestRand and k-means subsets at 2–50% retention
+    """The BestRand and MINCE experiments: random, BestRand and k-means subsets at 2–50% retention
     (MAE, high-error risk) and MINCE's size and drift, with references and targets split
     by model. Each dataset's results are saved under OUT/runs as they finish and reused by
     a rerun with the same settings."""

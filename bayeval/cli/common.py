@@ -55,8 +55,18 @@ def setup_jax() -> None:
         pass
 
 
+def _version(value: bool) -> None:
+    if value:
+        from bayeval import __version__
+
+        print(f"bayeval {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _configure() -> None:
+def _configure(version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the version and exit.")] = False) -> None:
     # every command computes in float64 (bayeval.precision); the library leaves that to
     # the program that uses it. Before JAX is imported the environment says so, which
     # keeps option and file checks free of JAX's start-up time.

@@ -70,8 +70,9 @@ def compress(
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")
                        ] = False,
 ) -> None:
-    """Shrink a benchmark to a fixed subset (BestRand, seed 003; MINCE, seed 004), write it
-    as a subset file, and report its drift on models not used to build it."""
+    """Shrink a benchmark to a fixed subset (BestRand: probe-guided random compression;
+    MINCE: Monte Carlo subset sizing), write it as a subset file, and report its drift on
+    models not used to build it."""
     try:
         result = _compress(method, dataset, reference, retention, size, probes, pool,
                            candidates, calibration, step, tau, categories, holdout, seed,

@@ -86,7 +86,7 @@ def select(
     quiet: QuietOption = False,
 ) -> None:
     """Find the best of several models with a budget of model–item evaluations
-    (synchronised successive rejects, seed 002).
+    (synchronised successive rejects, SySRs).
 
     With no options: simulate on the bundled ARC-Challenge matrix with 12% of its pairs,
     and print the ranking, the evaluations used and whether the true best was found.
