@@ -157,3 +157,25 @@ def test_cli_prints_its_version():
 
     done = _cli("--version", timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == f"bayeval {__version__}"
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    (["--epsilon", "0"], "--epsilon must be a width in (0, 1], got 0"),
+    (["--epsilon", "-0.1"], "--epsilon must be a width in (0, 1], got -0.1"),
+    (["--epsilon", "nan"], "--epsilon must be a width in (0, 1], got nan"),
+    (["--epsilon", "5"], "--epsilon must be a width in (0, 1], got 5"),
+    (["--seed", "-1"], "--seed must be ≥ 0, got -1"),
+    (["--timeout", "-1"], "--timeout must be a positive number of seconds, got -1"),
+    (["--retries", "-1"], "--retries must be ≥ 0, got -1"),
+    (["--max-items", "0"], "--max-items must be ≥ 1, got 0"),
+    (["--method", "bayesame(refit_every=abc)"],
+     "method 'bayesame': parameter refit_every='abc' should be int like its default 50"),
+    (["--method", "faq(budget=0.1, bogus=1)"], "method 'faq' has no parameter 'bogus'"),
+])
+def test_out_of_range_options_are_refused_before_any_work(tmp_path, option, message):
+    journal = tmp_path / "run.jsonl"
+    done = _cli("evaluate", "--journal", str(journal), "-q", *option, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0]
+    assert not journal.exists()  # nothing written

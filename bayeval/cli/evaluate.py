@@ -24,6 +24,7 @@ from bayeval.cli.common import (
     SeedOption,
     TimeoutOption,
     app,
+    check_options,
     err,
     fail,
     fresh_source,
@@ -92,6 +93,8 @@ def evaluate(
     items were used.
     """
     try:
+        check_options(epsilon=epsilon, max_items=max_items, seed=seed, timeout=timeout,
+                      retries=retries)
         if targets is not None or (resume and journal is not None and _is_joint(journal)):
             if target is not None:
                 raise BayevalError("give either --target or --targets, not both")

@@ -22,6 +22,7 @@ from bayeval.cli.common import (
     SeedOption,
     TimeoutOption,
     app,
+    check_options,
     err,
     fail,
     max_failures,
@@ -92,6 +93,7 @@ def select(
     and print the ranking, the evaluations used and whether the true best was found.
     """
     try:
+        check_options(seed=seed, timeout=timeout, retries=retries)
         result = _select(dataset, reference, models, items, budget, evaluator, command,
                          timeout, retries, seed, journal, resume, quiet)
     except EvaluationError as exc:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -194,13 +195,41 @@ def accepts_parameter(name: str, parameter: str) -> bool:
     return factory is not None and parameter in inspect.signature(factory).parameters
 
 
+def check_parameters(name: str, params: dict[str, Any]) -> None:
+    """Refuse, in one line, a parameter the method ``name`` does not take or whose value
+    is not of its default's type (an int where an int is expected, a finite number where a
+    number is, a bool where a bool is), before any work starts."""
+    signature = inspect.signature(_REGISTRY[name])
+    for key, value in params.items():
+        if key not in signature.parameters:
+            known = ", ".join(signature.parameters)
+            raise BayevalError(f"method {name!r} has no parameter {key!r} (it takes {known})")
+        default = signature.parameters[key].default
+        if default is inspect.Parameter.empty or default is None or value is None:
+            continue
+        if isinstance(default, bool):
+            ok = isinstance(value, bool)
+        elif isinstance(default, int):
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif isinstance(default, float):
+            ok = (isinstance(value, int | float) and not isinstance(value, bool)
+                  and math.isfinite(value))
+        else:
+            ok = isinstance(value, type(default))
+        if not ok:
+            raise BayevalError(f"method {name!r}: parameter {key}={value!r} should be "
+                               f"{type(default).__name__} like its default {default!r}")
+
+
 def make_method(name: str, **params: Any) -> Method:
-    """The method ``name`` with ``params`` (cached: equal arguments give the same object)."""
+    """The method ``name`` with ``params`` (cached: equal arguments give the same object);
+    parameters are checked first (:func:`check_parameters`)."""
     if name not in _REGISTRY:
         raise BayevalError(f"unknown method {name!r} (known: {', '.join(method_names())})")
+    check_parameters(name, params)
     try:
         return _cached(name, tuple(sorted(params.items())))
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:
         raise BayevalError(f"method {name!r}: bad parameters {params} ({exc})") from None
 
 
