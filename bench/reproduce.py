@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from bayeval.experiments.metrics import integrated_rmse, rmse_curve
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
 SLICES = {
@@ -61,9 +63,7 @@ def _row(name: str, committed: float, value: float, se: float) -> str:
 
 
 def _irmse(est: np.ndarray, truth: np.ndarray) -> float:
-    rmse = np.sqrt(np.mean((est - truth[:, None]) ** 2, axis=0))
-    n = np.arange(1, est.shape[1] + 1)
-    return float(100 * np.sum(n * rmse) / np.sum(n))
+    return integrated_rmse(rmse_curve(est, truth))
 
 
 def estimation(out: Path) -> list[str]:

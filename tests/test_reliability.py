@@ -179,3 +179,11 @@ def test_out_of_range_options_are_refused_before_any_work(tmp_path, option, mess
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0]
     assert not journal.exists()  # nothing written
+
+
+def test_a_closed_interval_covers_the_truth_up_to_rounding():
+    from bayeval.experiments.metrics import covers
+
+    truth = 0.1 + 0.2  # 0.30000000000000004
+    assert covers(0.3, 0.3, truth)  # a zero-width interval at n = N, 5.6e-17 off
+    assert not covers(0.3, 0.31, 0.3100001) and not covers(0.3, 0.31, 0.2999999)

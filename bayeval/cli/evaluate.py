@@ -36,6 +36,7 @@ from bayeval.cli.common import (
     setup_jax,
 )
 from bayeval.errors import BayevalError, EvaluationError
+from bayeval.experiments.metrics import covers
 
 
 @app.command()
@@ -195,7 +196,7 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             "upper": upper,
             "level": session.method.level,
             "true_score": truth,
-            "covered": None if truth is None else bool(lower <= truth <= upper),
+            "covered": None if truth is None else bool(covers(lower, upper, truth)),
             "items_used": session.n_observed,
             "items_evaluated": session.n_evaluated,
             "items_skipped": len(session.skipped),
@@ -296,7 +297,7 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
             per_target.append({
                 "target": t, "estimate": value, "lower": lower, "upper": upper,
                 "true_score": truth,
-                "covered": None if truth is None else bool(lower <= truth <= upper),
+                "covered": None if truth is None else bool(covers(lower, upper, truth)),
                 "items_used": int((~run.available[k]).sum()),
                 "stopped_after": int(run.stopped_at[k]) or None})
         return {
