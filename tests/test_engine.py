@@ -98,8 +98,10 @@ def _imports() -> dict[tuple[str, str], list[str]]:
             targets = []
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 targets = [node.module]
-                if node.module == "bayeval":
-                    targets = [f"bayeval.{a.name}" for a in node.names]
+                if node.module == "bayeval":  # names that are parts, not the API's names
+                    targets = [f"bayeval.{a.name}" for a in node.names
+                               if (PACKAGE / a.name).is_dir()
+                               or (PACKAGE / f"{a.name}.py").exists()]
             elif isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             for target in targets:

@@ -21,17 +21,13 @@ import jax
 import jax.numpy as jnp
 
 from bayeval.acquisition.info_gain import information_gain
-from bayeval.inference.joint import JointPrediction
-from bayeval.types import Array, Prediction
+from bayeval.inference.joint import JointPrediction, per_target
+from bayeval.types import Array
 
 
 def target_information_gain(prediction: JointPrediction) -> Array:
     """(T, N) IG_t(i): information about R^t from scoring target t on item i."""
-    per_target = Prediction(mean=prediction.mean[:, None], var=prediction.var[:, None],
-                            item_mean=prediction.item_mean, item_var=prediction.item_var,
-                            item_cov=prediction.item_cov, n=prediction.n[:, None],
-                            nearly_unique=jnp.ones((), bool))
-    return information_gain(per_target)
+    return jax.vmap(information_gain)(per_target(prediction))
 
 
 def initial_design(key: Array, n_items: int, fraction: float = 0.1) -> Array:

@@ -52,7 +52,7 @@ from bayeval.inference.exact import (
 )
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.models.coregional import coregional_model
-from bayeval.types import Array
+from bayeval.types import Array, Prediction
 
 
 class JointState(NamedTuple):
@@ -84,6 +84,15 @@ class JointPrediction(NamedTuple):
     item_var: Array  # (T, N)
     item_cov: Array  # (T, N) Cov(R^t, s^t_i | C)
     n: Array  # (T,)
+
+
+def per_target(pred: JointPrediction) -> Prediction:
+    """The joint summary as a batch of single-target Predictions (leading target axis), for
+    rules, estimators and stopping rules vmapped over targets."""
+    T = pred.mean.shape[0]
+    return Prediction(mean=pred.mean, var=pred.var, item_mean=pred.item_mean,
+                      item_var=pred.item_var, item_cov=pred.item_cov, n=pred.n,
+                      nearly_unique=jnp.zeros((T,), bool))
 
 
 def joint_prior(model: Callable, phi: Array, sizes: Array, n_targets: int,

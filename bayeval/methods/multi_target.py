@@ -41,7 +41,8 @@ import numpy as np
 from bayeval.acquisition import multi_target as mt
 from bayeval.acquisition.policies import argmax
 from bayeval.errors import BayevalError
-from bayeval.estimators.interval import gaussian_bounds, z_value
+from bayeval.estimators.base import Estimator, posterior
+from bayeval.estimators.interval import z_value
 from bayeval.inference.exact import PENDING, fit_sizes
 from bayeval.inference.joint import (
     FITTED,
@@ -53,12 +54,13 @@ from bayeval.inference.joint import (
     joint_prior,
     joint_rebuild,
     joint_refit,
+    per_target,
 )
 from bayeval.models.bucket_gp import N0, default_sigma2, make_buckets
 from bayeval.models.coregional import coregional_model
 from bayeval.precision import require_float64
 from bayeval.stopping import rules as stop
-from bayeval.types import Estimate, Prediction
+from bayeval.types import Estimate
 
 INIT_STREAM = 2**31 - 3
 WEIGHT_STREAM = 2**31 - 2
@@ -134,29 +136,38 @@ class JointBayesAME:
         return jax.jit(joint_compact, donate_argnums=0)
 
     @functools.cached_property
+    def estimator(self) -> Estimator:
+        """One estimator per target, over the joint posterior's per-target predictions
+        (the posterior interval of seed 000 §3.2)."""
+        return posterior()
+
+    @functools.cached_property
     def summarize(self) -> Callable:
-        """``state -> (JointPrediction, (lower, upper))`` per target."""
+        """``state -> (JointPrediction, (lower, upper))``: every target's estimator's
+        interval at ``level``."""
         z = z_value(self.level)
+        estimator = self.estimator
 
         def summarize(state):
             pred = joint_predict(state)
-            return pred, gaussian_bounds(pred.mean, pred.var, z)
+            est = jax.vmap(lambda p: estimator.estimate(estimator.init(p.item_mean.shape[-1]),
+                                                        p, z))(per_target(pred))
+            return pred, (est.lower, est.upper)
 
         return jax.jit(summarize)
 
     @functools.cached_property
     def update_stopping(self) -> Callable:
         """``(stop_states, pred, bounds, target) -> (stop_states, stop)``: the rule of
-        ``target`` sees its new prediction; the other targets' states are unchanged."""
+        ``target`` sees its new estimate and prediction; the other targets' states are
+        unchanged."""
         rule = self.stopping
 
-        def one(s, mean, var, item_mean, item_var, item_cov, n, lower, upper):
-            p = Prediction(mean=mean, var=var, item_mean=item_mean, item_var=item_var,
-                           item_cov=item_cov, n=n, nearly_unique=jnp.zeros((), bool))
-            return rule.update(s, Estimate(mean, var, lower, upper), p)
+        def one(s, p, lower, upper):
+            return rule.update(s, Estimate(p.mean, p.var, lower, upper), p)
 
         def update(stop_states, pred, bounds, target):
-            new, fired = jax.vmap(one)(stop_states, *pred, *bounds)
+            new, fired = jax.vmap(one)(stop_states, per_target(pred), *bounds)
             mine = jnp.arange(pred.mean.shape[0]) == target
 
             def pick(a, b):
