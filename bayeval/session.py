@@ -117,12 +117,15 @@ class JournalFile:
         """Take the journal's lock, replay ``events``, report a cut-off last line, repair
         the file and keep appending to it."""
         self._open_journal(path)
-        if self.read_journal(path)[3] != whole:  # written between our read and our lock
-            self.close()
-            raise JournalError(f"journal {path} changed while it was being resumed (another "
-                               "session wrote to it); resume again")
-        for lineno, event in enumerate(events, start=2):
-            self._replay(event, f"journal {path} line {lineno}")
+        try:
+            if self.read_journal(path)[3] != whole:  # written between our read and our lock
+                raise JournalError(f"journal {path} changed while it was being resumed "
+                                   "(another session wrote to it); resume again")
+            for lineno, event in enumerate(events, start=2):
+                self._replay(event, f"journal {path} line {lineno}")
+        except BaseException:
+            self.close()  # a failed resume leaves the journal free
+            raise
         if note is not None:
             self.notes.append(note)
             warnings.warn(note, JournalWarning, stacklevel=3)

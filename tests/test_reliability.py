@@ -187,3 +187,21 @@ def test_a_closed_interval_covers_the_truth_up_to_rounding():
     truth = 0.1 + 0.2  # 0.30000000000000004
     assert covers(0.3, 0.3, truth)  # a zero-width interval at n = N, 5.6e-17 off
     assert not covers(0.3, 0.31, 0.3100001) and not covers(0.3, 0.31, 0.2999999)
+
+
+def test_a_failed_resume_leaves_the_journal_free(small, tmp_path):
+    journal = tmp_path / "run.jsonl"
+    ref = small.drop_models(["m0"])
+    with Session(ref, "new", "random", journal=journal) as session:
+        for item in session.ask(2):
+            session.tell(item, 1.0)
+    good = journal.read_text()
+    lines = good.splitlines()
+    lines.insert(2, json.dumps({"event": "tell", "n": 2, "item": "nope", "score": 1.0}))
+    journal.write_text("\n".join(lines) + "\n")
+    with pytest.raises(JournalError, match="not in the benchmark") as failed:
+        Session.resume(journal, reference=ref)
+    assert failed.value is not None  # the failed session may still be referenced here
+    journal.write_text(good)
+    with Session.resume(journal, reference=ref) as again:  # not "in use"
+        assert again.n_observed == 2
