@@ -52,6 +52,12 @@ def parse_score(value: object, where: str) -> float:
         raise DataError(f"{where}: {text[:40]!r} is not a number") from None
 
 
+def _one_line(exc: BaseException, limit: int = 120) -> str:
+    """An exception's message on one line, shortened."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
 # ---------------------------------------------------------------------------------- npz
 def read_npz(path: str | os.PathLike, kind: Kind | None = None) -> ScoreMatrix:
     """Read ``scores``, ``models``, ``items`` (+ scalar metadata) with ``allow_pickle=False``."""
@@ -60,8 +66,14 @@ def read_npz(path: str | os.PathLike, kind: Kind | None = None) -> ScoreMatrix:
         archive = np.load(path, allow_pickle=False)
     except FileNotFoundError:
         raise DataError(f"{path}: no such file") from None
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise DataError(f"{path}: not a readable .npz file ({exc})") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        if "pickle" in str(exc):  # numpy's advice to allow pickles: bayeval never will
+            raise DataError(f"{path}: not an .npz archive (bayeval reads only arrays, never "
+                            "pickled data)") from None
+        raise DataError(f"{path}: not a readable .npz file ({_one_line(exc)})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise DataError(f"{path}: a single .npy array, not an .npz archive of scores, "
+                        "models and items")
     with archive:
         missing = [k for k in ("scores", "models", "items") if k not in archive.files]
         if missing:
@@ -77,7 +89,7 @@ def read_npz(path: str | os.PathLike, kind: Kind | None = None) -> ScoreMatrix:
                         f"{path}: array {key!r} is pickled (object dtype); bayeval reads npz "
                         "with allow_pickle=False — save ids as string arrays"
                     ) from None
-                raise DataError(f"{path}: array {key!r} unreadable ({exc})") from None
+                raise DataError(f"{path}: array {key!r} unreadable ({_one_line(exc)})") from None
     meta = {k: str(v) for k, v in arrays.items()
             if k not in ("scores", "models", "items") and np.ndim(v) == 0}
     stored_kind = meta.pop("kind", None)

@@ -21,9 +21,10 @@ _KINDS = ("binary", "continuous")
 
 
 def _as_ids(values: Sequence[str] | np.ndarray, what: str, source: str) -> np.ndarray:
+    if np.ndim(values) != 1:
+        raise DataError(f"{source}: {what} ids must be one-dimensional, got "
+                        f"{np.ndim(values)}-D")
     ids = np.asarray([str(v) for v in values], dtype=object)
-    if ids.ndim != 1:
-        raise DataError(f"{source}: {what} ids must be one-dimensional")
     seen: dict[str, int] = {}
     for pos, v in enumerate(ids):
         if v in seen:

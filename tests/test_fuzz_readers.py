@@ -1,0 +1,176 @@
+"""Every reader, fed arbitrary and half-valid input, returns a matrix or raises one-line
+BayevalError, never another exception (hypothesis, 1000 cases each)."""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bayeval.compression.subset import Subset
+from bayeval.data import ScoreMatrix
+from bayeval.data.io import read_csv, read_npz, read_parquet
+from bayeval.data.lm_eval import read_sample_file
+from bayeval.errors import BayevalError
+from bayeval.session import Session
+
+FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+CELL = st.one_of(st.sampled_from(["0", "1", "0.5", "", "nan", "NA", "-1", "2", "1e400", "x",
+                                  "true", "  1 ", "\ufeff0", '"1"', "1,2"]),
+                 st.text(max_size=6))
+NAME = st.one_of(st.sampled_from(["model", "item", "score", "m", "", "a,b", "\ufeffmodel"]),
+                 st.text(max_size=6))
+
+
+def _outcome(read, path: Path) -> object:
+    """The reader's result, or its BayevalError, whose message must be one line."""
+    try:
+        result = read(path)
+    except BayevalError as exc:
+        assert "\n" not in str(exc), str(exc)
+        return exc
+    assert isinstance(result, ScoreMatrix | dict | Subset)
+    return result
+
+
+_SCRATCH = tempfile.TemporaryDirectory(prefix="bayeval-fuzz-")
+
+
+def _tmp(suffix: str) -> Path:
+    """One scratch file per suffix, rewritten by every case (removed with the process)."""
+    path = Path(_SCRATCH.name) / f"case{suffix}"
+    path.unlink(missing_ok=True)
+    return path
+
+
+@FUZZ
+@given(st.lists(st.lists(CELL, min_size=0, max_size=5), min_size=0, max_size=6),
+       st.sampled_from([None, "wide", "long"]))
+def test_csv_reader(rows, layout):
+    path = _tmp(".csv")
+    path.write_text("\n".join(",".join(r) for r in rows), encoding="utf-8")
+    _outcome(lambda p: read_csv(p, layout=layout), path)
+
+
+@FUZZ
+@given(st.binary(max_size=300))
+def test_csv_reader_on_bytes(data):
+    path = _tmp(".csv")
+    path.write_bytes(data)
+    _outcome(read_csv, path)
+
+
+ARRAY = st.one_of(
+    st.builds(lambda n, m, f: np.full((n, m), f), st.integers(0, 4), st.integers(0, 4),
+              st.sampled_from([0.0, 1.0, 0.5, np.nan, np.inf, -1.0, 7.0])),
+    st.builds(lambda n: np.array([f"x{i % 2}" for i in range(n)]), st.integers(0, 4)),
+    st.builds(lambda n: np.arange(n), st.integers(0, 4)),
+    st.just(np.array(3.0)), st.just(np.array("name")), st.just(np.zeros((2, 2, 2))),
+    st.just(np.array([b"a", b"b"])), st.just(np.array([1 + 2j, 3j])))
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["scores", "models", "items", "name", "kind", "x"]),
+                       ARRAY, max_size=5))
+def test_npz_reader(arrays):
+    path = _tmp(".npz")
+    np.savez(path, **arrays)
+    _outcome(read_npz, path)
+
+
+@FUZZ
+@given(st.binary(max_size=300), st.booleans())
+def test_npz_reader_on_bytes(data, as_zip):
+    path = _tmp(".npz")
+    if as_zip:  # a zip archive whose member is not an array
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("scores.npy", data)
+        data = buffer.getvalue()
+    path.write_bytes(data)
+    _outcome(read_npz, path)
+
+
+@FUZZ
+@given(st.dictionaries(NAME, st.lists(CELL, min_size=3, max_size=3), min_size=0, max_size=4),
+       st.sampled_from([None, "wide", "long"]), st.booleans())
+def test_parquet_reader(columns, layout, numeric):
+    path = _tmp(".parquet")
+    frame = pd.DataFrame(columns)
+    if numeric:
+        frame = frame.apply(pd.to_numeric, errors="coerce")
+    try:
+        frame.to_parquet(path)
+    except (ValueError, TypeError):  # pyarrow cannot write this frame: nothing to read
+        return
+    _outcome(lambda p: read_parquet(p, layout=layout), path)
+
+
+@FUZZ
+@given(st.binary(max_size=300))
+def test_parquet_reader_on_bytes(data):
+    path = _tmp(".parquet")
+    path.write_bytes(data)
+    _outcome(read_parquet, path)
+
+
+JSON_VALUE = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True),
+              st.sampled_from(["0.5", "x", "acc", "none"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=3),
+                            st.dictionaries(st.sampled_from(["acc", "doc_id", "filter", "x"]),
+                                            inner, max_size=3)), max_leaves=6)
+RECORD = st.fixed_dictionaries({}, optional={"doc_id": JSON_VALUE, "acc": JSON_VALUE,
+                                             "filter": JSON_VALUE, "doc_hash": JSON_VALUE})
+
+
+@FUZZ
+@given(st.lists(st.one_of(RECORD.map(json.dumps), st.text(max_size=20)), max_size=5),
+       st.sampled_from([None, "none", "x"]))
+def test_lm_eval_sample_reader(lines, filter_name):
+    path = _tmp(".jsonl")
+    path.write_text("\n".join(lines), encoding="utf-8")
+    _outcome(lambda p: read_sample_file(p, "acc", filter_name), path)
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["format", "version", "benchmark", "n_items", "items",
+                                        "size", "weights", "method", "parameters", "seed",
+                                        "task", "drift", "x"]), JSON_VALUE, max_size=8),
+       st.booleans())
+def test_subset_reader(fields, valid_header):
+    if valid_header:
+        fields = {"format": "bayeval-subset", "version": 1, **fields}
+    path = _tmp(".json")
+    path.write_text(json.dumps(fields), encoding="utf-8")
+    _outcome(Subset.load, path)
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(
+    st.fixed_dictionaries({"event": st.sampled_from(["tell", "skip", "ask", 3]),
+                           "n": st.one_of(st.integers(0, 4), st.text(max_size=2)),
+                           "item": st.sampled_from(["it0", "it1", "it9", 5, None]),
+                           "score": JSON_VALUE, "reason": JSON_VALUE}).map(json.dumps),
+    st.text(max_size=12)), max_size=4))
+def test_journal_reader(small, lines):
+    reference = small.drop_models(["m0"])
+    path = _tmp(".journal.jsonl")
+    Session(reference, "new", "random", journal=path).close()
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write("\n".join(lines))
+    try:
+        session = Session.resume(path, reference=reference)
+    except BayevalError as exc:
+        assert "\n" not in str(exc), str(exc)
+        return
+    session.close()
