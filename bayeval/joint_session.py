@@ -56,12 +56,7 @@ class JointSession(PairJournal):
                  extra: dict[str, Any] | None = None) -> None:
         self._setup(reference, [str(t) for t in target_ids], dict(params or {}), int(seed),
                     max_evaluations, reference_source, dict(extra or {}))
-        if journal is not None:
-            path = Path(journal)
-            if path.exists() and path.stat().st_size > 0:
-                raise JournalError(f"journal {path} already exists; continue it with "
-                                   "JointSession.resume / --resume, or choose another path")
-            self._write_header(path)
+        self._start_journal(journal)
 
     def _setup(self, reference: ScoreMatrix, target_ids: list[str], params: dict[str, Any],
                seed: int, max_evaluations: int | None,

@@ -146,6 +146,26 @@ class JournalFile:
         except (DataError, SessionError) as exc:
             raise JournalError(str(exc)) from None
 
+    def _start_journal(self, journal: str | os.PathLike | None) -> None:
+        """Begin a new journal at ``journal`` (None: keep nothing on disk): it must not hold
+        a run yet, and must be a file path in an existing folder."""
+        if journal is None:
+            return
+        path = Path(journal)
+        if path.is_dir():
+            raise JournalError(f"journal {path} is a folder; give a file path, e.g. "
+                               f"{path / 'run.jsonl'}")
+        if not path.parent.is_dir():
+            raise JournalError(f"journal {path}: folder {path.parent} does not exist")
+        if path.exists() and path.stat().st_size > 0:
+            raise JournalError(f"journal {path} already exists; continue it with "
+                               f"{type(self).__name__}.resume / --resume, or choose another "
+                               "path")
+        try:
+            self._write_header(path)
+        except OSError as exc:
+            raise JournalError(f"journal {path}: cannot write it ({exc.strerror})") from None
+
     def _write_header(self, path: Path) -> None:
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
@@ -224,6 +244,10 @@ class JournalFile:
             data = path.read_bytes()
         except FileNotFoundError:
             raise JournalError(f"journal {path}: no such file") from None
+        except IsADirectoryError:
+            raise JournalError(f"journal {path} is a folder, not a journal file") from None
+        except OSError as exc:
+            raise JournalError(f"journal {path}: cannot read it ({exc.strerror})") from None
         lines = data.split(b"\n")
         # A final element without a newline after it is a line the crash may have cut.
         records: list[dict] = []
@@ -348,12 +372,7 @@ class Session(JournalFile):
                     max_items, reference_source, dict(extra or {}))
         self._journal_path: Path | None = None
         self._journal = None
-        if journal is not None:
-            path = Path(journal)
-            if path.exists() and path.stat().st_size > 0:
-                raise JournalError(f"journal {path} already exists; continue it with "
-                                   "Session.resume / --resume, or choose another path")
-            self._write_header(path)
+        self._start_journal(journal)
 
     # ------------------------------------------------------------------ construction
     def _setup(self, reference: ScoreMatrix, target_id: str, method: Method | str,

@@ -205,3 +205,45 @@ def test_a_failed_resume_leaves_the_journal_free(small, tmp_path):
     journal.write_text(good)
     with Session.resume(journal, reference=ref) as again:  # not "in use"
         assert again.n_observed == 2
+
+
+@pytest.mark.parametrize(("journal", "resume", "message"), [
+    ("{tmp}", True, "is a folder, not a journal file"),
+    ("{tmp}", False, "is a folder; give a file path"),
+    ("{tmp}/missing/run.jsonl", False, "folder {tmp}/missing does not exist"),
+    ("{tmp}/afile/run.jsonl", False, "folder {tmp}/afile does not exist"),
+])
+def test_journal_paths_that_cannot_be_used_are_one_line_errors(tmp_path, journal, resume,
+                                                                message):
+    (tmp_path / "afile").write_text("x")
+    path = journal.format(tmp=tmp_path)
+    args = ["--resume"] if resume else ["--dataset", "mrpc", "--method", "random",
+                                        "--max-items", "3"]
+    done = _cli("evaluate", "--journal", path, "-q", *args, timeout=60)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message.format(tmp=tmp_path) in lines[0], done.stderr
+
+
+def test_excel_csv_with_a_byte_order_mark_reads(tmp_path):
+    from bayeval.data.io import read_csv
+
+    path = tmp_path / "excel.csv"
+    path.write_text("\ufeffmodel,i1,i2\nm1,1,0\nm2,0,1\n", encoding="utf-8")
+    matrix = read_csv(path)
+    assert list(matrix.models) == ["m1", "m2"] and list(matrix.items) == ["i1", "i2"]
+    path.write_text("\ufeffmodel,item,score\nm1,i1,1\nm1,i2,0\n", encoding="utf-8")
+    assert read_csv(path).shape == (1, 2)
+
+
+def test_a_one_model_matrix_is_said_to_leave_no_reference(tmp_path):
+    path = tmp_path / "one.csv"
+    path.write_text("model,i1,i2,i3\nm1,1,0,1\n")
+    done = _cli("evaluate", "--reference", str(path), "-q", timeout=60)
+    assert done.returncode == 2 and "leaves no reference model" in done.stderr
+    out = tmp_path / "subset.json"
+    done = _cli("compress", "--reference", str(path), "--out", str(out), "--json",
+                timeout=120)
+    assert done.returncode == 0, done.stderr
+    drift = json.loads(done.stdout)["drift"]
+    assert drift["held_out_models"] == 0 and drift["in_sample_models"] == 1

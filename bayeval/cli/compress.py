@@ -89,9 +89,12 @@ def compress(
     table.add_row("method", f"{result['method']} {result['parameters']}")
     table.add_row("subset", f"{result['size']} items ({result['size'] / result['n_items']:.1%})")
     drift = result["drift"]
-    table.add_row("drift on held-out", f"max {100 * drift['held_out_max']:.2f} pp, mean "
-                                       f"{100 * drift['held_out_mean']:.2f} pp over "
-                                       f"{drift['held_out_models']} models")
+    over = (f"over {drift['held_out_models']} models" if drift["held_out_models"] else
+            f"over the {drift['in_sample_models']} models that built it (none held out: "
+            "in-sample, not a measure of drift)")
+    table.add_row("drift on held-out" if drift["held_out_models"] else "drift",
+                  f"max {100 * drift['held_out_max']:.2f} pp, mean "
+                  f"{100 * drift['held_out_mean']:.2f} pp {over}")
     table.add_row("written", result["file"] + (f", {result['samples_file']}"
                                                if result.get("samples_file") else ""))
     out.print(table)

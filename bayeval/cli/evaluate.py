@@ -149,6 +149,9 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
         if target is None:
             target = str(np.random.default_rng(seed).choice(matrix.models))
         if target in set(matrix.models):
+            if matrix.n_models == 1:
+                raise BayevalError(f"{matrix.name} holds one model, {target!r}: held out as "
+                                   "the target it leaves no reference model")
             ref = matrix.drop_models([target])
             source["held_out"] = [target]
         elif kind == "oracle":
@@ -243,6 +246,9 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
                 raise BayevalError(f"unknown target id(s) {unknown}: not models of "
                                    f"{matrix.name} ({matrix.n_models} models)")
         held = [t for t in names if t in known]
+        if held and len(set(held)) == matrix.n_models:
+            raise BayevalError(f"{matrix.name}: the targets are all its {matrix.n_models} "
+                               "model(s); held out they leave no reference model")
         ref = matrix.drop_models(held) if held else matrix
         if held:
             source["held_out"] = held

@@ -121,7 +121,11 @@ def build_subset(matrix: ScoreMatrix, method: str = "bestrand", *,
             raise BayevalError(f"--categories: no category for {len(missing)} item(s), "
                                f"e.g. {missing[0]!r}")
         items, weights = stratified_subset(rng, [categories[i] for i in matrix.items], size)
-    drift = held_out_drift(scores, held if len(held) else order, items, weights)
+    if len(held):
+        drift = held_out_drift(scores, held, items, weights)
+    else:  # nothing held out: the drift on the models that built it, and said so
+        drift = {**held_out_drift(scores, order, items, weights), "held_out_models": 0,
+                 "in_sample_models": len(order)}
     return Subset(matrix.name, L, [str(matrix.items[j]) for j in items], method, params,
                   seed, [names[i] for i in used], drift,
                   None if weights is None else [float(x) for x in weights],

@@ -160,7 +160,8 @@ def read_csv(path: str | os.PathLike, layout: Layout | None = None,
     path = Path(path)
     source = str(path)
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        # utf-8-sig: a byte-order mark (Excel's CSV) is not part of the first column's name
+        with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh)
             try:
                 header = next(reader)

@@ -67,13 +67,7 @@ class SelectionSession(PairJournal):
         require_float64("SelectionSession")
         self._setup([str(m) for m in models], [str(i) for i in items], int(budget), int(seed),
                     dict(extra or {}))
-        if journal is not None:
-            path = Path(journal)
-            if path.exists() and path.stat().st_size > 0:
-                raise JournalError(f"journal {path} already exists; continue it with "
-                                   "SelectionSession.resume / --resume, or choose another "
-                                   "path")
-            self._write_header(path)
+        self._start_journal(journal)
 
     def _setup(self, models: list[str], items: list[str], budget: int, seed: int,
                extra: dict[str, Any]) -> None:
