@@ -247,3 +247,33 @@ def test_a_one_model_matrix_is_said_to_leave_no_reference(tmp_path):
     assert done.returncode == 0, done.stderr
     drift = json.loads(done.stdout)["drift"]
     assert drift["held_out_models"] == 0 and drift["in_sample_models"] == 1
+
+
+def test_outputs_are_checked_before_any_work(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    out = tmp_path / "subset.json"
+    cases = [
+        (["compress", "--dataset", "mrpc", "--out", str(out), "--export-samples",
+          str(tmp_path / "missing" / "s.json")], "folder", out),
+        (["compress", "--dataset", "mrpc", "--out", str(tmp_path)], "is a folder", None),
+        (["diagnose", "--plot", str(tmp_path / "afile"), "--coreset", "5"],
+         "is a file, not a folder", None),
+        (["diagnose", "--plot", str(tmp_path / "afile" / "sub"), "--coreset", "5"],
+         "cannot create a folder", None),
+    ]
+    for args, message, absent in cases:
+        done = _cli(*args, timeout=60)
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and message in lines[0], done.stderr
+        if absent is not None:
+            assert not absent.exists()  # no half of the outputs
+
+
+def test_a_live_target_is_never_judged_against_a_reference_row(tmp_path):
+    # a model of the matrix, evaluated live: its reference row is held out, not its truth
+    done = _cli("evaluate", "--dataset", "mrpc", "--target", "mrpc-model-000", "--method",
+                "random", "--evaluator", "command", "--command", "echo 1; true {item}",
+                "--max-items", "3", "--journal", str(tmp_path / "j.jsonl"), "--json", "-q")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["true_score"] is None and result["covered"] is None

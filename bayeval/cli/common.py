@@ -169,3 +169,25 @@ def check_options(*, epsilon: float | None = None, max_items: int | None = None,
         raise BayevalError(f"--timeout must be a positive number of seconds, got {timeout:g}")
     if retries is not None and retries < 0:
         raise BayevalError(f"--retries must be ≥ 0, got {retries}")
+
+
+def check_output(path: Path | None, flag: str, folder: bool = False) -> None:
+    """Refuse, before any work, an output that cannot be written: a file path that is a
+    folder or lies in a missing folder, a folder path that is a file, an unwritable place."""
+    if path is None:
+        return
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise BayevalError(f"{flag} {path}: is a file, not a folder")
+        base = path if path.exists() else path.parent
+        while not base.exists():
+            base = base.parent
+        if not base.is_dir() or not os.access(base, os.W_OK):
+            raise BayevalError(f"{flag} {path}: cannot create a folder in {base}")
+        return
+    if path.is_dir():
+        raise BayevalError(f"{flag} {path}: is a folder; give a file path")
+    if not path.parent.is_dir():
+        raise BayevalError(f"{flag} {path}: folder {path.parent} does not exist")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise BayevalError(f"{flag} {path}: not writable")

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from bayeval.cli.common import (
     app,
+    check_output,
     fail,
     fresh_source,
     out,
@@ -110,6 +111,9 @@ def _compress(method, dataset, reference, retention, size, probes, pool, candida
     from bayeval.compression.build import build_subset, read_categories
     from bayeval.compression.subset import export_lm_eval_samples
 
+    check_output(subset_file, "--out")  # both outputs checked before any work
+    check_output(export_samples, "--export-samples")
+
     _, matrix = fresh_source(dataset or ("arc_challenge" if reference is None else None),
                              reference)
     subset = build_subset(
@@ -117,6 +121,8 @@ def _compress(method, dataset, reference, retention, size, probes, pool, candida
         pool=pool, candidates=candidates, calibration=_names(calibration), step=step,
         tau=tau, categories=None if categories is None else read_categories(categories),
         holdout=holdout, seed=seed, task=task)
+    if export_samples is not None:
+        export_lm_eval_samples(subset)  # its doc indices are checked before anything is written
     subset.save(subset_file)
     result = {**subset.to_json(), "file": str(subset_file)}
     if export_samples is not None:

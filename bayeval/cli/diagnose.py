@@ -15,6 +15,7 @@ from rich.table import Table
 from bayeval.cli.common import (
     DEFAULT_DATASET,
     app,
+    check_output,
     fail,
     fresh_source,
     out,
@@ -56,6 +57,7 @@ def diagnose(
 
     setup_jax()
     try:
+        check_output(plot, "--plot", folder=True)  # before the NUTS run, not after
         _, matrix = fresh_source(dataset, reference)
         if target is None:
             target = str(np.random.default_rng(seed).choice(matrix.models))

@@ -182,11 +182,7 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             raise EvaluationError(f"no item was evaluated ({len(session.skipped)} failed); "
                                   "there is no estimate to report")
         value, lower, upper = session.estimate()
-        truth = None
-        if session.target_id in set(matrix.models):
-            row = matrix.row(session.target_id)
-            if not np.isnan(row).any():
-                truth = float(row.mean())
+        truth = _true_score(matrix, session.target_id, settings)
         return {
             "target": session.target_id,
             "reference": session.reference.name,
@@ -208,6 +204,17 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             "items": [item for item, _ in session.observations],
             "journal": None if session.journal_path is None else str(session.journal_path),
         }
+
+
+def _true_score(matrix, target: str, settings: dict[str, Any]) -> float | None:
+    """The target's full-benchmark score when the oracle answered from its complete row;
+    None for a live evaluator (a reference row of the same name is another run, not the
+    truth of this one)."""
+    if settings.get("evaluator") != EvaluatorKind.oracle.value or target not in set(
+            matrix.models):
+        return None
+    row = matrix.row(target)
+    return None if np.isnan(row).any() else float(row.mean())
 
 
 def _is_joint(journal: Path) -> bool:
@@ -295,11 +302,7 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
         run = session.run_state
         per_target = []
         for k, (t, (value, lower, upper)) in enumerate(session.estimates().items()):
-            truth = None
-            if t in set(matrix.models):
-                row = matrix.row(t)
-                if not np.isnan(row).any():
-                    truth = float(row.mean())
+            truth = _true_score(matrix, t, settings)
             per_target.append({
                 "target": t, "estimate": value, "lower": lower, "upper": upper,
                 "true_score": truth,
