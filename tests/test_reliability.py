@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bayeval.errors import EvaluationError, EvaluatorFailedError, JournalError
+from bayeval.errors import BayevalError, EvaluationError, EvaluatorFailedError, JournalError
 from bayeval.evaluators import CommandEvaluator
 from bayeval.session import Session
 
@@ -277,3 +277,16 @@ def test_a_live_target_is_never_judged_against_a_reference_row(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["true_score"] is None and result["covered"] is None
+
+
+def test_repeated_model_ids_in_an_npz_are_an_error_or_numbered(tmp_path):
+    import numpy as np
+
+    from bayeval.data.io import read_npz
+
+    path = tmp_path / "twice.npz"
+    np.savez(path, scores=np.array([[1.0, 0.0], [1.0, 0.0]]), models=np.array(["a", "a"]),
+             items=np.array(["i", "j"]))
+    with pytest.raises(BayevalError, match="repeated_models='number'"):
+        read_npz(path)
+    assert list(read_npz(path, repeated_models="number").models) == ["a", "a#2"]

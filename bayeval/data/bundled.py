@@ -10,7 +10,7 @@ from importlib import resources
 
 import numpy as np
 
-from bayeval.data.matrix import ScoreMatrix
+from bayeval.data.matrix import ScoreMatrix, number_repeated_ids
 from bayeval.errors import DataError
 
 _PACKAGE = "bayeval.data"
@@ -49,19 +49,3 @@ def _load_suite(name: str) -> ScoreMatrix:
     scores = np.concatenate([p.scores[[p.model_index(m) for m in models]] for p in parts], 1)
     items = np.concatenate([p.items for p in parts])
     return ScoreMatrix(scores, models, items, name=name, metadata={"suite": name})
-
-
-def number_repeated_ids(ids: np.ndarray) -> list[str]:
-    """Suffix repeated ids with ``#2``, ``#3``, ... in order of appearance.
-
-    The leaderboard matrices list some models twice (two leaderboard entries with
-    identical per-item rows); the rows are kept, as in the papers' 448-model matrices,
-    and the repeats get distinct ids.
-    """
-    seen: dict[str, int] = {}
-    out = []
-    for raw in ids:
-        key = str(raw)
-        seen[key] = seen.get(key, 0) + 1
-        out.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
-    return out

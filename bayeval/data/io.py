@@ -24,7 +24,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from bayeval.data.matrix import Kind, ScoreMatrix
+from bayeval.data.matrix import Kind, ScoreMatrix, number_repeated_ids
 from bayeval.errors import DataError
 
 Layout = Literal["wide", "long"]
@@ -59,8 +59,15 @@ def _one_line(exc: BaseException, limit: int = 120) -> str:
 
 
 # ---------------------------------------------------------------------------------- npz
-def read_npz(path: str | os.PathLike, kind: Kind | None = None) -> ScoreMatrix:
-    """Read ``scores``, ``models``, ``items`` (+ scalar metadata) with ``allow_pickle=False``."""
+def read_npz(path: str | os.PathLike, kind: Kind | None = None,
+             repeated_models: str = "error") -> ScoreMatrix:
+    """Read ``scores``, ``models``, ``items`` (+ scalar metadata) with ``allow_pickle=False``.
+
+    A model id that appears twice is an error, or with ``repeated_models="number"`` the
+    repeats are kept as ``id#2``, ``id#3``, … (as :func:`~bayeval.data.load_dataset` does
+    for the leaderboard's doubly listed models)."""
+    if repeated_models not in ("error", "number"):
+        raise DataError(f"repeated_models must be 'error' or 'number', got {repeated_models!r}")
     path = Path(path)
     try:
         archive = np.load(path, allow_pickle=False)
@@ -68,8 +75,8 @@ def read_npz(path: str | os.PathLike, kind: Kind | None = None) -> ScoreMatrix:
         raise DataError(f"{path}: no such file") from None
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         if "pickle" in str(exc):  # numpy's advice to allow pickles: bayeval never will
-            raise DataError(f"{path}: not an .npz archive (bayeval reads only arrays, never "
-                            "pickled data)") from None
+            raise DataError(f"{path}: not a readable .npz file (no archive of arrays; "
+                            "bayeval never loads pickled data)") from None
         raise DataError(f"{path}: not a readable .npz file ({_one_line(exc)})") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise DataError(f"{path}: a single .npy array, not an .npz archive of scores, "
@@ -93,7 +100,10 @@ def read_npz(path: str | os.PathLike, kind: Kind | None = None) -> ScoreMatrix:
     meta = {k: str(v) for k, v in arrays.items()
             if k not in ("scores", "models", "items") and np.ndim(v) == 0}
     stored_kind = meta.pop("kind", None)
-    return ScoreMatrix(arrays["scores"], arrays["models"], arrays["items"],
+    models = arrays["models"]
+    if repeated_models == "number" and np.ndim(models) == 1:
+        models = number_repeated_ids(models)
+    return ScoreMatrix(arrays["scores"], models, arrays["items"],
                        kind=kind or stored_kind, name=str(path), metadata=meta)
 
 

@@ -30,9 +30,28 @@ def _as_ids(values: Sequence[str] | np.ndarray, what: str, source: str) -> np.nd
         if v in seen:
             raise DataError(
                 f"{source}: duplicate {what} id {v!r} at positions {seen[v]} and {pos}"
+                + (" (read_npz(..., repeated_models='number') keeps both rows as "
+                   f"{v!r}, {v + '#2'!r}, …)" if what == "model" and source.endswith(".npz")
+                   else "")
             )
         seen[v] = pos
     return ids.astype(str)
+
+
+def number_repeated_ids(ids) -> list[str]:
+    """Suffix repeated ids with ``#2``, ``#3``, ... in order of appearance.
+
+    The leaderboard matrices list some models twice (two leaderboard entries with
+    identical per-item rows); the rows are kept, as in the papers' 448-model matrices,
+    and the repeats get distinct ids.
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for raw in ids:
+        key = str(raw)
+        seen[key] = seen.get(key, 0) + 1
+        out.append(key if seen[key] == 1 else f"{key}#{seen[key]}")
+    return out
 
 
 def validate_score(value: object, where: str) -> float:
