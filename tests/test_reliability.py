@@ -277,6 +277,7 @@ def test_a_live_target_is_never_judged_against_a_reference_row(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["true_score"] is None and result["covered"] is None
+    assert result["reference_row_score"] is not None
 
 
 def test_repeated_model_ids_in_an_npz_are_an_error_or_numbered(tmp_path):

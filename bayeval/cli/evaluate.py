@@ -196,6 +196,8 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             "level": session.method.level,
             "true_score": truth,
             "covered": None if truth is None else bool(covers(lower, upper, truth)),
+            "reference_row_score": (None if truth is not None
+                                    else _row_score(matrix, session.target_id)),
             "items_used": session.n_observed,
             "items_evaluated": session.n_evaluated,
             "items_skipped": len(session.skipped),
@@ -206,15 +208,21 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
         }
 
 
-def _true_score(matrix, target: str, settings: dict[str, Any]) -> float | None:
-    """The target's full-benchmark score when the oracle answered from its complete row;
-    None for a live evaluator (a reference row of the same name is another run, not the
-    truth of this one)."""
-    if settings.get("evaluator") != EvaluatorKind.oracle.value or target not in set(
-            matrix.models):
+def _row_score(matrix, target: str) -> float | None:
+    """The mean of the matrix's complete row named ``target`` (None without one)."""
+    if target not in set(matrix.models):
         return None
     row = matrix.row(target)
     return None if np.isnan(row).any() else float(row.mean())
+
+
+def _true_score(matrix, target: str, settings: dict[str, Any]) -> float | None:
+    """The target's full-benchmark score when the oracle answered from its complete row;
+    None for a live evaluator: a reference row of the same name is another run, reported
+    apart (``reference_row_score``) and never used to judge this one's interval."""
+    if settings.get("evaluator") != EvaluatorKind.oracle.value:
+        return None
+    return _row_score(matrix, target)
 
 
 def _is_joint(journal: Path) -> bool:
@@ -375,6 +383,9 @@ def _print_result(r: dict[str, Any]) -> None:
     table.add_row("estimate", f"{r['estimate']:.4f}")
     table.add_row(f"{r['level']:.0%} interval",
                   f"[{r['lower']:.4f}, {r['upper']:.4f}]  (width {width:.4f})")
+    if r.get("reference_row_score") is not None:
+        table.add_row("matrix row", f"{r['reference_row_score']:.4f}  (the matrix's row of this "
+                                    "name: another run, not judged against)")
     if r["true_score"] is not None:
         inside = "inside" if r["covered"] else "OUTSIDE"
         table.add_row("true score", f"{r['true_score']:.4f}  ({inside} the interval)")
