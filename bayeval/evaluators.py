@@ -89,7 +89,8 @@ class CommandEvaluator:
     ``"$BAYEVAL_ITEM"``, so the shell passes the id as it is, whatever characters it holds
     (an id from a data file can never run as shell code). Without ``{item}`` the id is
     appended as the last argument the same way. ``{target}`` (the model's id, when several
-    models are evaluated) works alike through ``BAYEVAL_TARGET``; both placeholders are
+    models are evaluated) works alike through ``BAYEVAL_TARGET``, and ``{model}`` through
+    ``BAYEVAL_MODEL`` (the same id, as ``bayeval select`` names it); all placeholders are
     replaced in one pass. A placeholder must stand unquoted in the command (it is quoted
     for you); an id that starts with ``-`` is refused unless the command puts ``--`` before
     the placeholder, so that no id reaches a script as an option.
@@ -100,7 +101,9 @@ class CommandEvaluator:
     group (whatever it started).
     """
 
-    PLACEHOLDERS: ClassVar[dict[str, str]] = {"item": "BAYEVAL_ITEM", "target": "BAYEVAL_TARGET"}
+    # {model} (best-model selection) is {target} under the name the select command uses
+    PLACEHOLDERS: ClassVar[dict[str, str]] = {"item": "BAYEVAL_ITEM", "target": "BAYEVAL_TARGET",
+                                              "model": "BAYEVAL_MODEL"}
 
     def __init__(self, command: str, timeout: float = 600.0, retries: int = 1) -> None:
         if not command.strip():
@@ -123,9 +126,11 @@ class CommandEvaluator:
 
     def command_for(self, item: str, target: str | None = None) -> tuple[str, dict[str, str]]:
         """(the shell command, the environment variables it reads the values from)."""
-        values = {"item": item, "target": target}
+        values = {"item": item, "target": target, "model": target}
         for name, value in values.items():
-            if value is not None and value.startswith("-") and not self._guarded(name):
+            as_argument = name == "item" or "{" + name + "}" in self.command  # else env only
+            if (value is not None and as_argument and value.startswith("-")
+                    and not self._guarded(name)):
                 raise EvaluationError(
                     f"{name} id {value!r} starts with '-' and would reach the command as an "
                     f"option; put -- before {{{name}}} in --command (or read "
@@ -174,7 +179,7 @@ class CommandEvaluator:
         raise EvaluationError(f"{reason} (after {self.retries + 1} attempt(s))")
 
 
-_PLACEHOLDER = re.compile(r"\{(item|target)\}")
+_PLACEHOLDER = re.compile(r"\{(item|target|model)\}")
 
 
 def _quoted_placeholders(command: str) -> list[str]:

@@ -291,3 +291,15 @@ def test_repeated_model_ids_in_an_npz_are_an_error_or_numbered(tmp_path):
     with pytest.raises(BayevalError, match="repeated_models='number'"):
         read_npz(path)
     assert list(read_npz(path, repeated_models="number").models) == ["a", "a#2"]
+
+
+def test_select_placeholder_model_is_safe_and_quoted_refusal_names_it(tmp_path):
+    seen = tmp_path / "seen"
+    evaluator = CommandEvaluator(f"{ECHO} {seen} {{model}}")
+    hostile = f"$(touch {tmp_path / 'PWNED'})"
+    assert evaluator("it1", target=hostile) == 1.0
+    assert seen.read_text() == hostile and not (tmp_path / "PWNED").exists()
+    with pytest.raises(EvaluationError, match=r"write \{model\} without quotes"):
+        CommandEvaluator("echo '{model}' {item}")
+    # an id that only reaches the command through the environment needs no guard
+    assert CommandEvaluator("echo 1; true {item}")("x", target="-m") == 1.0

@@ -169,7 +169,7 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
                                    journal=journal, extra=settings)
     with session:
         if settings["evaluator"] == EvaluatorKind.command.value:
-            runner = CommandEvaluator(settings["command"].replace("{model}", "{target}"),
+            runner = CommandEvaluator(settings["command"],
                                       timeout=settings["timeout"], retries=settings["retries"])
 
             def evaluate_fn(model, item):
