@@ -303,3 +303,15 @@ def test_select_placeholder_model_is_safe_and_quoted_refusal_names_it(tmp_path):
         CommandEvaluator("echo '{model}' {item}")
     # an id that only reaches the command through the environment needs no guard
     assert CommandEvaluator("echo 1; true {item}")("x", target="-m") == 1.0
+
+
+def test_the_result_sums_up_why_evaluations_failed(tmp_path):
+    done = _cli("evaluate", "--dataset", "mrpc", "--method", "random", "--target", "new",
+                "--evaluator", "command", "--retries", "0", "--max-items", "40",
+                "--command", "case {item} in *7) exit 1;; esac; echo 1",
+                "--journal", str(tmp_path / "j.jsonl"), "--json", "-q")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["items_skipped"] > 0
+    assert result["failures"] == [{"reason": "command exited with status 1 (after 1 "
+                                             "attempt(s))", "count": result["items_skipped"]}]

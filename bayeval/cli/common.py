@@ -191,3 +191,13 @@ def check_output(path: Path | None, flag: str, folder: bool = False) -> None:
         raise BayevalError(f"{flag} {path}: folder {path.parent} does not exist")
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise BayevalError(f"{flag} {path}: not writable")
+
+
+def failure_summary(skipped: list[tuple[str, ...]], top: int = 3) -> list[dict[str, Any]]:
+    """The most frequent reasons evaluations failed (the last field of each skip), with
+    the item ids taken out so that one cause counts once, and how often each came."""
+    import re
+    from collections import Counter
+
+    causes = Counter(re.sub(r"item '[^']*': ", "", record[-1]) for record in skipped)
+    return [{"reason": reason, "count": count} for reason, count in causes.most_common(top)]

@@ -27,6 +27,7 @@ from bayeval.cli.common import (
     check_options,
     err,
     fail,
+    failure_summary,
     fresh_source,
     make_evaluator,
     max_failures,
@@ -201,6 +202,7 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             "items_used": session.n_observed,
             "items_evaluated": session.n_evaluated,
             "items_skipped": len(session.skipped),
+            "failures": failure_summary(session.skipped),
             "n_items": session.n_items,
             "stopped": session.stop_reason,
             "items": [item for item, _ in session.observations],
@@ -395,6 +397,8 @@ def _print_result(r: dict[str, Any]) -> None:
     if r["items_skipped"]:
         used += f", {r['items_skipped']} left unevaluated after failures"
     table.add_row("items used", used)
+    for failure in r.get("failures", []):
+        table.add_row("failed", f"{failure['count']}× {failure['reason']}")
     table.add_row("stopped by", str(r["stopped"]))
     if r["journal"]:
         table.add_row("journal", r["journal"])
