@@ -585,7 +585,7 @@ class Session(JournalFile):
         which is the one it was drawn with when asks are one item at a time."""
         if "q" in event:
             q = event["q"]
-            if not isinstance(q, int | float) or not 0.0 < q <= 1.0:
+            if not isinstance(q, int | float) or not 0.0 < q <= 1.0 + 1e-9:  # float rounding
                 raise JournalError(f"{where}: draw probability {q!r} is not in (0, 1]")
             return float(q)
         if not self._needs_draws:

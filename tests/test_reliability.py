@@ -315,3 +315,23 @@ def test_the_result_sums_up_why_evaluations_failed(tmp_path):
     assert result["items_skipped"] > 0
     assert result["failures"] == [{"reason": "command exited with status 1 (after 1 "
                                              "attempt(s))", "count": result["items_skipped"]}]
+
+
+@pytest.mark.parametrize(("q", "ok"), [(1.0000000000000002, True), (0.25, True), (1.5, False),
+                                       (0.0, False), ("x", False)])
+def test_a_journaled_draw_probability_is_checked_on_resume(small, tmp_path, q, ok):
+    journal = tmp_path / "run.jsonl"
+    ref = small.drop_models(["m0"])
+    with Session(ref, "new", "random", journal=journal) as session:
+        for item in session.ask(2):
+            session.tell(item, 1.0)
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert all("q" in r for r in lines[1:])  # every tell carries its draw probability
+    lines[1]["q"] = q
+    journal.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    if ok:
+        with Session.resume(journal, reference=ref) as again:
+            assert again.n_observed == 2
+    else:
+        with pytest.raises(JournalError, match="draw probability"):
+            Session.resume(journal, reference=ref)
