@@ -79,6 +79,7 @@ class JournalFile:
     JSON line per record. Subclasses provide ``_header()``."""
 
     _journal_path: Path | None = None
+    _failures = 0  # evaluations failed in a row (``_run_one``)
     _journal = None
 
     def _header(self) -> dict[str, Any]:
@@ -198,7 +199,7 @@ class JournalFile:
         except EvaluationError as exc:
             self.skip(*args, str(exc))
             self.notes.append(f"skipped {' on '.join(args)}: {exc}")
-            self._failures = getattr(self, "_failures", 0) + 1
+            self._failures += 1
             if on_step is not None:
                 on_step(self, *args, None)
             if max_failures is not None and self._failures >= max_failures:

@@ -31,3 +31,19 @@ def ref() -> np.ndarray:
     rng = np.random.default_rng(11)
     base = (rng.random((6, 7)) < 0.5).astype(float)
     return base[:, np.array([0, 1, 2, 3, 4, 5, 6, 0, 2, 2])]
+
+
+@pytest.fixture(scope="session")
+def fragile_refit():
+    """(kernel, reference) whose hyperparameter re-fit fails: 9 models × 100 items in 100
+    buckets; once 40 are observed the re-fit runs on a 64-slot subsystem, where the kernel
+    is NaN (it is finite on all 100 buckets, so the prior and the rebuild are fine)."""
+    from bayeval.models.kernels import squared_exponential
+
+    def fragile(phi, alpha, beta):
+        return squared_exponential(phi, alpha, beta) * (np.nan if phi.shape[0] == 64 else 1)
+
+    rng = np.random.default_rng(3)
+    ref = (rng.random((9, 100)) < 0.5).astype(float)
+    ref[0] = np.arange(100) / 100
+    return fragile, ref

@@ -209,22 +209,15 @@ def test_import_leaves_jax_in_32_bit_and_entry_points_say_so():
     assert lines[1].startswith("(0.5, 0.0, 1.0)")
 
 
-def test_a_failed_refit_reaches_the_session_and_the_simulator():
-    # the kernel of tests/test_exact.py that is NaN on the 64-slot fit subsystem
+def test_a_failed_refit_reaches_the_session_and_the_simulator(fragile_refit):
     from bayeval import acquisition as acq
     from bayeval.inference.exact import ExactBucketGP
     from bayeval.methods import Method
-    from bayeval.models.kernels import squared_exponential
     from bayeval.session import RefitWarning
     from bayeval.stopping import rules as stop
 
-    def fragile(phi, alpha, beta):
-        return squared_exponential(phi, alpha, beta) * (np.nan if phi.shape[0] == 64 else 1)
-
-    rng = np.random.default_rng(3)
-    ref = (rng.random((9, 100)) < 0.5).astype(float)
-    ref[0] = np.arange(100) / 100
-    target = (rng.random(100) < 0.5).astype(float)
+    fragile, ref = fragile_refit
+    target = (np.random.default_rng(5).random(100) < 0.5).astype(float)
     method = Method("fragile", ExactBucketGP(refit_every=40, kernel=fragile).backend(),
                     acq.uniform(), acq.sample, stop.budget(45))
     matrix = ScoreMatrix(ref, [f"m{i}" for i in range(9)], [f"i{j}" for j in range(100)])
