@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import time
 import warnings
@@ -42,6 +43,7 @@ from bayeval.errors import (
     JournalError,
     SessionError,
 )
+from bayeval.estimators.base import Draw
 from bayeval.estimators.interval import clip_interval
 from bayeval.methods import Method, make_method
 
@@ -405,7 +407,11 @@ class Session(JournalFile):
         self._observed = np.zeros(n, bool)
         self._skipped = np.zeros(n, bool)
         self._pending = np.zeros(n, bool)
-        self._pending_q = np.full(n, np.nan)  # draw probability of each pending item
+        # how each pending item was drawn: (q, design) of its Draw, and its place in the
+        # order of asks (a design-based estimate takes a batch's scores in that order)
+        self._pending_draw = np.full((n, 2), np.nan)
+        self._pending_order = np.zeros(n, np.int64)
+        self._asked = 0
         self._scores = np.full(n, np.nan)
         self._n_events = 0
         self.observations: list[tuple[str, float]] = []
@@ -461,7 +467,7 @@ class Session(JournalFile):
                     raise JournalError(f"{where}: observation number {event.get('n')} out of "
                                        f"sequence (expected {len(self.observations) + 1})")
                 score = validate_score(event["score"], where)
-                self._apply_tell(j, score, self._replayed_probability(event, j, where))
+                self._apply_tell(j, score, self._replayed_draw(event, j, where))
             elif kind == "skip":
                 self._apply_skip(self._checked_index(item, where), str(event.get("reason", "")))
             else:
@@ -520,11 +526,14 @@ class Session(JournalFile):
         k = min(k, int(available.sum()))
         if k <= 0:
             return []
-        chosen, q = self.method.select(self._loop.prediction, available, self._key,
-                                       np.uint32(self._n_events), k)
+        chosen, draws = self.method.select(self._loop.prediction, available, self._key,
+                                           np.uint32(self._n_events), k)
         chosen = np.asarray(chosen)
         self._pending[chosen] = True
-        self._pending_q[chosen] = np.asarray(q)
+        self._pending_draw[chosen] = np.stack([np.asarray(draws.q),
+                                               np.asarray(draws.design)], axis=1)
+        self._pending_order[chosen] = self._asked + np.arange(chosen.size)
+        self._asked += chosen.size
         return [str(self.reference.items[j]) for j in chosen]
 
     def _ask_with_replacement(self) -> list[str]:
@@ -536,14 +545,15 @@ class Session(JournalFile):
             return [str(self.reference.items[pending[0]])]
         everything = np.ones(self.n_items, bool)
         while not self.done:
-            chosen, q = self.method.select(self._loop.prediction, everything, self._key,
-                                           np.uint32(self._n_events), 1)
-            j, q = int(np.asarray(chosen)[0]), float(np.asarray(q)[0])
+            chosen, draws = self.method.select(self._loop.prediction, everything, self._key,
+                                               np.uint32(self._n_events), 1)
+            j = int(np.asarray(chosen)[0])
+            draw = (float(np.asarray(draws.q)[0]), float(np.asarray(draws.design)[0]))
             if not self._observed[j]:
                 self._pending[j] = True
-                self._pending_q[j] = q
+                self._pending_draw[j] = draw
                 return [str(self.reference.items[j])]
-            self._record_tell(j, float(self._scores[j]), q, repeat=True)
+            self._record_tell(j, float(self._scores[j]), draw, repeat=True)
         return []
 
     @property
@@ -561,8 +571,17 @@ class Session(JournalFile):
                                "each score by the draw's probability)")
         if self._observed[j]:
             raise SessionError(f"tell: item {item!r} was already observed")
-        q = float(self._pending_q[j]) if self._pending[j] else float("nan")
-        self._record_tell(j, validate_score(score, f"tell: item {item!r}"), q)
+        if self._needs_draws and not self.method.with_replacement:
+            earlier = self._pending & (self._pending_order < self._pending_order[j])
+            if earlier.any():
+                first = int(np.flatnonzero(earlier)[np.argmin(self._pending_order[earlier])])
+                raise SessionError(
+                    f"tell: item {item!r} came before item {self.reference.items[first]!r}, "
+                    f"which was asked earlier; {self.method.name} takes the scores of a "
+                    "batch in the order ask returned them")
+        draw = ((float(self._pending_draw[j, 0]), float(self._pending_draw[j, 1]))
+                if self._pending[j] else (float("nan"), float("nan")))
+        self._record_tell(j, validate_score(score, f"tell: item {item!r}"), draw)
 
     @property
     def _needs_draws(self) -> bool:
@@ -570,30 +589,41 @@ class Session(JournalFile):
         sampling with replacement)."""
         return self.method.with_replacement or self.method.estimator.needs_probabilities
 
-    def _record_tell(self, j: int, score: float, q: float, **extra: Any) -> None:
-        """Journal (fsync) the score of item position ``j`` and its draw probability
-        ``q`` (NaN: not drawn by the policy), then apply it."""
+    def _record_tell(self, j: int, score: float, draw: tuple[float, float],
+                     **extra: Any) -> None:
+        """Journal (fsync) the score of item position ``j`` and how it was drawn (``draw``
+        = (q, design) of its :class:`~bayeval.estimators.base.Draw`; NaN: not drawn by
+        the policy, or no design statistic), then apply it."""
         record = {"event": "tell", "n": self.n_observed + 1,
                   "item": str(self.reference.items[j]), "score": score}
+        q, design = draw
         if np.isfinite(q):
             record["q"] = q
+        if np.isfinite(design):
+            record["design"] = design
         self._append({**record, **extra})
-        self._apply_tell(j, score, q)
+        self._apply_tell(j, score, draw)
 
-    def _replayed_probability(self, event: dict[str, Any], j: int, where: str) -> float:
-        """The draw probability of a replayed tell: the recorded one, else (a journal
-        written without it) the policy's single-draw probability from the current state,
-        which is the one it was drawn with when asks are one item at a time."""
+    def _replayed_draw(self, event: dict[str, Any], j: int, where: str) -> tuple[float, float]:
+        """How a replayed tell was drawn: the recorded (q, design), else (a journal written
+        without them) the policy's single draw from the current state, which is the one
+        it was drawn with when asks are one item at a time."""
         if "q" in event:
             q = event["q"]
             if not isinstance(q, int | float) or not 0.0 < q <= 1.0 + 1e-9:  # float rounding
                 raise JournalError(f"{where}: draw probability {q!r} is not in (0, 1]")
-            return float(q)
+            design = event.get("design", float("nan"))
+            if self.method.estimator.design is not None and not (
+                    isinstance(design, int | float) and math.isfinite(design)):
+                raise JournalError(f"{where}: the draw's design statistic {design!r} is "
+                                   f"missing or not a number ({self.method.name} needs it)")
+            return float(q), float(design)
         if not self._needs_draws:
-            return float("nan")
+            return float("nan"), float("nan")
         available = (np.ones(self.n_items, bool) if self.method.with_replacement
                      else ~(self._observed | self._skipped))
-        return float(self.method.probability(self._loop.prediction, available, np.int32(j)))
+        draw = self.method.probability(self._loop.prediction, available, np.int32(j))
+        return float(draw.q), float(draw.design)
 
     def skip(self, item: str, reason: str) -> None:
         """Leave ``item`` unevaluated (its evaluation failed); journaled, never asked again."""
@@ -608,10 +638,11 @@ class Session(JournalFile):
         self._append({"event": "skip", "item": item, "reason": reason})
         self._apply_skip(j, reason)
 
-    def _apply_tell(self, j: int, score: float, q: float) -> None:
+    def _apply_tell(self, j: int, score: float, draw: tuple[float, float]) -> None:
         n = self.n_observed + 1
         self._loop, stop, info = self.method.step(
-            self._loop, np.int32(j), np.float64(score), np.float64(q), np.float64(n),
+            self._loop, np.int32(j), np.float64(score),
+            Draw(np.float64(draw[0]), np.float64(draw[1])), np.float64(n),
             jax.random.fold_in(self._refit_key, n))
         self._rule_says_stop = bool(stop)
         if bool(info.refitted):
@@ -619,7 +650,7 @@ class Session(JournalFile):
         self._observed[j] = True
         self._scores[j] = score
         self._pending[j] = False
-        self._pending_q[j] = np.nan
+        self._pending_draw[j] = np.nan
         self._skipped[j] = False
         self._n_events += 1
         self.observations.append((str(self.reference.items[j]), score))
@@ -640,7 +671,7 @@ class Session(JournalFile):
     def _apply_skip(self, j: int, reason: str) -> None:
         self._skipped[j] = True
         self._pending[j] = False
-        self._pending_q[j] = np.nan
+        self._pending_draw[j] = np.nan
         self._n_events += 1
         self.skipped.append((str(self.reference.items[j]), reason))
 

@@ -38,8 +38,8 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
     backend = method.backend
 
     def one_select(prediction, available, key, t):
-        items, q = method.choose(prediction, available, jax.random.fold_in(key, t), 1)
-        return items[0].astype(jnp.int32), q[0]
+        items, draws = method.choose(prediction, available, jax.random.fold_in(key, t), 1)
+        return items[0].astype(jnp.int32), jax.tree_util.tree_map(lambda x: x[0], draws)
 
     v_select = jax.vmap(one_select, in_axes=(0, 0, 0, None))
     v_record = jax.vmap(method.record)
@@ -72,8 +72,8 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
 
         def body(carry):
             t, loops, available, stop_n, records, refits, failed = carry
-            items, q = v_select(loops.prediction, available, keys, t)
-            loops = v_record(loops, items, targets[rows, items], q)
+            items, draws = v_select(loops.prediction, available, keys, t)
+            loops = v_record(loops, items, targets[rows, items], draws)
             keys_t = (jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
                       if backend.refit_every else None)  # re-fit keys only where re-fits run
             state, info = advance(backend, loops.backend, t + 1, keys_t, v_refit, v_compact,

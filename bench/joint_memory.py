@@ -117,9 +117,10 @@ def main() -> None:
     times = []
     for n in range(1, 201):
         t0 = time.perf_counter()
-        items, q = single.select(loop.prediction, available, key, n, 1)
+        items, draws = single.select(loop.prediction, available, key, n, 1)
         item = int(items[0])
-        loop, _ = single.step(loop, item, targets[0, item], q[0], n, key)
+        draw = jax.tree_util.tree_map(lambda x: x[0], draws)
+        loop, _, _ = single.step(loop, item, targets[0, item], draw, n, key)
         jax.block_until_ready(loop.prediction.mean)
         times.append(time.perf_counter() - t0)
         available[item] = False

@@ -74,8 +74,9 @@ def martingale() -> Estimator:
         zero = jnp.zeros((), jnp.float64)
         return MartingaleState(jnp.zeros(n_items, bool), zero, zero, zero, zero)
 
-    def update(state, prediction, item, score, q):
-        # ``prediction`` is the backend's from before this draw, ``q`` the draw's probability
+    def update(state, prediction, item, score, draw):
+        # ``prediction`` is the backend's from before this draw, ``draw.q`` its probability
+        q = draw.q
         p = jnp.clip(prediction.item_mean, 0.0, 1.0)
         unseen = jnp.sum(jnp.where(state.observed, 0.0, p))
         theta = (state.observed_sum + unseen + (score - p[item]) / q) / p.shape[0]

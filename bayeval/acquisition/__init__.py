@@ -22,6 +22,7 @@ from bayeval.acquisition.policies import (
     inverse_cdf,
     sample,
     sample_with_replacement,
+    sequential_distributions,
     sequential_probabilities,
 )
 from bayeval.acquisition.schedules import (
@@ -55,6 +56,7 @@ __all__ = [
     "probabilities",
     "sample",
     "sample_with_replacement",
+    "sequential_distributions",
     "sequential_probabilities",
     "switch",
     "tempered",

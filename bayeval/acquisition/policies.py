@@ -27,14 +27,19 @@ from bayeval.types import Array
 class Policy(NamedTuple):
     """``draw(key, log_w, available, k) -> (k,) items`` and
     ``probabilities(log_w, available, items) -> (k,)`` the probability with which each
-    item was drawn (given the batch's earlier draws). ``with_replacement``: draws may
-    repeat items and every item stays available (the Session then answers a repeat from
-    the score it already has). Calling a Policy draws."""
+    item was drawn (given the batch's earlier draws). ``distributions(log_w, available,
+    items) -> (k, N)``: the whole distribution each draw was made from (row j over the
+    items available to the j-th draw; None where the draws are not random), which an
+    estimator reads to predict its own variance before the draw (METHODS.md §9).
+    ``with_replacement``: draws may repeat items and every item stays available (the
+    Session then answers a repeat from the score it already has). Calling a Policy
+    draws."""
 
     name: str
     draw: Callable[[Array, Array, Array, int], Array]
     probabilities: Callable[[Array, Array, Array], Array]
     with_replacement: bool = False
+    distributions: Callable[[Array, Array, Array], Array] | None = None
 
     def __call__(self, key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
         return self.draw(key, log_weights, available, k)
@@ -54,6 +59,16 @@ def sequential_probabilities(log_weights: Array, available: Array, items: Array)
 
     def one(avail, item):
         return avail.at[item].set(False), probabilities(log_weights, avail)[item]
+
+    return jax.lax.scan(one, available, items)[1]
+
+
+def sequential_distributions(log_weights: Array, available: Array, items: Array) -> Array:
+    """(k, N): row j is the distribution ∝ exp(log_w) over the available items less
+    ``items[:j]``, the one the j-th item of a batch was drawn from."""
+
+    def one(avail, item):
+        return avail.at[item].set(False), probabilities(log_weights, avail)
 
     return jax.lax.scan(one, available, items)[1]
 
@@ -97,6 +112,12 @@ def _independent(log_weights: Array, available: Array, items: Array) -> Array:
     return probabilities(log_weights, available)[items]
 
 
+def _independent_distributions(log_weights: Array, available: Array,
+                                items: Array) -> Array:
+    q = probabilities(log_weights, available)
+    return jnp.broadcast_to(q, (items.shape[0], q.shape[0]))
+
+
 def _unknown(log_weights: Array, available: Array, items: Array) -> Array:
     return jnp.full(items.shape, jnp.nan)
 
@@ -109,7 +130,9 @@ def as_policy(policy: Policy | Callable) -> Policy:
     return Policy(getattr(policy, "__name__", "custom"), policy, _unknown)
 
 
-sample = Policy("sample", _sample, sequential_probabilities)
+sample = Policy("sample", _sample, sequential_probabilities,
+                distributions=sequential_distributions)
 argmax = Policy("argmax", _argmax, _certain)
 sample_with_replacement = Policy("sample_with_replacement", _with_replacement, _independent,
-                                 with_replacement=True)
+                                 with_replacement=True,
+                                 distributions=_independent_distributions)

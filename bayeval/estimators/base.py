@@ -4,13 +4,18 @@ An estimator is three pure functions over an explicit pytree state, in the style
 Optax's ``GradientTransformation`` (``init`` / ``update``) and BlackJAX's kernels::
 
     init(n_items)                                   -> state
-    update(state, prediction, item, score, q)       -> state
+    update(state, prediction, item, score, draw)    -> state
     estimate(state, prediction, z)                  -> Estimate
 
 ``update`` runs once per observation with the backend's Prediction from *before* the
 observation (the predictor a design-based estimator corrects), the observed item, its
-score and ``q``, the probability with which the policy drew it (from the same
-pre-observation prediction; :class:`~bayeval.acquisition.policies.Policy`).
+score and the :class:`Draw`: ``draw.q``, the probability with which the policy drew it
+(from the same pre-observation prediction;
+:class:`~bayeval.acquisition.policies.Policy`), and ``draw.design``, what the
+estimator's optional ``design(prediction, probabilities)`` read from the whole
+distribution of that draw when it was made (e.g. its predicted variance, METHODS.md §9;
+NaN for estimators without one). Both are numbers, so a journal records them with the
+score and a resumed run reads them back.
 ``estimate`` reads the state and the Prediction *after* the observation, and returns the
 estimate of R with its interval at the normal quantile ``z`` (unclipped bounds).
 
@@ -26,19 +31,41 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import jax.numpy as jnp
+
 from bayeval.estimators.interval import gaussian_bounds
 from bayeval.types import Array, Estimate, Prediction, State
 
 
+class Draw(NamedTuple):
+    """How an observed item was drawn: ``q`` its probability (NaN: unknown, e.g. an item
+    the user chose), ``design`` the estimator's statistic of the draw's distribution
+    (NaN where the estimator has none)."""
+
+    q: Array
+    design: Array
+
+
+def no_draw() -> Draw:
+    """The Draw of an item whose probability is unknown."""
+    return Draw(jnp.asarray(jnp.nan, jnp.float64), jnp.asarray(jnp.nan, jnp.float64))
+
+
 class Estimator(NamedTuple):
-    """The three pure functions of the module docstring, and whether ``update`` reads
-    the draw probability ``q``."""
+    """The three pure functions of the module docstring; whether ``update`` reads the
+    draw probability (``needs_probabilities``); and ``design(prediction, probabilities)
+    -> number``, computed when an item is drawn from ``probabilities`` (the (N,)
+    distribution of that draw, 0 on unavailable items) and handed back as ``draw.design``
+    (None: the estimator reads only ``draw.q``); ``without_replacement``: whether it is
+    valid only for draws without replacement (METHODS.md §9)."""
 
     name: str
     init: Callable[[int], State]
-    update: Callable[[State, Prediction, Array, Array, Array], State]
+    update: Callable[[State, Prediction, Array, Array, Draw], State]
     estimate: Callable[[State, Prediction, float], Estimate]
     needs_probabilities: bool = False
+    design: Callable[[Prediction, Array], Array] | None = None
+    without_replacement: bool = False
 
 
 def gaussian_estimate(value: Array, var: Array, z: float) -> Estimate:
@@ -53,7 +80,7 @@ def _no_state(n_items: int) -> tuple:
 
 
 def _unchanged(state: State, prediction: Prediction, item: Array, score: Array,
-               q: Array) -> State:
+               draw: Draw) -> State:
     return state
 
 
@@ -68,4 +95,4 @@ def posterior() -> Estimator:
     return Estimator("posterior", _no_state, _unchanged, estimate)
 
 
-__all__ = ["Estimate", "Estimator", "gaussian_estimate", "posterior"]
+__all__ = ["Draw", "Estimate", "Estimator", "gaussian_estimate", "no_draw", "posterior"]

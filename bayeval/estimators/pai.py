@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from bayeval.estimators.base import Estimator, gaussian_estimate
+from bayeval.estimators.base import Draw, Estimator, gaussian_estimate
 from bayeval.estimators.interval import z_value
 from bayeval.types import Array, Estimate, Prediction
 
@@ -122,8 +122,8 @@ def estimator(centre: str = "estimate") -> Estimator:
         return pai_start()
 
     def update(state: PAIState, prediction: Prediction, item: Array, score: Array,
-               q: Array) -> PAIState:
-        return pai_update(state, score, prediction.item_mean[item], q,
+               draw: Draw) -> PAIState:
+        return pai_update(state, score, prediction.item_mean[item], draw.q,
                           jnp.sum(prediction.item_mean))
 
     def estimate(state: PAIState, prediction: Prediction, z: float) -> Estimate:

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 
-from bayeval.estimators.base import Estimator
+from bayeval.estimators.base import Draw, Estimator
 from bayeval.estimators.interval import gaussian_bounds, wilson_fpc_bounds
 from bayeval.inference.base import Backend, no_refit
 from bayeval.types import Array, Estimate, Prediction
@@ -96,7 +96,7 @@ def _start(n_items: int) -> SampleMeanSums:
 
 
 def _add(state: SampleMeanSums, prediction: Prediction, item: Array, score: Array,
-         q: Array) -> SampleMeanSums:
+         draw: Draw) -> SampleMeanSums:
     score = jnp.asarray(score, jnp.float64)
     return state._replace(count=state.count + 1.0, total=state.total + score,
                           total_sq=state.total_sq + score * score,

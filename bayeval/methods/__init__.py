@@ -5,13 +5,16 @@ policy + estimator + stopping into a :class:`~bayeval.methods.base.Method`:
   inference (seed 000);
 * :mod:`bayeval.methods.baselines` — RS-Mean and Bayes-AIPW (seed 000 §5.1);
 * :mod:`bayeval.methods.faq` — FAQ: factor model, hybrid policy, Pro-Active Inference
-  (seed 001).
+  (seed 001);
+* :mod:`bayeval.methods.active` — Active PAI: any backend as predictor, the design-valid
+  martingale estimator and its automatic stop (METHODS.md §9).
 
 Adding a method is one file: build a Method from parts and :func:`register_method` it
 (``tutorials/new_method.py``).
 """
 
-from bayeval.methods import baselines, bayesame, faq
+from bayeval.methods import active, baselines, bayesame, faq
+from bayeval.methods.active import active_pai
 from bayeval.methods.base import (
     LoopState,
     Method,
@@ -30,6 +33,8 @@ __all__ = [
     "LoopState",
     "Method",
     "accepts_parameter",
+    "active",
+    "active_pai",
     "baselines",
     "bayes_aipw",
     "bayesame",

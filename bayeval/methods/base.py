@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import jax
+import jax.numpy as jnp
 
 from bayeval.acquisition.base import Rule
 from bayeval.acquisition.policies import Policy, as_policy
 from bayeval.errors import BayevalError
-from bayeval.estimators.base import Estimator, posterior
+from bayeval.estimators.base import Draw, Estimator, posterior
 from bayeval.estimators.interval import z_value
 from bayeval.inference.base import Backend, advance
 from bayeval.precision import require_float64
@@ -82,6 +83,15 @@ class Method:
                 f"method {self.name!r}: estimator {self.estimator.name} weighs each score "
                 f"by its draw probability, which policy {self.policy.name!r} does not give "
                 "(use a sampling policy, e.g. acquisition.sample)")
+        if self.estimator.design is not None and self.policy.distributions is None:
+            raise BayevalError(
+                f"method {self.name!r}: estimator {self.estimator.name} reads the "
+                f"distribution of each draw, which policy {self.policy.name!r} does not "
+                "give (use acquisition.sample)")
+        if self.estimator.without_replacement and self.policy.with_replacement:
+            raise BayevalError(
+                f"method {self.name!r}: estimator {self.estimator.name} is for draws "
+                f"without replacement; policy {self.policy.name!r} draws with replacement")
 
     @property
     def with_replacement(self) -> bool:
@@ -93,10 +103,10 @@ class Method:
         return z_value(self.level)
 
     # ------------------------------------------------------------------ the round
-    def record(self, loop: LoopState, item: Array, score: Array, q: Array) -> LoopState:
-        """Estimator update (with the pre-observation prediction and q), then the backend's
-        observe."""
-        est = self.estimator.update(loop.estimator, loop.prediction, item, score, q)
+    def record(self, loop: LoopState, item: Array, score: Array, draw: Draw) -> LoopState:
+        """Estimator update (with the pre-observation prediction and the draw), then the
+        backend's observe."""
+        est = self.estimator.update(loop.estimator, loop.prediction, item, score, draw)
         return loop._replace(backend=self.backend.observe(loop.backend, item, score),
                              estimator=est)
 
@@ -130,13 +140,13 @@ class Method:
 
     @functools.cached_property
     def step(self) -> Callable:
-        """Jitted ``(loop, item, score, q, n, key) -> (loop, stop, info)``: record the n-th
-        observation, re-fit or compact when due
-        (:func:`~bayeval.inference.base.advance`; ``info`` says what it did), and
-        report."""
+        """Jitted ``(loop, item, score, draw, n, key) -> (loop, stop, info)``: record the
+        n-th observation (``draw``: a :class:`~bayeval.estimators.base.Draw`), re-fit or
+        compact when due (:func:`~bayeval.inference.base.advance`; ``info`` says what it
+        did), and report."""
 
-        def step(loop, item, score, q, n, key):
-            loop = self.record(loop, item, score, q)
+        def step(loop, item, score, draw, n, key):
+            loop = self.record(loop, item, score, draw)
             state, info = advance(self.backend, loop.backend, n, key)
             loop, stop = self.report(loop._replace(backend=state))
             return loop, stop, info
@@ -144,16 +154,27 @@ class Method:
         return jax.jit(step)
 
     def choose(self, prediction: Prediction, available: Array, key: Array,
-               k: int) -> tuple[Array, Array]:
-        """(k item positions, the probability each was drawn with) from ``key``."""
+               k: int) -> tuple[Array, Draw]:
+        """(k item positions, how each was drawn: a Draw of (k,) arrays) from ``key``."""
         log_w = self.rule(prediction, available)
         items = self.policy.draw(key, log_w, available, k)
-        return items, self.policy.probabilities(log_w, available, items)
+        return items, self.draws(prediction, log_w, available, items)
+
+    def draws(self, prediction: Prediction, log_w: Array, available: Array,
+              items: Array) -> Draw:
+        """The Draw of each of ``items`` drawn in turn from ``log_w`` over ``available``:
+        its probability and, for an estimator with a ``design``, that statistic of the
+        distribution it was drawn from (the batch's earlier items removed)."""
+        q = self.policy.probabilities(log_w, available, items)
+        if self.estimator.design is None:
+            return Draw(q, jnp.full(q.shape, jnp.nan))
+        dists = self.policy.distributions(log_w, available, items)
+        return Draw(q, jax.vmap(self.estimator.design, in_axes=(None, 0))(prediction, dists))
 
     @functools.cached_property
     def select(self) -> Callable:
-        """Jitted ``(prediction, available, key, counter, k) -> (items, q)``: :meth:`choose`
-        with the key ``fold_in(key, counter)``; ``k`` is static."""
+        """Jitted ``(prediction, available, key, counter, k) -> (items, draws)``:
+        :meth:`choose` with the key ``fold_in(key, counter)``; ``k`` is static."""
 
         def select(prediction, available, key, counter, k):
             return self.choose(prediction, available, jax.random.fold_in(key, counter), k)
@@ -162,12 +183,13 @@ class Method:
 
     @functools.cached_property
     def probability(self) -> Callable:
-        """Jitted ``(prediction, available, item) -> q``: the probability the policy gives
+        """Jitted ``(prediction, available, item) -> Draw``: how the policy would draw
         ``item`` as a single draw (for journals recorded without it)."""
 
         def probability(prediction, available, item):
             log_w = self.rule(prediction, available)
-            return self.policy.probabilities(log_w, available, item[None])[0]
+            return jax.tree_util.tree_map(lambda x: x[0], self.draws(
+                prediction, log_w, available, item[None]))
 
         return jax.jit(probability)
 

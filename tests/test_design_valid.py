@@ -1,0 +1,203 @@
+"""The design-valid estimator of METHODS.md §9 (bayeval.estimators.design_valid) and the
+active-pai method built on it."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, optimize
+
+from bayeval import acquisition as acq
+from bayeval.data import ScoreMatrix
+from bayeval.errors import BayevalError, SessionError
+from bayeval.estimators import design_valid as dv
+from bayeval.estimators.base import Draw
+from bayeval.methods import Method, make_method
+from bayeval.methods.active import active_rule
+from bayeval.session import Session
+from bayeval.simulate import simulate
+from bayeval.types import Prediction
+
+SCORES = np.array([1.0, 0.0, 1.0, 0.4])  # a continuous score too
+THETA = SCORES.mean()
+
+
+def wrong_prediction(observed: np.ndarray) -> Prediction:
+    """A deliberately wrong predictor that adapts to the past: unseen items are predicted
+    from the mean observed score, badly, and the observed ones are their scores."""
+    n_seen = observed.sum()
+    seen_mean = SCORES[observed].mean() if n_seen else 0.5
+    guess = np.clip(np.array([0.1, 0.9, 0.3, 0.8]) + 0.5 * (seen_mean - 0.5), 0.0, 1.0)
+    item_mean = np.where(observed, SCORES, guess)
+    item_var = np.where(observed, 0.0, guess * (1 - guess) + 0.01)
+    item_cov = np.where(observed, 0.0, 0.2 * item_var)
+    return Prediction(jnp.asarray(item_mean.mean()), jnp.asarray(0.01 * (4 - n_seen) / 16),
+                      jnp.asarray(item_mean), jnp.asarray(item_var), jnp.asarray(item_cov),
+                      jnp.asarray(float(n_seen)), jnp.asarray(True))
+
+
+def test_every_round_is_unbiased_given_its_past_by_enumeration():
+    # Every draw sequence of the 4 items under an adaptive policy (active_rule reads the
+    # prediction, which reads the past scores) and a wrong predictor: at every prefix,
+    # Σ_i q(i) θ̂(i) = θ exactly, and the estimator's weighted sums equal a direct
+    # recomputation of θ̃ and V from the path's θ̂_t and σ̂_t.
+    est = dv.estimator(floor=False)
+    rule = active_rule(beta=0.5, temperature=0.7, tau=0.1)
+    checked = {"prefixes": 0, "leaves": 0}
+
+    def walk(state, observed, path):
+        available = ~observed
+        if not available.any():
+            thetas, sigma2 = map(np.array, zip(*path, strict=True))
+            h = 1 / np.sqrt(sigma2)
+            tilde = np.sum(h * thetas) / h.sum()
+            v = np.sum(h**2 * (thetas - tilde) ** 2) / h.sum() ** 2
+            got = est.estimate(state, wrong_prediction(observed), 1.96)
+            assert float(got.value) == pytest.approx(tilde, abs=1e-12)
+            assert float(got.var) == pytest.approx(v, rel=1e-9, abs=1e-15)
+            assert thetas[-1] == pytest.approx(THETA, abs=1e-12)  # the last round is exact
+            checked["leaves"] += 1
+            return
+        prediction = wrong_prediction(observed)
+        mask = jnp.asarray(available)
+        q = np.asarray(acq.probabilities(rule(prediction, mask), mask))
+        sigma2 = float(dv.predicted_variance(prediction, jnp.asarray(q)))
+        mean = 0.0
+        for i in np.flatnonzero(available):
+            theta = float(dv.round_estimate(state, prediction, i, SCORES[i], q[i]))
+            mean += q[i] * theta
+            nxt = est.update(state, prediction, i, SCORES[i], Draw(jnp.asarray(q[i]),
+                                                                   jnp.asarray(sigma2)))
+            seen = observed.copy()
+            seen[i] = True
+            walk(nxt, seen, [*path, (theta, sigma2)])
+        assert mean == pytest.approx(THETA, abs=1e-12)
+        checked["prefixes"] += 1
+
+    walk(est.init(4), np.zeros(4, bool), [])
+    assert checked == {"prefixes": 1 + 4 + 12 + 24, "leaves": 24}
+
+
+def test_predicted_variance_is_the_variance_of_the_round_under_the_model():
+    # Under a model where the unseen scores are independent Bernoulli(p̂) — so Var(R | C)
+    # = Σ v_i / N² — σ̂² = (1/N²) Σ v_i/q_i − Var(R | C) is the exact conditional variance
+    # of θ̂_t, averaged over the scores: checked by enumerating all 2^4 score vectors.
+    p = np.array([0.2, 0.7, 0.5, 0.9])
+    q = np.array([0.1, 0.4, 0.3, 0.2])
+    n = 4
+    var_total = np.sum(p * (1 - p)) / n**2
+    pred = Prediction(jnp.asarray(p.mean()), jnp.asarray(var_total), jnp.asarray(p),
+                      jnp.asarray(p * (1 - p)), jnp.zeros(4), jnp.asarray(0.0),
+                      jnp.asarray(True))
+    expected = 0.0
+    for bits in range(16):
+        s = np.array([(bits >> i) & 1 for i in range(4)], float)
+        weight = np.prod(np.where(s == 1, p, 1 - p))
+        theta_hat = (p.sum() + (s - p) / q) / n  # one value per drawn item
+        mean = np.sum(q * theta_hat)
+        expected += weight * np.sum(q * (theta_hat - mean) ** 2)
+    got = float(dv.predicted_variance(pred, jnp.asarray(q), min_share=1e-9))
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_mixture_boundary_matches_the_mixture_integral():
+    # Independent reference: the |S| at which ∫ exp(λS − λ²V/2) N(λ; 0, 1/ρ) dλ = 1/α,
+    # by quadrature and root finding (confseq, the package that implements it, does not
+    # build here).
+    for v, rho, alpha in [(10.0, 3.0, 0.05), (250.0, 40.0, 0.05), (3.0, 0.5, 0.01)]:
+        def mixture(s, v=v, rho=rho):
+            def f(lam):
+                return math.exp(lam * s - lam**2 * v / 2 - rho * lam**2 / 2) * math.sqrt(
+                    rho / (2 * math.pi))
+            return integrate.quad(f, -np.inf, np.inf, epsabs=0, epsrel=1e-12)[0]
+
+        root = optimize.brentq(lambda s, a=alpha: mixture(s) - 1 / a, 0.0, 20 * math.sqrt(v))
+        assert float(dv.mixture_boundary(jnp.asarray(v), rho, alpha)) == pytest.approx(
+            root, rel=1e-7)
+
+
+def test_mixture_rho_makes_the_boundary_tightest_at_the_given_time():
+    for m, alpha in [(100.0, 0.05), (30.0, 0.01)]:
+        best = optimize.minimize_scalar(
+            lambda log_rho, m=m, a=alpha: float(
+                dv.mixture_boundary(jnp.asarray(m), math.exp(log_rho), a)),
+            bounds=(-10, 10), method="bounded", options={"xatol": 1e-10})
+        assert dv.mixture_rho(m, alpha) == pytest.approx(math.exp(best.x), rel=1e-4)
+
+
+@pytest.fixture(scope="module")
+def small(ifeval):
+    """40 reference models of IFEval on 120 items, and one held-out target."""
+    rng = np.random.default_rng(3)
+    models = rng.choice(ifeval.n_models, 41, replace=False)
+    items = np.sort(rng.choice(ifeval.n_items, 120, replace=False))
+    scores = ifeval.scores[np.ix_(models, items)]
+    matrix = ScoreMatrix(scores[1:], [f"m{i}" for i in range(40)],
+                         [f"i{j}" for j in range(120)], name="small")
+    return matrix, scores[0]
+
+
+def test_variance_estimate_matches_the_spread_over_runs(small):
+    # 600 runs of 60 rounds on one target: the mean reported variance V̂ of θ̃ against
+    # the empirical variance of θ̃ over the runs. The SE of a variance from 600 draws is
+    # sqrt(2/600) ≈ 6%, and V̂ is biased low by O(1/T) (weights and centre estimated), so
+    # a ratio within [0.75, 1.25] is a pass; a variance estimate that ignored the
+    # without-replacement design (e.g. the i.i.d. p(1 − p)/n) would be ≈ 2× off here.
+    reference, target = small
+    method = make_method("active-pai", predictor="exact", refit_every=0, floor=False,
+                         epsilon=1e-3)
+    runs = 600
+    sim = simulate(method, reference.scores, np.repeat(target[None], runs, 0),
+                   np.arange(runs), n_steps=60)
+    empirical = np.var(sim.estimate[:, -1])
+    reported = np.mean(sim.var[:, -1])
+    assert 0.75 < reported / empirical < 1.25, (reported, empirical)
+    # and the estimate is centred on the truth: |bias| < 3 SE
+    bias = sim.estimate[:, -1].mean() - target.mean()
+    assert abs(bias) < 3 * math.sqrt(empirical / runs)
+
+
+def test_batch_draws_use_past_only_probabilities_and_are_journaled(small, tmp_path):
+    reference, target = small
+    method = make_method("active-pai", predictor="exact", refit_every=0, epsilon=1e-3)
+    journal = tmp_path / "j.jsonl"
+    session = Session(reference, "new", method, seed=4, journal=journal)
+    for _ in range(2):  # one round of single asks, then a batch
+        session.tell(*_scored(session, session.ask()[0], target))
+    before = session.prediction
+    available = ~session._observed
+    batch = session.ask(3)
+    positions = jnp.asarray([reference.item_index(i) for i in batch])
+    log_w = method.rule(before, jnp.asarray(available))
+    want_q = acq.sequential_probabilities(log_w, jnp.asarray(available), positions)
+    dists = acq.sequential_distributions(log_w, jnp.asarray(available), positions)
+    want_design = [float(dv.predicted_variance(before, d)) for d in dists]
+    with pytest.raises(SessionError, match="asked earlier"):
+        session.tell(*_scored(session, batch[2], target))
+    for item in batch:
+        session.tell(*_scored(session, item, target))
+    session.close()
+    tells = [json.loads(line) for line in journal.read_text().splitlines()[1:]][-3:]
+    np.testing.assert_allclose([t["q"] for t in tells], np.asarray(want_q), rtol=1e-12)
+    np.testing.assert_allclose([t["design"] for t in tells], want_design, rtol=1e-12)
+    resumed = Session.resume(journal, reference)
+    assert resumed.estimate() == session.estimate()
+    resumed.close()
+
+
+def _scored(session: Session, item: str, target: np.ndarray) -> tuple[str, float]:
+    return item, float(target[session.reference.item_index(item)])
+
+
+def test_active_pai_refuses_a_policy_it_cannot_weigh():
+    base = make_method("active-pai")
+    for policy in (acq.argmax, acq.sample_with_replacement):
+        with pytest.raises(BayevalError):
+            Method("bad", base.backend, base.rule, policy, base.stopping,
+                   estimator=base.estimator)
+    with pytest.raises(BayevalError, match="predictor"):
+        make_method("active-pai", predictor="nope")
