@@ -309,3 +309,67 @@ def bench_compression(
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())
     err.print(f"wrote {out}/results.csv, mince.csv, error_tails.png, report.md")
+
+
+@bench_app.command("validity")
+def bench_validity(
+    datasets: DatasetsOption = "ifeval",
+    variants: Annotated[str, typer.Option(
+        help="Comma-separated: standard (random targets), extremes (targets from the "
+             "bottom and top 5% of models), sparse (items fewer than 10% of models "
+             "solve).")] = "standard,extremes,sparse",
+    epsilons: Annotated[str, typer.Option(
+        help="Comma-separated interval widths ε at which the methods stop.")] = "0.02,0.05,0.1",
+    methods: Annotated[str, typer.Option(
+        help="Comma-separated method specs; 'random' (RS-Mean) is the reference of the "
+             "saving and is always run.")] = "active-pai,active-pai(anytime=true),random",
+    seeds: Annotated[int, typer.Option(
+        min=1, help="Draws of targets and reference models.")] = 10,
+    targets: Annotated[int, typer.Option(min=2, help="Targets per draw.")] = 20,
+    reps: Annotated[int, typer.Option(
+        min=1, help="Runs per target (selection seeds).")] = 5,
+    reference_fraction: ReferenceFractionOption = 0.5,
+    faq: Annotated[bool, typer.Option(
+        help="Also run FAQ with the first method's mean stopping n as its budget.")] = True,
+    out: Annotated[Path, typer.Option(help="Folder for results.csv, faq.csv, validity.png, "
+                                           "report.md and the per-run CSVs.")
+                   ] = Path("results/validity"),
+) -> None:
+    """Design-valid active estimation (METHODS.md §9): coverage of the interval at the
+    automatic stop ± SE per dataset, variant, ε and score stratum; items at the stop and
+    the saving against RS-Mean at the same ε; width at equal items against FAQ."""
+    import pandas as pd
+
+    from bayeval.experiments.validity import VARIANTS, run_validity, write_report
+    from bayeval.methods import split_method_specs
+
+    try:
+        eps = [float(e) for e in epsilons.split(",") if e.strip()]
+    except ValueError:
+        raise fail(f"--epsilons: not a comma-separated list of numbers: {epsilons!r}") from None
+    if not eps or any(not 0 < e < 1 for e in eps):
+        raise fail(f"--epsilons: every ε must be in (0, 1), got {epsilons!r}")
+    variant_list = [v.strip() for v in variants.split(",") if v.strip()]
+    unknown = [v for v in variant_list if v not in VARIANTS]
+    if unknown or not variant_list:
+        raise fail(f"--variants: unknown {', '.join(unknown) or '(none given)'} "
+                   f"(known: {', '.join(VARIANTS)})")
+    specs = split_method_specs(methods)
+    if "random" not in specs:
+        specs.append("random")
+    setup_jax()
+    all_runs, all_faq = [], []
+    try:
+        for name in [d.strip() for d in datasets.split(",") if d.strip()]:
+            runs, faq_rows = run_validity(
+                name, variant_list, eps, specs, seeds, targets, reps, reference_fraction,
+                faq, log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",
+                                                highlight=False),
+                runs_dir=out / "runs")
+            all_runs.append(runs)
+            all_faq.append(faq_rows)
+            write_report(pd.concat(all_runs), pd.concat(all_faq), out)  # keep partial
+    except (BayevalError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    print((out / "report.md").read_text())
+    err.print(f"wrote {out}/results.csv, faq.csv, validity.png, report.md")

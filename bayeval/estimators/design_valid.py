@@ -16,9 +16,12 @@ before the draw (the estimator's ``design`` statistic, journaled with the draw):
     σ̂_t² = max((1/N²) Σ_{i∈R_t} v_i / q_t(i) − Var(R | C),  κ (1/N²) Σ_{i∈R_t} v_i / q_t(i)),
 
 v_i = p̂_i (1 − p̂_i) (the largest variance of a score in [0, 1] with mean p̂_i; exact for
-binary scores), κ = ``min_share`` a floor that keeps one round from taking all the weight
-when the model's Var(R | C) is close to the first term. The rounds are combined with
-weights h_t (variance-stabilising h_t = 1/σ̂_t, Hadad et al. 2021, or equal h_t = 1):
+binary scores; p̂ clipped to [p_min, 1 − p_min] so that a model's near-certain
+predictions do not make a round look certain), κ = ``min_share`` a floor that keeps one
+round from taking all the weight when the model's Var(R | C) is close to the first term
+(κ = 1, the default, leaves Var(R | C) out: σ̂_t is then an upper bound under the model).
+The rounds are combined with weights h_t (variance-stabilising h_t = 1/σ̂_t, Hadad et
+al. 2021, or equal h_t = 1):
 
     θ̃_T = Σ h_t θ̂_t / Σ h_t,   V_T = Σ h_t² (θ̂_t − θ̃_T)²,   V̂_T = V_T / (Σ h_t)².
 
@@ -65,30 +68,46 @@ class DesignValidState(NamedTuple):
     h2d2: Array  # Σ h_t² d_t²
     predicted: Array  # F_T = Σ h_t² σ̂_t²
     first: Array  # h_1² σ̂_1², the scale of ρ
+    fit: Array  # (5,) Σ 1, Σ p̂_I, Σ s_I, Σ p̂_I², Σ p̂_I s_I over the rounds (recalibration)
+    strength: Array  # n0 of the recalibration (0: off)
 
 
-def item_variance(prediction: Prediction) -> Array:
-    """v_i = p̂_i (1 − p̂_i), p̂ = ``item_mean`` clipped to [0, 1]."""
-    p = jnp.clip(prediction.item_mean, 0.0, 1.0)
+def item_variance(prediction: Prediction, p_min: float = 0.0) -> Array:
+    """v_i = p̂_i (1 − p̂_i), p̂ = ``item_mean`` clipped to [p_min, 1 − p_min]."""
+    p = jnp.clip(prediction.item_mean, p_min, 1.0 - p_min)
     return p * (1.0 - p)
 
 
 def predicted_variance(prediction: Prediction, probabilities: Array,
-                       min_share: float = 0.05) -> Array:
+                       min_share: float = 1.0, p_min: float = 0.0) -> Array:
     """σ̂_t² of the module docstring for a draw from ``probabilities`` ((N,), 0 outside
     R_t), from the Prediction known before it."""
     n_items = probabilities.shape[-1]
     drawn = probabilities > 0
-    spread = jnp.sum(jnp.where(drawn, item_variance(prediction)
+    spread = jnp.sum(jnp.where(drawn, item_variance(prediction, p_min)
                                / jnp.where(drawn, probabilities, 1.0), 0.0)) / n_items**2
     tiny = 1e-12 / n_items**2
     return jnp.maximum(jnp.maximum(spread - prediction.var, min_share * spread), tiny)
 
 
+def recalibrated(state: DesignValidState, p: Array) -> Array:
+    """p̃ = clip(a + b p̂, 0, 1), (a, b) the ridge fit of the past rounds' scores on their
+    predictions (prior a = 0, b = 1 with the weight of n0 rounds): a linear recalibration
+    of the backend from the past alone, so that a predictor that is worse than a constant
+    is shrunk towards one while every θ̂_t stays unbiased (its p̃ is known before the
+    draw). With n0 = 0 it is p̂ itself."""
+    count, sp, ss, spp, sps = (state.fit[k] for k in range(5))
+    n0 = state.strength
+    det = (count + n0) * (spp + n0) - sp * sp
+    a = ((spp + n0) * ss - sp * (sps + n0)) / jnp.where(det > 0, det, 1.0)
+    b = ((count + n0) * (sps + n0) - sp * ss) / jnp.where(det > 0, det, 1.0)
+    return jnp.where(n0 > 0, jnp.clip(a + b * p, 0.0, 1.0), p)
+
+
 def round_estimate(state: DesignValidState, prediction: Prediction, item: Array,
                    score: Array, q: Array) -> Array:
-    """θ̂_t of one round (module docstring)."""
-    p = jnp.clip(prediction.item_mean, 0.0, 1.0)
+    """θ̂_t of one round (module docstring), with the recalibrated p̃ as predictor."""
+    p = recalibrated(state, jnp.clip(prediction.item_mean, 0.0, 1.0))
     unseen = jnp.sum(jnp.where(state.observed, 0.0, p))
     return (state.observed_sum + unseen + (score - p[item]) / q) / p.shape[-1]
 
@@ -112,7 +131,8 @@ def mixture_boundary(v: Array, rho: Array, alpha: float) -> Array:
 
 
 def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = False,
-              anytime_rounds: float = 0.25, min_share: float = 0.05) -> Estimator:
+              anytime_rounds: float = 0.25, min_share: float = 1.0,
+              p_min: float = 0.0, recalibrate: float = 10.0) -> Estimator:
     """The design-valid estimator of the module docstring.
 
     weights: ``"stabilised"`` (h_t = 1/σ̂_t) or ``"equal"``.
@@ -120,8 +140,14 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
     anytime: report the confidence sequence instead of the fixed-n interval.
     anytime_rounds: where the confidence sequence is tightest: a number of rounds, or a
         share of the N items when below 1.
-    min_share: κ, the floor of σ̂_t² as a share of its first term.
+    min_share: κ, the floor of σ̂_t² as a share of its first term (1: Var(R | C) is not
+        subtracted, the default: a model's Var(R | C) may be far off, e.g. a bucket GP
+        before its first re-fit, and the subtraction then makes the weights erratic).
+    p_min: v_i is computed from p̂ clipped to [p_min, 1 − p_min].
+    recalibrate: n0 of :func:`recalibrated` (0: use the backend's p̂ as it is).
     """
+    if recalibrate < 0:
+        raise ValueError(f"recalibrate must be ≥ 0, got {recalibrate}")
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
     if not 0.0 < min_share <= 1.0:
@@ -131,10 +157,12 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
 
     def init(n_items: int) -> DesignValidState:
         zero = jnp.zeros((), jnp.float64)
-        return DesignValidState(jnp.zeros(n_items, bool), *([zero] * 10))
+        return DesignValidState(jnp.zeros(n_items, bool), *([zero] * 10),
+                                jnp.zeros(5, jnp.float64),
+                                jnp.asarray(recalibrate, jnp.float64))
 
     def design(prediction: Prediction, probabilities: Array) -> Array:
-        return predicted_variance(prediction, probabilities, min_share)
+        return predicted_variance(prediction, probabilities, min_share, p_min)
 
     def update(state: DesignValidState, prediction: Prediction, item: Array, score: Array,
                draw: Draw) -> DesignValidState:
@@ -144,12 +172,14 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
         h = 1.0 / jnp.sqrt(sigma2) if weights == "stabilised" else jnp.ones((), jnp.float64)
         shift = jnp.where(state.rounds == 0, theta, state.shift)
         d = theta - shift
+        p = jnp.clip(prediction.item_mean[item], 0.0, 1.0)
+        fit = state.fit + jnp.stack([jnp.ones_like(p), p, score, p * p, p * score])
         return DesignValidState(
             state.observed.at[item].set(True), state.observed_sum + score,
             state.rounds + 1.0, shift, state.h + h, state.hd + h * d, state.h2 + h * h,
             state.h2d + h * h * d, state.h2d2 + h * h * d * d,
             state.predicted + h * h * sigma2,
-            jnp.where(state.rounds == 0, h * h * sigma2, state.first))
+            jnp.where(state.rounds == 0, h * h * sigma2, state.first), fit, state.strength)
 
     def estimate(state: DesignValidState, prediction: Prediction, z: float) -> Estimate:
         started = state.rounds > 0
@@ -175,4 +205,4 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
 
 
 __all__ = ["DesignValidState", "estimator", "item_variance", "mixture_boundary",
-           "mixture_rho", "predicted_variance", "round_estimate"]
+           "mixture_rho", "predicted_variance", "recalibrated", "round_estimate"]

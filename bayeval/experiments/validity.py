@@ -1,0 +1,275 @@
+"""The validity experiment of METHODS.md §9 ("Metrics"): coverage of the interval at the
+automatic stop, items used, and the saving against RS-Mean at the same ε.
+
+For a dataset and a **variant**:
+
+* ``standard`` — targets drawn at random among the models;
+* ``extremes`` — targets drawn from the bottom and top 5% of models by mean score (half
+  each), where a plug-in Wald interval fails;
+* ``sparse`` — the benchmark cut to the items that fewer than 10% of models solve
+  (targets at random), so that most targets score near 0.
+
+Each of ``seeds`` draws its own targets and reference subset (``reference_fraction`` of
+the other models); each target runs ``reps`` times with different selection seeds, all
+through the vmapped engine (:func:`~bayeval.simulate.simulate`) until every run has
+stopped. Per (method, ε) and per score stratum of the target (< 5%, 5–95%, > 95%):
+coverage of the interval at the stop with its binomial SE, mean items at the stop,
+saving = 1 − items / items of RS-Mean (Wilson–FPC, same ε and stopping rule), and the
+mean width at the stop. FAQ, given the first method's mean stopping n as its budget of
+draws, is run beside them: its width against the first method's width at the same n.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayeval.data import ScoreMatrix, load_dataset
+from bayeval.data.splits import Split
+from bayeval.errors import DataError
+from bayeval.experiments.metrics import covers
+from bayeval.experiments.tables import markdown_table
+from bayeval.methods import accepts_parameter, make_method, parse_method_spec
+from bayeval.models.bucket_gp import make_buckets
+from bayeval.simulate import SimulationResult, simulate
+
+VARIANTS = ("standard", "extremes", "sparse")
+STRATA = (("< 5%", -np.inf, 0.05), ("5–95%", 0.05, 0.95), ("> 95%", 0.95, np.inf))
+METHODS = ("active-pai", "active-pai(anytime=true)", "random")
+SPARSE_SHARE = 0.10  # an item is "sparse" when fewer than this share of models solve it
+EXTREME_SHARE = 0.05  # the bottom and top shares of models the extremes variant targets
+
+
+def variant_matrix(matrix: ScoreMatrix, variant: str) -> ScoreMatrix:
+    """The score matrix of ``variant`` (module docstring)."""
+    if variant not in VARIANTS:
+        raise DataError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    if variant != "sparse":
+        return matrix
+    keep = np.flatnonzero(np.nan_to_num(matrix.item_means(), nan=1.0) < SPARSE_SHARE)
+    if keep.size < 50:
+        raise DataError(f"{matrix.name}: only {keep.size} items are solved by fewer than "
+                        f"{SPARSE_SHARE:.0%} of models; the sparse variant needs 50")
+    return matrix.select_items(keep)
+
+
+def variant_split(matrix: ScoreMatrix, variant: str, n_targets: int,
+                  reference_fraction: float, seed: int) -> Split:
+    """Targets and reference models of one seed: at random, or (``extremes``) half from
+    the bottom and half from the top ``EXTREME_SHARE`` of models by mean score."""
+    rng = np.random.default_rng([seed, 2024])
+    order = np.argsort(np.nan_to_num(matrix.model_means(), nan=0.0), kind="stable")
+    if variant == "extremes":
+        tail = max(1, math.ceil(EXTREME_SHARE * matrix.n_models))
+        low = rng.choice(order[:tail], min(tail, n_targets // 2), replace=False)
+        high = rng.choice(order[-tail:], min(tail, n_targets - n_targets // 2), replace=False)
+        targets = np.concatenate([low, high])
+    else:
+        targets = rng.choice(matrix.n_models, min(n_targets, matrix.n_models - 2),
+                             replace=False)
+    pool = np.setdiff1d(np.arange(matrix.n_models), targets)
+    n_ref = max(1, round(reference_fraction * pool.size))
+    reference = np.sort(rng.choice(pool, n_ref, replace=False))
+    return Split(matrix.select_models(reference), matrix.select_models(np.sort(targets)))
+
+
+def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int,
+                   epsilon: float | None, extra: dict | None = None) -> SimulationResult:
+    name, params = parse_method_spec(spec)
+    if epsilon is not None and accepts_parameter(name, "epsilon"):
+        params.setdefault("epsilon", epsilon)
+    if accepts_parameter(name, "bucket_capacity"):
+        params.setdefault("bucket_capacity", capacity)
+    params.update(extra or {})
+    method = make_method(name, **params)
+    parts = []
+    for s, sp in enumerate(splits):
+        targets = np.repeat(sp.targets.scores, reps, axis=0)
+        seeds = 1_000_003 * s + np.arange(targets.shape[0])
+        parts.append(simulate(method, sp.reference.scores, targets, seeds,
+                              until_stop=not method.with_replacement))
+    width = max(p.estimate.shape[1] for p in parts)
+
+    def pad(x, fill):
+        return np.pad(x, ((0, 0), (0, width - x.shape[1])), constant_values=fill)
+
+    fields = []
+    for k in range(5):
+        fill = 0 if k == 4 else np.nan
+        fields.append(np.concatenate([pad(p[k], fill) for p in parts]))
+    rest = [np.concatenate([p[k] for p in parts]) for k in range(5, 9)]
+    return SimulationResult(*fields, *rest)
+
+
+def _at(values: np.ndarray, n: np.ndarray) -> np.ndarray:
+    return values[np.arange(values.shape[0]), n - 1]
+
+
+def stop_table(result: SimulationResult, n_items: int) -> pd.DataFrame:
+    """One row per run: the stop n (the budget or N where the rule never fired), the
+    estimate, bounds and truth there, and the distinct items evaluated."""
+    steps = result.estimate.shape[1]
+    n = np.where(result.stop_n > 0, result.stop_n, min(steps, n_items))
+    lower = np.clip(_at(result.lower, n), 0.0, 1.0)
+    upper = np.clip(_at(result.upper, n), 0.0, 1.0)
+    distinct = np.array([np.unique(result.items[r, :n[r]]).size for r in range(n.size)])
+    return pd.DataFrame({"n": n, "items": distinct, "estimate": _at(result.estimate, n),
+                         "lower": lower, "upper": upper, "truth": result.truth,
+                         "covered": covers(lower, upper, result.truth)})
+
+
+def summarise(runs: pd.DataFrame) -> pd.DataFrame:
+    """Coverage ± SE, mean items and width per (dataset, variant, ε, method, stratum),
+    strata from the target's true score, plus an "all" row."""
+    rows = []
+    keys = ["dataset", "variant", "epsilon", "method"]
+    for key, group in runs.groupby(keys, sort=False):
+        strata = [("all", group)] + [
+            (name, group[(group.truth >= lo) & (group.truth < hi)]) for name, lo, hi in STRATA]
+        for name, part in strata:
+            if part.empty:
+                continue
+            cov = float(part.covered.mean())
+            rows.append({**dict(zip(keys, key, strict=True)), "stratum": name,
+                         "runs": len(part), "coverage": cov,
+                         "coverage_se": math.sqrt(max(cov * (1 - cov), 1e-12) / len(part)),
+                         "mean_items": float(part["items"].mean()),
+                         "mean_width": float((part.upper - part.lower).mean()),
+                         "mae": float((part.estimate - part.truth).abs().mean())})
+    table = pd.DataFrame(rows)
+    rs = table[table.method == "random"].set_index(["dataset", "variant", "epsilon",
+                                                   "stratum"])["mean_items"]
+    idx = pd.MultiIndex.from_frame(table[["dataset", "variant", "epsilon", "stratum"]])
+    table["saving_vs_rs"] = 1.0 - table["mean_items"].to_numpy() / rs.reindex(idx).to_numpy()
+    return table
+
+
+def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
+                 epsilons: Sequence[float] = (0.02, 0.05, 0.1),
+                 methods: Sequence[str] = METHODS, seeds: int = 10, n_targets: int = 20,
+                 reps: int = 5, reference_fraction: float = 0.5, faq: bool = True,
+                 log: Callable[[str], None] = print, runs_dir: Path | None = None
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-run rows, FAQ comparison rows) for every variant, ε and method (module
+    docstring). ``runs_dir``: each (variant, ε, method) leaves its per-run rows there as
+    CSV as soon as it is done."""
+    matrix = load_dataset(dataset) if isinstance(dataset, str) else dataset
+    all_runs, faq_rows = [], []
+    for variant in variants:
+        try:
+            data = variant_matrix(matrix, variant)
+        except DataError as exc:  # e.g. no sparse items: reported, the others still run
+            log(f"skipped {matrix.name} {variant}: {exc}")
+            continue
+        splits = [variant_split(data, variant, n_targets, reference_fraction, s)
+                  for s in range(seeds)]
+        capacity = max(make_buckets(sp.reference.scores).n_buckets for sp in splits)
+        for eps in epsilons:
+            first = None
+            for spec in methods:
+                t0 = time.time()
+                result = _simulate_spec(spec, splits, reps, capacity, eps)
+                runs = stop_table(result, data.n_items).assign(
+                    dataset=matrix.name, variant=variant, epsilon=eps, method=spec)
+                all_runs.append(runs)
+                if first is None:
+                    first = (spec, result, runs)
+                if runs_dir is not None:
+                    runs_dir.mkdir(parents=True, exist_ok=True)
+                    safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)
+                    runs.to_csv(runs_dir / f"{matrix.name}-{variant}-{eps:g}-{safe}.csv",
+                                index=False)
+                log(f"{matrix.name} {variant} ε={eps:g} {spec}: {len(runs)} runs, coverage "
+                    f"{runs.covered.mean():.3f}, items {runs['items'].mean():.0f}/"
+                    f"{data.n_items} in {time.time() - t0:.0f} s")
+            if faq and first is not None:
+                spec, result, runs = first
+                budget = max(2, round(float(runs.n.mean())))
+                faq_result = _simulate_spec("faq", splits, reps, capacity, None,
+                                            {"budget": budget})
+                faq_runs = stop_table(faq_result, data.n_items)
+                width_active = np.clip(_at(result.upper, np.full(len(runs), budget)), 0, 1) - \
+                    np.clip(_at(result.lower, np.full(len(runs), budget)), 0, 1)
+                faq_rows.append({
+                    "dataset": matrix.name, "variant": variant, "epsilon": eps,
+                    "method": spec, "budget": budget,
+                    "width": float(np.nanmean(width_active)),
+                    "faq_width": float((faq_runs.upper - faq_runs.lower).mean()),
+                    "faq_coverage": float(faq_runs.covered.mean()),
+                    "faq_items": float(faq_runs["items"].mean()), "runs": len(faq_runs)})
+                log(f"{matrix.name} {variant} ε={eps:g} faq(budget={budget}): width "
+                    f"{faq_rows[-1]['faq_width']:.4f} against {faq_rows[-1]['width']:.4f}, "
+                    f"coverage {faq_rows[-1]['faq_coverage']:.3f}")
+    return pd.concat(all_runs, ignore_index=True), pd.DataFrame(faq_rows)
+
+
+def write_report(runs: pd.DataFrame, faq_rows: pd.DataFrame, out: Path,
+                 min_coverage: float = 0.94) -> Path:
+    """results.csv, faq.csv, validity.png and report.md in ``out``; cells below
+    ``min_coverage`` are listed as failures."""
+    out.mkdir(parents=True, exist_ok=True)
+    table = summarise(runs)
+    table.to_csv(out / "results.csv", index=False)
+    if not faq_rows.empty:
+        faq_rows.to_csv(out / "faq.csv", index=False)
+    lines = ["# Validity at the automatic stop (METHODS.md §9)", "",
+             "Coverage of the 95% interval at the stop ± its binomial SE, mean items at the "
+             "stop, saving against RS-Mean at the same ε, mean width and MAE at the stop.", ""]
+    shown = table.assign(
+        coverage=[f"{c:.3f} ± {s:.3f}" for c, s in zip(table.coverage, table.coverage_se,
+                                                        strict=True)],
+        saving_vs_rs=[f"{s:.1%}" if np.isfinite(s) else "" for s in table.saving_vs_rs])
+    cols = ["dataset", "variant", "epsilon", "method", "stratum", "runs", "coverage",
+            "mean_items", "saving_vs_rs", "mean_width", "mae"]
+    lines += [markdown_table(shown[cols]), ""]
+    bad = table[(table.coverage < min_coverage) & (table.method != "random")]
+    lines += [f"## Cells below {min_coverage} ({len(bad)})", ""]
+    lines += ([markdown_table(bad[[*cols[:6], "coverage", "coverage_se"]], ".3f")]
+              if len(bad) else ["none"])
+    thin = table[(table.coverage_se > 0.01)]
+    lines += ["", f"Cells whose SE is above 0.01 (need more runs): {len(thin)} of "
+              f"{len(table)}.", ""]
+    if not faq_rows.empty:
+        lines += ["## Width at equal items against FAQ", "",
+                  markdown_table(faq_rows), ""]
+    _plot(table, out / "validity.png")
+    lines += ["![coverage and items](validity.png)", ""]
+    report = out / "report.md"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    return report
+
+
+def _plot(table: pd.DataFrame, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    allrows = table[table.stratum == "all"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    labels = [f"{d}/{v}/ε={e:g}" for d, v, e in allrows[["dataset", "variant", "epsilon"]]
+              .drop_duplicates().itertuples(index=False)]
+    x = np.arange(len(labels))
+    methods = list(dict.fromkeys(allrows.method))
+    for k, method in enumerate(methods):
+        part = allrows[allrows.method == method]
+        offset = (k - (len(methods) - 1) / 2) * 0.8 / max(len(methods), 1)
+        axes[0].errorbar(x[:len(part)] + offset, part.coverage, yerr=part.coverage_se,
+                         fmt="o", label=method, capsize=2)
+        axes[1].bar(x[:len(part)] + offset, part.mean_items, width=0.8 / len(methods),
+                    label=method)
+    axes[0].axhline(0.95, color="k", lw=0.8)
+    axes[0].axhline(0.94, color="r", lw=0.8, ls="--")
+    axes[0].set_ylabel("coverage at the stop (± SE)")
+    axes[1].set_ylabel("mean items at the stop")
+    for ax in axes:
+        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

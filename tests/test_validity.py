@@ -1,0 +1,74 @@
+"""The validity experiment (bayeval.experiments.validity) and `bayeval bench validity`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from bayeval.cli import app
+from bayeval.errors import DataError
+from bayeval.experiments import validity
+
+
+def test_sparse_variant_keeps_the_items_few_models_solve(ifeval):
+    sparse = validity.variant_matrix(ifeval, "sparse")
+    solved = np.nanmean(ifeval.scores, axis=0)
+    assert sparse.n_items == int(np.sum(solved < validity.SPARSE_SHARE))
+    assert np.all(np.nanmean(sparse.scores, axis=0) < validity.SPARSE_SHARE)
+    assert sparse.n_models == ifeval.n_models
+    with pytest.raises(DataError, match="variant"):
+        validity.variant_matrix(ifeval, "nope")
+
+
+def test_extremes_split_draws_targets_from_both_tails(ifeval):
+    means = ifeval.model_means()
+    low, high = np.quantile(means, [0.05, 0.95])
+    for seed in range(3):
+        split = validity.variant_split(ifeval, "extremes", 10, 0.5, seed)
+        target_means = split.targets.model_means()
+        assert np.sum(target_means <= low + 1e-9) == 5
+        assert np.sum(target_means >= high - 1e-9) == 5
+        assert not set(split.targets.models) & set(split.reference.models)
+        pool = ifeval.n_models - 10
+        assert split.reference.n_models == round(0.5 * pool)
+
+
+def test_summary_by_hand():
+    # two methods, four runs each; coverage, SE, items, strata and saving by hand
+    runs = pd.DataFrame({
+        "dataset": "d", "variant": "standard", "epsilon": 0.05,
+        "method": ["active-pai"] * 4 + ["random"] * 4,
+        "n": [10, 20, 30, 40, 40, 40, 60, 60],
+        "items": [10, 20, 30, 40, 40, 40, 60, 60],
+        "estimate": [0.02, 0.5, 0.5, 0.99, 0.03, 0.5, 0.5, 0.97],
+        "lower": [0.0, 0.4, 0.45, 0.9, 0.0, 0.4, 0.45, 0.9],
+        "upper": [0.05, 0.6, 0.55, 1.0, 0.06, 0.6, 0.55, 1.0],
+        "truth": [0.03, 0.5, 0.6, 0.98, 0.03, 0.5, 0.6, 0.98],
+        "covered": [True, True, False, True, True, True, False, True]})
+    table = validity.summarise(runs).set_index(["method", "stratum"])
+    row = table.loc[("active-pai", "all")]
+    assert row.coverage == 0.75 and row.runs == 4
+    assert row.coverage_se == pytest.approx(np.sqrt(0.75 * 0.25 / 4))
+    assert row.mean_items == 25.0
+    assert row.saving_vs_rs == pytest.approx(1 - 25 / 50)
+    assert table.loc[("active-pai", "< 5%")].mean_items == 10
+    assert table.loc[("active-pai", "> 95%")].saving_vs_rs == pytest.approx(1 - 40 / 60)
+    assert table.loc[("active-pai", "5–95%")].coverage == 0.5
+
+
+def test_bench_validity_runs_from_the_cli(tmp_path):
+    out = tmp_path / "v"
+    result = CliRunner().invoke(app, [
+        "bench", "validity", "--datasets", "rte", "--variants", "standard,sparse",
+        "--epsilons", "0.2", "--methods", "random", "--seeds", "1", "--targets", "2",
+        "--reps", "2", "--no-faq", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "results.csv")
+    assert set(table.method) == {"random"}
+    assert table.loc[table.stratum == "all", "runs"].item() == 4
+    assert (out / "validity.png").stat().st_size > 0
+    assert "skipped rte sparse" in result.output  # no item of rte is solved by < 10%
+    bad = CliRunner().invoke(app, ["bench", "validity", "--epsilons", "0,1"])
+    assert bad.exit_code == 2 and "ε must be in (0, 1)" in bad.output
