@@ -82,6 +82,7 @@ class JournalFile:
 
     _journal_path: Path | None = None
     _failures = 0  # evaluations failed in a row (``_run_one``)
+    _needs_draws = False  # a design-based estimate: no drawn item may be skipped
     _journal = None
 
     def _header(self) -> dict[str, Any]:
@@ -199,6 +200,12 @@ class JournalFile:
         try:
             score = evaluator(*args)
         except EvaluationError as exc:
+            if self._needs_draws:
+                raise EvaluatorFailedError(
+                    f"the evaluator failed on {' / '.join(args)}: {exc}; "
+                    f"{self.method.name} cannot leave a drawn item unevaluated (its "
+                    "estimate weighs every drawn item's score): fix the evaluator and "
+                    "--resume, which asks the same item again") from None
             self.skip(*args, str(exc))
             self.notes.append(f"skipped {' on '.join(args)}: {exc}")
             self._failures += 1

@@ -37,18 +37,24 @@ def test_datasets_lists_shapes():
         assert str(items) in result.output
 
 
-def test_default_evaluate_covers_the_true_score():
+def test_default_evaluate_is_active_pai_and_says_what_it_saved():
     result = _invoke("evaluate", "--json", "-q")
     assert result.exit_code == 0, result.output
     r = json.loads(result.stdout)
     assert r["reference"] == "ifeval" and r["reference_models"] == 447
-    # one run: its error is within the requested width ε2 = 0.02 (whether its interval
-    # covers is a coverage question, measured over many runs by `bayeval bench estimation`)
-    assert abs(r["estimate"] - r["true_score"]) <= 0.02
+    # the default: design-valid active estimation, stopped by the interval's width ε =
+    # 0.05 (whether one run's interval covers is a coverage question, measured over many
+    # runs by `bayeval bench validity`)
+    assert r["method"] == "active-pai" and "interval_width(0.05)" in r["stopped"]
+    assert 30 <= r["items_used"] < 541 and r["upper"] - r["lower"] <= 0.05
     assert r["covered"] == (r["lower"] <= r["true_score"] <= r["upper"])
-    assert r["method"] == "bayesame" and "window_range" in r["stopped"]
-    assert 30 <= r["items_used"] < 541 and r["upper"] - r["lower"] <= 0.02
     assert len(set(r["items"])) == r["items_used"]
+    assert r["random_items_for_width"] > r["items_used"]
+    shown = _invoke("evaluate")
+    assert shown.exit_code == 0
+    line = next(x for x in shown.stdout.splitlines() if x.startswith("random sampling"))
+    saved = 1 - r["items_used"] / r["random_items_for_width"]
+    assert f"≈ {r['random_items_for_width']} items for this width: {saved:.0%} saved" in line
 
 
 def test_human_readable_output():
@@ -99,7 +105,7 @@ def test_command_evaluator_on_a_reference_file(tmp_path):
                       f'awk -v id="$1" \'$1 == id {{print $2}}\' {table}\n')
     journal = tmp_path / "cmd.jsonl"
     result = _invoke("evaluate", "--json", "-q", "--reference", str(reference),
-                     "--target", target, "--evaluator", "command",
+                     "--target", target, "--evaluator", "command", "--method", "bayesame",
                      "--command", f"sh {script} {{item}}", "--retries", "0",
                      "--epsilon", "0.2", "--journal", str(journal))
     assert result.exit_code == 0, result.output
@@ -114,6 +120,11 @@ def test_command_evaluator_on_a_reference_file(tmp_path):
     assert all("model crashed" in x["reason"] for x in skipped)
     told = {x["item"]: x["score"] for x in records if x["event"] == "tell"}
     assert all(rte.row(target)[rte.item_index(i)] == s for i, s in told.items())
+    # the default, design-based method cannot skip a drawn item: the run stops (exit 3)
+    stopped = _invoke("evaluate", "-q", "--reference", str(reference), "--target", target,
+                      "--evaluator", "command", "--command", f"sh {script} {{item}}",
+                      "--retries", "0", "--journal", str(tmp_path / "default.jsonl"))
+    assert stopped.exit_code == 3 and "cannot leave a drawn item" in stopped.stderr
 
 
 def _cli(*args: str) -> list[str]:

@@ -175,7 +175,7 @@ def test_batch_draws_use_past_only_probabilities_and_are_journaled(small, tmp_pa
     log_w = method.rule(before, jnp.asarray(available))
     want_q = acq.sequential_probabilities(log_w, jnp.asarray(available), positions)
     dists = acq.sequential_distributions(log_w, jnp.asarray(available), positions)
-    want_design = [float(dv.predicted_variance(before, d)) for d in dists]
+    want_design = [float(dv.predicted_variance(before, d, p_min=0.05)) for d in dists]
     with pytest.raises(SessionError, match="asked earlier"):
         session.tell(*_scored(session, batch[2], target))
     for item in batch:
@@ -201,3 +201,39 @@ def test_active_pai_refuses_a_policy_it_cannot_weigh():
                    estimator=base.estimator)
     with pytest.raises(BayevalError, match="predictor"):
         make_method("active-pai", predictor="nope")
+
+
+def test_items_random_sampling_needs_is_the_smallest_n_by_search():
+    from bayeval.estimators.sample_mean import items_for_width
+
+    z = 1.959963984540054
+    for theta, width, n_items in [(0.33, 0.05, 541), (0.5, 0.1, 277), (0.05, 0.02, 1000),
+                                  (0.9, 0.05, 100), (0.0, 0.05, 300)]:
+        want = next((n for n in range(1, n_items + 1)
+                     if 2 * z * math.sqrt((1 - (n - 1) / (n_items - 1)) * theta * (1 - theta)
+                                          / n) <= width), n_items)
+        assert items_for_width(theta, width, n_items) == want
+
+
+def test_a_failing_evaluator_stops_a_design_based_run_and_resume_asks_again(small, tmp_path):
+    from bayeval.errors import EvaluationError, EvaluatorFailedError
+
+    reference, target = small
+    journal = tmp_path / "j.jsonl"
+    calls = []
+
+    def flaky(item):
+        calls.append(item)
+        if len(calls) == 4:
+            raise EvaluationError("model server down")
+        return float(target[reference.item_index(item)])
+
+    session = Session(reference, "new", "active-pai", method_params={"epsilon": 1e-3},
+                      seed=2, journal=journal)
+    with pytest.raises(EvaluatorFailedError, match="cannot leave a drawn item"):
+        session.run(flaky)
+    session.close()
+    assert session.n_observed == 3 and not session.skipped
+    resumed = Session.resume(journal, reference)
+    assert resumed.ask() == [calls[3]]  # the same draw again
+    resumed.close()

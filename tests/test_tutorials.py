@@ -59,3 +59,10 @@ def test_new_method_tutorial_runs(tmp_path):
     stdout = _run_tutorial("new_method", tmp_path, "--runs", "40")
     assert "simulator: the same run: True" in stdout
     assert "uncertainty-martingale   coverage at the stop" in stdout
+
+
+def test_active_pai_tutorial_runs(tmp_path):
+    stdout = _run_tutorial("active_pai", tmp_path, "--runs", "40", "--steps", "120",
+                           "--predictor", "factor")
+    assert "random sampling needs" in stdout and "% saved" in stdout
+    assert "anytime sequence: misses the true score at some n" in stdout

@@ -32,7 +32,7 @@ DEFAULT_DATASET = "ifeval"
 EXIT_USAGE = 2  # a bad option, file or journal (also typer's own usage errors)
 EXIT_EVALUATION = 3  # the evaluator failed (several items in a row, or every item)
 FAILURES_IN_A_ROW = 3  # a command evaluator failing this often in a row stops the run
-DEFAULT_METHOD = "bayesame"
+DEFAULT_METHOD = "active-pai"
 
 
 class EvaluatorKind(StrEnum):

@@ -37,6 +37,7 @@ from bayeval.cli.common import (
     setup_jax,
 )
 from bayeval.errors import BayevalError, EvaluationError
+from bayeval.estimators.sample_mean import items_for_width
 from bayeval.experiments.metrics import covers
 
 
@@ -67,14 +68,17 @@ def evaluate(
     timeout: TimeoutOption = 600.0,
     retries: RetriesOption = 1,
     method: Annotated[str | None, typer.Option(
-        help="Evaluation method: bayesame (default), bayesame-rs, bayesame-laplace, "
-             "bayes-aipw, random or faq, optionally with parameters, e.g. "
+        help="Evaluation method: active-pai (default: design-valid interval, automatic "
+             "stop), bayesame, bayesame-rs, bayesame-laplace, bayes-aipw, random or faq, "
+             "optionally with parameters, e.g. 'active-pai(anytime=true)' (an interval "
+             "valid whenever you stop; predictor=exact|laplace|factor) or "
              "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval).")
     ] = None,
     epsilon: Annotated[float | None, typer.Option(
         help="Stop once the 95% interval is at most this wide (with bayesame, also once "
              "the estimate moved less than 0.005 over the last 30 items). Default: the "
-             "method's (0.02 for bayesame, 0.1 for random).")] = None,
+             "method's (0.05 for active-pai, 0.02 for bayesame, 0.1 for random).")
+    ] = None,
     max_items: Annotated[int | None, typer.Option(
         help="Evaluate at most this many items.")] = None,
     seed: SeedOption = None,
@@ -201,6 +205,8 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
                                     else _row_score(matrix, session.target_id)),
             "items_used": session.n_observed,
             "items_evaluated": session.n_evaluated,
+            "random_items_for_width": items_for_width(value, upper - lower, session.n_items,
+                                                      session.method.level),
             "items_skipped": len(session.skipped),
             "failures": failure_summary(session.skipped),
             "n_items": session.n_items,
@@ -397,6 +403,12 @@ def _print_result(r: dict[str, Any]) -> None:
     if r["items_skipped"]:
         used += f", {r['items_skipped']} left unevaluated after failures"
     table.add_row("items used", used)
+    rs = r.get("random_items_for_width")
+    if rs is not None and r["method"] != "random":
+        saved = 1.0 - r["items_evaluated"] / rs if rs else 0.0
+        # RS-Mean's items for this width at this estimate (sample_mean.items_for_width)
+        table.add_row("random sampling", f"≈ {rs} items for this width: {abs(saved):.0%} "
+                                         f"{'saved' if saved >= 0 else 'more used'}")
     for failure in r.get("failures", []):
         table.add_row("failed", f"{failure['count']}× {failure['reason']}")
     table.add_row("stopped by", str(r["stopped"]))

@@ -17,14 +17,30 @@ interval covers 94.7% (``bench/coverage.py``).
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import jax.numpy as jnp
 
 from bayeval.estimators.base import Draw, Estimator
-from bayeval.estimators.interval import gaussian_bounds, wilson_fpc_bounds
+from bayeval.estimators.interval import gaussian_bounds, wilson_fpc_bounds, z_value
 from bayeval.inference.base import Backend, no_refit
 from bayeval.types import Array, Estimate, Prediction
+
+
+def items_for_width(theta: float, width: float, n_items: int, level: float = 0.95) -> int:
+    """Items RS-Mean needs for a ``level`` interval of ``width`` at a score ``theta``:
+    the smallest n with 2 z sqrt((1 − (n − 1)/(N − 1)) θ(1 − θ)/n) ≤ width, without
+    replacement (the Wald form of the interval above; at least 1, at most N), i.e.
+    n = n₀ N / (n₀ + N − 1) with n₀ = (2z)² θ(1 − θ) / width²."""
+    if width <= 0:
+        return n_items
+    theta = min(max(theta, 0.0), 1.0)
+    n0 = (2.0 * z_value(level)) ** 2 * theta * (1.0 - theta) / width**2
+    if n_items <= 1:
+        return n_items
+    n = n0 * n_items / (n0 + n_items - 1)
+    return int(min(max(math.ceil(n - 1e-9), 1), n_items))
 
 
 class SampleMeanState(NamedTuple):

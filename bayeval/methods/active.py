@@ -7,7 +7,10 @@ Assembled from parts, with any backend as the predictor:
   RMSE was 0.70–0.92 of RS-Mean's at 50–200 items, the factor model's 0.66–1.30: it
   overfits where there are few reference models), ``"laplace"`` (the bucket GP over
   logits, Bernoulli likelihood) or ``"factor"`` (the logistic factor model of seed 001
-  with online Laplace updates);
+  with online Laplace updates). ``refit_every`` = 0 by default: the recalibration below
+  learns the predictor's scale from the rounds, and on commonsense, MMLU, IFEval and
+  MATH (training models) the RMSE with no re-fits was within 0.03 of RS-Mean's ratio
+  with re-fits every 50 items, at a tenth of the cost;
 * rule: the oracle rule q ∝ sqrt(p̂ (1 − p̂)) blended with a tempered softmax of the
   information gain (weight ``beta``, temperature ``temperature``), then a uniform floor
   ``tau`` (every unseen item keeps q ≥ τ/|R|); policy :data:`~bayeval.acquisition.sample`
@@ -71,7 +74,7 @@ def active_rule(beta: float, temperature: float, tau: float,
 def active_pai(epsilon: float = 0.05, predictor: str = "exact", anytime: bool = False,
                budget: float | None = None, n_min: int = 30, tau: float = 0.05,
                beta: float = 0.0, temperature: float = 1.0, weights: str = "stabilised",
-               floor: bool = True, anytime_rounds: float = 0.25, refit_every: int = 50,
+               floor: bool = True, anytime_rounds: float = 0.25, refit_every: int = 0,
                p_min: float = 0.05, min_share: float = 1.0, recalibrate: float = 10.0,
                bucket_capacity: int | None = None, level: float = 0.95) -> Method:
     """Active PAI (module docstring): stop once ``n_min`` items are scored and the
