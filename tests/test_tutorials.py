@@ -63,6 +63,6 @@ def test_new_method_tutorial_runs(tmp_path):
 
 def test_active_pai_tutorial_runs(tmp_path):
     stdout = _run_tutorial("active_pai", tmp_path, "--runs", "40", "--steps", "120",
-                           "--predictor", "factor")
+                           "--predictor", "factor", "--epsilon", "0.1")
     assert "random sampling needs" in stdout and "% saved" in stdout
     assert "anytime sequence: misses the true score at some n" in stdout

@@ -38,6 +38,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200, help="simulated runs for step 3")
     parser.add_argument("--steps", type=int, default=300, help="items per simulated run")
     parser.add_argument("--predictor", default="exact", help="exact, laplace or factor")
+    parser.add_argument("--epsilon", type=float, default=0.05, help="width to stop at")
     args = parser.parse_args()
     enable_float64()
 
@@ -48,13 +49,13 @@ def main() -> None:
     truth = float(truth_row.mean())
 
     # 1. one evaluation, stopping by itself
-    method = make_method("active-pai", epsilon=0.05, predictor=args.predictor)
+    method = make_method("active-pai", epsilon=args.epsilon, predictor=args.predictor)
     session = Session(reference, target, method, seed=0)
     while not session.done:
         for item in session.ask():
             session.tell(item, float(truth_row[reference.item_index(item)]))
     estimate, lower, upper = session.estimate()
-    rs = make_method("random", epsilon=0.05)
+    rs = make_method("random", epsilon=args.epsilon)
     rs_runs = simulate(rs, reference.scores, np.repeat(truth_row[None], 50, 0), np.arange(50),
                        until_stop=True)
     rs_items = float(np.where(rs_runs.stop_n > 0, rs_runs.stop_n, matrix.n_items).mean())
