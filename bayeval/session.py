@@ -555,7 +555,7 @@ class Session(JournalFile):
             chosen, draws = self.method.select(self._loop.prediction, everything, self._key,
                                                np.uint32(self._n_events), 1)
             j = int(np.asarray(chosen)[0])
-            draw = (float(np.asarray(draws.q)[0]), float(np.asarray(draws.design)[0]))
+            draw = Draw(float(np.asarray(draws.q)[0]), float(np.asarray(draws.design)[0]))
             if not self._observed[j]:
                 self._pending[j] = True
                 self._pending_draw[j] = draw
@@ -578,7 +578,7 @@ class Session(JournalFile):
                                "each score by the draw's probability)")
         if self._observed[j]:
             raise SessionError(f"tell: item {item!r} was already observed")
-        if self._needs_draws and not self.method.with_replacement:
+        if self._needs_draws:  # (sampling with replacement has one pending item at most)
             earlier = self._pending & (self._pending_order < self._pending_order[j])
             if earlier.any():
                 first = int(np.flatnonzero(earlier)[np.argmin(self._pending_order[earlier])])
@@ -586,8 +586,7 @@ class Session(JournalFile):
                     f"tell: item {item!r} came before item {self.reference.items[first]!r}, "
                     f"which was asked earlier; {self.method.name} takes the scores of a "
                     "batch in the order ask returned them")
-        draw = ((float(self._pending_draw[j, 0]), float(self._pending_draw[j, 1]))
-                if self._pending[j] else (float("nan"), float("nan")))
+        draw = Draw(*map(float, self._pending_draw[j]))  # NaN unless j is pending
         self._record_tell(j, validate_score(score, f"tell: item {item!r}"), draw)
 
     @property
@@ -596,11 +595,10 @@ class Session(JournalFile):
         sampling with replacement)."""
         return self.method.with_replacement or self.method.estimator.needs_probabilities
 
-    def _record_tell(self, j: int, score: float, draw: tuple[float, float],
-                     **extra: Any) -> None:
-        """Journal (fsync) the score of item position ``j`` and how it was drawn (``draw``
-        = (q, design) of its :class:`~bayeval.estimators.base.Draw`; NaN: not drawn by
-        the policy, or no design statistic), then apply it."""
+    def _record_tell(self, j: int, score: float, draw: Draw, **extra: Any) -> None:
+        """Journal (fsync) the score of item position ``j`` and how it was drawn (its
+        :class:`~bayeval.estimators.base.Draw` as numbers; NaN: not drawn by the policy,
+        or no design statistic), then apply it."""
         record = {"event": "tell", "n": self.n_observed + 1,
                   "item": str(self.reference.items[j]), "score": score}
         q, design = draw
@@ -611,7 +609,7 @@ class Session(JournalFile):
         self._append({**record, **extra})
         self._apply_tell(j, score, draw)
 
-    def _replayed_draw(self, event: dict[str, Any], j: int, where: str) -> tuple[float, float]:
+    def _replayed_draw(self, event: dict[str, Any], j: int, where: str) -> Draw:
         """How a replayed tell was drawn: the recorded (q, design), else (a journal written
         without them) the policy's single draw from the current state, which is the one
         it was drawn with when asks are one item at a time."""
@@ -624,13 +622,13 @@ class Session(JournalFile):
                     isinstance(design, int | float) and math.isfinite(design)):
                 raise JournalError(f"{where}: the draw's design statistic {design!r} is "
                                    f"missing or not a number ({self.method.name} needs it)")
-            return float(q), float(design)
+            return Draw(float(q), float(design))
         if not self._needs_draws:
-            return float("nan"), float("nan")
+            return Draw(float("nan"), float("nan"))
         available = (np.ones(self.n_items, bool) if self.method.with_replacement
                      else ~(self._observed | self._skipped))
         draw = self.method.probability(self._loop.prediction, available, np.int32(j))
-        return float(draw.q), float(draw.design)
+        return Draw(float(draw.q), float(draw.design))
 
     def skip(self, item: str, reason: str) -> None:
         """Leave ``item`` unevaluated (its evaluation failed); journaled, never asked again."""
@@ -645,11 +643,11 @@ class Session(JournalFile):
         self._append({"event": "skip", "item": item, "reason": reason})
         self._apply_skip(j, reason)
 
-    def _apply_tell(self, j: int, score: float, draw: tuple[float, float]) -> None:
+    def _apply_tell(self, j: int, score: float, draw: Draw) -> None:
         n = self.n_observed + 1
         self._loop, stop, info = self.method.step(
-            self._loop, np.int32(j), np.float64(score),
-            Draw(np.float64(draw[0]), np.float64(draw[1])), np.float64(n),
+            self._loop, np.int32(j), np.float64(score), Draw(*map(np.float64, draw)),
+            np.float64(n),
             jax.random.fold_in(self._refit_key, n))
         self._rule_says_stop = bool(stop)
         if bool(info.refitted):

@@ -23,7 +23,7 @@ from bayeval.inference.base import advance, nothing_done
 from bayeval.methods import Method
 from bayeval.types import SimulationResult
 
-__all__ = ["SimulationResult", "simulate"]
+__all__ = ["SimulationResult", "concatenate", "simulate"]
 
 
 def _tree_bytes(tree) -> int:
@@ -160,3 +160,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     return SimulationResult(arrays["estimate"], arrays["var"], arrays["lower"],
                             arrays["upper"], arrays["items"], stop_n, targets.mean(axis=1),
                             np.concatenate(refit_counts), np.concatenate(failed_counts))
+
+
+def concatenate(parts: Sequence[SimulationResult]) -> SimulationResult:
+    """The runs of several :func:`simulate` calls of the same length as one result."""
+    return SimulationResult(*(np.concatenate(x) for x in zip(*parts, strict=True)))

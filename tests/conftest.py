@@ -14,6 +14,24 @@ def ifeval() -> ScoreMatrix:
     return load_dataset("ifeval")
 
 
+@pytest.fixture(scope="session")
+def ifeval_slice(ifeval):
+    """``make(seed, n_models, n_items, name) -> (reference, target row)``: n_models + 1
+    random IFEval models on n_items random items (kept in order); the first model is the
+    target, the others the reference matrix (models m0, m1, …, items i0, i1, …)."""
+
+    def make(seed: int, n_models: int, n_items: int, name: str):
+        rng = np.random.default_rng(seed)
+        models = rng.choice(ifeval.n_models, n_models + 1, replace=False)
+        items = np.sort(rng.choice(ifeval.n_items, n_items, replace=False))
+        scores = ifeval.scores[np.ix_(models, items)]
+        reference = ScoreMatrix(scores[1:], [f"m{i}" for i in range(n_models)],
+                                [f"i{j}" for j in range(n_items)], name=name)
+        return reference, scores[0]
+
+    return make
+
+
 @pytest.fixture
 def small() -> ScoreMatrix:
     """6 models × 8 items, binary, with one missing cell."""

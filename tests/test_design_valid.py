@@ -12,7 +12,6 @@ import pytest
 from scipy import integrate, optimize
 
 from bayeval import acquisition as acq
-from bayeval.data import ScoreMatrix
 from bayeval.errors import BayevalError, SessionError
 from bayeval.estimators import design_valid as dv
 from bayeval.estimators.base import Draw
@@ -130,24 +129,18 @@ def test_mixture_rho_makes_the_boundary_tightest_at_the_given_time():
 
 
 @pytest.fixture(scope="module")
-def small(ifeval):
+def slice120(ifeval_slice):
     """40 reference models of IFEval on 120 items, and one held-out target."""
-    rng = np.random.default_rng(3)
-    models = rng.choice(ifeval.n_models, 41, replace=False)
-    items = np.sort(rng.choice(ifeval.n_items, 120, replace=False))
-    scores = ifeval.scores[np.ix_(models, items)]
-    matrix = ScoreMatrix(scores[1:], [f"m{i}" for i in range(40)],
-                         [f"i{j}" for j in range(120)], name="small")
-    return matrix, scores[0]
+    return ifeval_slice(3, 40, 120, "small")
 
 
-def test_variance_estimate_matches_the_spread_over_runs(small):
+def test_variance_estimate_matches_the_spread_over_runs(slice120):
     # 600 runs of 60 rounds on one target: the mean reported variance V̂ of θ̃ against
     # the empirical variance of θ̃ over the runs. The SE of a variance from 600 draws is
     # sqrt(2/600) ≈ 6%, and V̂ is biased low by O(1/T) (weights and centre estimated), so
     # a ratio within [0.75, 1.25] is a pass; a variance estimate that ignored the
     # without-replacement design (e.g. the i.i.d. p(1 − p)/n) would be ≈ 2× off here.
-    reference, target = small
+    reference, target = slice120
     method = make_method("active-pai", predictor="exact", refit_every=0, floor=False,
                          epsilon=1e-3)
     runs = 600
@@ -161,8 +154,8 @@ def test_variance_estimate_matches_the_spread_over_runs(small):
     assert abs(bias) < 3 * math.sqrt(empirical / runs)
 
 
-def test_batch_draws_use_past_only_probabilities_and_are_journaled(small, tmp_path):
-    reference, target = small
+def test_batch_draws_use_past_only_probabilities_and_are_journaled(slice120, tmp_path):
+    reference, target = slice120
     method = make_method("active-pai", predictor="exact", refit_every=0, epsilon=1e-3)
     journal = tmp_path / "j.jsonl"
     session = Session(reference, "new", method, seed=4, journal=journal)
@@ -215,10 +208,10 @@ def test_items_random_sampling_needs_is_the_smallest_n_by_search():
         assert items_for_width(theta, width, n_items) == want
 
 
-def test_a_failing_evaluator_stops_a_design_based_run_and_resume_asks_again(small, tmp_path):
+def test_a_failing_evaluator_stops_a_design_based_run_and_resume_asks_again(slice120, tmp_path):
     from bayeval.errors import EvaluationError, EvaluatorFailedError
 
-    reference, target = small
+    reference, target = slice120
     journal = tmp_path / "j.jsonl"
     calls = []
 

@@ -30,14 +30,8 @@ STEPS = 18
 
 
 @pytest.fixture(scope="module")
-def world(ifeval):
-    rng = np.random.default_rng(5)
-    models = rng.choice(ifeval.n_models, 31, replace=False)
-    items = np.sort(rng.choice(ifeval.n_items, 40, replace=False))
-    scores = ifeval.scores[np.ix_(models, items)]
-    matrix = ScoreMatrix(scores, [f"m{i}" for i in range(31)], [f"i{j}" for j in range(40)],
-                         name="engine")
-    return matrix.drop_models(["m0"]), scores[0]
+def world(ifeval_slice):
+    return ifeval_slice(5, 30, 40, "engine")
 
 
 @pytest.mark.parametrize("name", method_names())

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -60,12 +61,13 @@ def test_csv_reader(rows, layout):
     _outcome(lambda p: read_csv(p, layout=layout), path)
 
 
+@pytest.mark.parametrize(("suffix", "read"), [(".csv", read_csv), (".parquet", read_parquet)])
 @FUZZ
-@given(st.binary(max_size=300))
-def test_csv_reader_on_bytes(data):
-    path = _tmp(".csv")
+@given(data=st.binary(max_size=300))
+def test_reader_on_bytes(suffix, read, data):
+    path = _tmp(suffix)
     path.write_bytes(data)
-    _outcome(read_csv, path)
+    _outcome(read, path)
 
 
 ARRAY = st.one_of(
@@ -112,14 +114,6 @@ def test_parquet_reader(columns, layout, numeric):
     except (ValueError, TypeError):  # pyarrow cannot write this frame: nothing to read
         return
     _outcome(lambda p: read_parquet(p, layout=layout), path)
-
-
-@FUZZ
-@given(st.binary(max_size=300))
-def test_parquet_reader_on_bytes(data):
-    path = _tmp(".parquet")
-    path.write_bytes(data)
-    _outcome(read_parquet, path)
 
 
 JSON_VALUE = st.recursive(

@@ -53,16 +53,6 @@ def _sample(key: Array, log_weights: Array, available: Array, k: int = 1) -> Arr
     return jax.lax.top_k(score, k)[1]
 
 
-def sequential_probabilities(log_weights: Array, available: Array, items: Array) -> Array:
-    """q of each of ``items`` drawn one after another without replacement ∝ exp(log_w):
-    item j's probability over the available items less ``items[:j]``."""
-
-    def one(avail, item):
-        return avail.at[item].set(False), probabilities(log_weights, avail)[item]
-
-    return jax.lax.scan(one, available, items)[1]
-
-
 def sequential_distributions(log_weights: Array, available: Array, items: Array) -> Array:
     """(k, N): row j is the distribution ∝ exp(log_w) over the available items less
     ``items[:j]``, the one the j-th item of a batch was drawn from."""
@@ -71,6 +61,17 @@ def sequential_distributions(log_weights: Array, available: Array, items: Array)
         return avail.at[item].set(False), probabilities(log_weights, avail)
 
     return jax.lax.scan(one, available, items)[1]
+
+
+def drawn_probabilities(distributions: Array, items: Array) -> Array:
+    """(k,) the probability of each of ``items`` under its row of ``distributions``."""
+    return distributions[jnp.arange(items.shape[0]), items]
+
+
+def sequential_probabilities(log_weights: Array, available: Array, items: Array) -> Array:
+    """q of each of ``items`` drawn one after another without replacement ∝ exp(log_w):
+    item j's probability over the available items less ``items[:j]``."""
+    return drawn_probabilities(sequential_distributions(log_weights, available, items), items)
 
 
 def _argmax(key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
@@ -108,14 +109,14 @@ def _with_replacement(key: Array, log_weights: Array, available: Array, k: int =
     return inverse_cdf(cdf, jax.random.uniform(key, (k,), cdf.dtype) * cdf[-1])
 
 
-def _independent(log_weights: Array, available: Array, items: Array) -> Array:
-    return probabilities(log_weights, available)[items]
-
-
 def _independent_distributions(log_weights: Array, available: Array,
                                 items: Array) -> Array:
     q = probabilities(log_weights, available)
     return jnp.broadcast_to(q, (items.shape[0], q.shape[0]))
+
+
+def _independent(log_weights: Array, available: Array, items: Array) -> Array:
+    return probabilities(log_weights, available)[items]
 
 
 def _unknown(log_weights: Array, available: Array, items: Array) -> Array:

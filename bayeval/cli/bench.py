@@ -11,6 +11,8 @@ import typer
 
 from bayeval.cli.common import (
     bench_app,
+    comma_floats,
+    comma_list,
     err,
     fail,
     progress_bar,
@@ -250,10 +252,7 @@ def bench_coverage(
     are kept in OUT and skipped by a rerun."""
     from bayeval.experiments.coverage import DEFAULT, GRID, Setting, run_setting
 
-    try:
-        budget_list = [float(b) for b in budgets.split(",") if b.strip()]
-    except ValueError:
-        raise fail(f"--budgets: not a comma-separated list of numbers: {budgets!r}") from None
+    budget_list = comma_floats("--budgets", budgets)
     if not budget_list or any(not 0 < b < 1 for b in budget_list):
         raise fail(f"--budgets: every budget must be a share in (0, 1), got {budgets!r}")
     if grid not in ("full", "default"):
@@ -343,13 +342,10 @@ def bench_validity(
     from bayeval.experiments.validity import VARIANTS, run_validity, write_report
     from bayeval.methods import split_method_specs
 
-    try:
-        eps = [float(e) for e in epsilons.split(",") if e.strip()]
-    except ValueError:
-        raise fail(f"--epsilons: not a comma-separated list of numbers: {epsilons!r}") from None
+    eps = comma_floats("--epsilons", epsilons)
     if not eps or any(not 0 < e < 1 for e in eps):
         raise fail(f"--epsilons: every ε must be in (0, 1), got {epsilons!r}")
-    variant_list = [v.strip() for v in variants.split(",") if v.strip()]
+    variant_list = comma_list(variants)
     unknown = [v for v in variant_list if v not in VARIANTS]
     if unknown or not variant_list:
         raise fail(f"--variants: unknown {', '.join(unknown) or '(none given)'} "
@@ -360,7 +356,7 @@ def bench_validity(
     setup_jax()
     all_runs, all_faq = [], []
     try:
-        for name in [d.strip() for d in datasets.split(",") if d.strip()]:
+        for name in comma_list(datasets):
             runs, faq_rows = run_validity(
                 name, variant_list, eps, specs, seeds, targets, reps, reference_fraction,
                 faq, log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",

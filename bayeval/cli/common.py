@@ -83,6 +83,20 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+def comma_list(text: str) -> list[str]:
+    """The non-empty, stripped entries of a comma-separated option value."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def comma_floats(option: str, text: str) -> list[float]:
+    """The numbers of a comma-separated option value (``option``: its name, e.g.
+    ``--budgets``), or a one-line error naming the option."""
+    try:
+        return [float(part) for part in comma_list(text)]
+    except ValueError:
+        raise fail(f"{option}: not a comma-separated list of numbers: {text!r}") from None
+
+
 def make_evaluator(settings: dict[str, Any], matrix, target: str):
     from bayeval.evaluators import CommandEvaluator, MatrixOracle
 

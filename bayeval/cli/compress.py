@@ -14,6 +14,7 @@ from rich.table import Table
 from bayeval.cli.common import (
     app,
     check_output,
+    comma_list,
     fail,
     fresh_source,
     out,
@@ -102,7 +103,7 @@ def compress(
 
 
 def _names(option: str | None) -> list[str] | None:
-    return None if option is None else [m.strip() for m in option.split(",") if m.strip()]
+    return None if option is None else comma_list(option)
 
 
 def _compress(method, dataset, reference, retention, size, probes, pool, candidates,

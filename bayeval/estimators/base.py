@@ -31,8 +31,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-import jax.numpy as jnp
-
 from bayeval.estimators.interval import gaussian_bounds
 from bayeval.types import Array, Estimate, Prediction, State
 
@@ -44,11 +42,6 @@ class Draw(NamedTuple):
 
     q: Array
     design: Array
-
-
-def no_draw() -> Draw:
-    """The Draw of an item whose probability is unknown."""
-    return Draw(jnp.asarray(jnp.nan, jnp.float64), jnp.asarray(jnp.nan, jnp.float64))
 
 
 class Estimator(NamedTuple):
@@ -95,4 +88,4 @@ def posterior() -> Estimator:
     return Estimator("posterior", _no_state, _unchanged, estimate)
 
 
-__all__ = ["Draw", "Estimate", "Estimator", "gaussian_estimate", "no_draw", "posterior"]
+__all__ = ["Draw", "Estimate", "Estimator", "gaussian_estimate", "posterior"]

@@ -37,7 +37,7 @@ from bayeval.experiments.metrics import (
 from bayeval.methods import accepts_parameter, make_method, parse_method_spec
 from bayeval.methods.irt import simulate_irt
 from bayeval.models.bucket_gp import make_buckets
-from bayeval.simulate import SimulationResult, simulate
+from bayeval.simulate import concatenate, simulate
 
 METHODS = ("bayesame", "bayesame-rs", "random", "bayes-aipw")
 LABELS = {"bayesame": "BayesAME", "bayesame-rs": "BayesAME-RS", "random": "RS-Mean",
@@ -92,8 +92,7 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
                 parts = [simulate(method, sp.reference.scores, targets,
                                   s * n_targets + np.arange(n_targets), n_steps=n_steps)
                          for s, sp in enumerate(splits)]
-                result = SimulationResult(*(np.concatenate(x)
-                                            for x in zip(*parts, strict=True)))
+                result = concatenate(parts)
             if runs_dir is not None:
                 runs_dir.mkdir(parents=True, exist_ok=True)
                 safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)

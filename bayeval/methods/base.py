@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 
 from bayeval.acquisition.base import Rule
-from bayeval.acquisition.policies import Policy, as_policy
+from bayeval.acquisition.policies import Policy, as_policy, drawn_probabilities
 from bayeval.errors import BayevalError
 from bayeval.estimators.base import Draw, Estimator, posterior
 from bayeval.estimators.interval import z_value
@@ -165,11 +165,12 @@ class Method:
         """The Draw of each of ``items`` drawn in turn from ``log_w`` over ``available``:
         its probability and, for an estimator with a ``design``, that statistic of the
         distribution it was drawn from (the batch's earlier items removed)."""
-        q = self.policy.probabilities(log_w, available, items)
         if self.estimator.design is None:
+            q = self.policy.probabilities(log_w, available, items)
             return Draw(q, jnp.full(q.shape, jnp.nan))
-        dists = self.policy.distributions(log_w, available, items)
-        return Draw(q, jax.vmap(self.estimator.design, in_axes=(None, 0))(prediction, dists))
+        dists = self.policy.distributions(log_w, available, items)  # q read off them
+        return Draw(drawn_probabilities(dists, items),
+                    jax.vmap(self.estimator.design, in_axes=(None, 0))(prediction, dists))
 
     @functools.cached_property
     def select(self) -> Callable:
