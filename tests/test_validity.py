@@ -69,6 +69,9 @@ def test_bench_validity_runs_from_the_cli(tmp_path):
     assert set(table.method) == {"random"}
     assert table.loc[table.stratum == "all", "runs"].item() == 4
     assert (out / "validity.png").stat().st_size > 0
+    # 4 runs a cell: every cell needs more runs, even one whose every run covers (SE 0)
+    assert f"need more runs (≥ 475 each): {len(table)} of {len(table)}." in (
+        out / "report.md").read_text()
     assert "skipped rte sparse" in result.output  # no item of rte is solved by < 10%
     bad = CliRunner().invoke(app, ["bench", "validity", "--epsilons", "0,1"])
     assert bad.exit_code == 2 and "ε must be in (0, 1)" in bad.output
