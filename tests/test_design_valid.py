@@ -134,15 +134,17 @@ def slice120(ifeval_slice):
     return ifeval_slice(3, 40, 120, "small")
 
 
-def test_variance_estimate_matches_the_spread_over_runs(slice120):
+@pytest.mark.parametrize("weights", ["stabilised", "scheduled"])
+def test_variance_estimate_matches_the_spread_over_runs(slice120, weights):
     # 600 runs of 60 rounds on one target: the mean reported variance V̂ of θ̃ against
     # the empirical variance of θ̃ over the runs. The SE of a variance from 600 draws is
     # sqrt(2/600) ≈ 6%, and V̂ is biased low by O(1/T) (weights and centre estimated), so
     # a ratio within [0.75, 1.25] is a pass; a variance estimate that ignored the
     # without-replacement design (e.g. the i.i.d. p(1 − p)/n) would be ≈ 2× off here.
+    # Both weightings: the scheduled one leans on the last rounds (N/|R_t| = 2 at the end)
     reference, target = slice120
     method = make_method("active-pai", predictor="exact", refit_every=0, floor=False,
-                         epsilon=1e-3)
+                         epsilon=1e-3, weights=weights)
     runs = 600
     sim = simulate(method, reference.scores, np.repeat(target[None], runs, 0),
                    np.arange(runs), n_steps=60)

@@ -37,7 +37,8 @@ def main() -> None:
     parser.add_argument("--out", default="active_pai.png")
     parser.add_argument("--runs", type=int, default=200, help="simulated runs for step 3")
     parser.add_argument("--steps", type=int, default=300, help="items per simulated run")
-    parser.add_argument("--predictor", default="exact", help="exact, laplace or factor")
+    parser.add_argument("--predictor", default="difficulty",
+                        help="difficulty, exact, laplace or factor")
     parser.add_argument("--epsilon", type=float, default=0.05, help="width to stop at")
     args = parser.parse_args()
     enable_float64()

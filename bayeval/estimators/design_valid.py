@@ -21,7 +21,7 @@ predictions do not make a round look certain), κ = ``min_share`` a floor that k
 round from taking all the weight when the model's Var(R | C) is close to the first term
 (κ = 1, the default, leaves Var(R | C) out: σ̂_t is then an upper bound under the model).
 The rounds are combined with weights h_t (variance-stabilising h_t = 1/σ̂_t, Hadad et
-al. 2021, or equal h_t = 1):
+al. 2021; scheduled h_t = (N / |R_t|) / σ̂_t; or equal h_t = 1):
 
     θ̃_T = Σ h_t θ̂_t / Σ h_t,   V_T = Σ h_t² (θ̂_t − θ̃_T)²,   V̂_T = V_T / (Σ h_t)².
 
@@ -50,7 +50,7 @@ import jax.numpy as jnp
 from bayeval.estimators.base import Draw, Estimator, gaussian_estimate
 from bayeval.types import Array, Estimate, Prediction
 
-WEIGHTS = ("stabilised", "equal")
+WEIGHTS = ("stabilised", "scheduled", "equal")
 
 
 class DesignValidState(NamedTuple):
@@ -135,7 +135,11 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
               p_min: float = 0.0, recalibrate: float = 10.0) -> Estimator:
     """The design-valid estimator of the module docstring.
 
-    weights: ``"stabilised"`` (h_t = 1/σ̂_t) or ``"equal"``.
+    weights: ``"stabilised"`` (h_t = 1/σ̂_t), ``"scheduled"`` (h_t = (N / |R_t|) / σ̂_t) or
+        ``"equal"``. Without replacement σ̂_t shrinks roughly like |R_t| / N, so the
+        schedule brings the weights close to inverse-variance ones (the finite-population
+        correction of a mean) while Σ h_t² σ_t² stays a function of t alone, the
+        stability that stabilised weights give the martingale CLT.
     floor: raise V_T to the model-predicted F_T (near 0 and 1).
     anytime: report the confidence sequence instead of the fixed-n interval.
     anytime_rounds: where the confidence sequence is tightest: a number of rounds, or a
@@ -169,7 +173,13 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
         score = jnp.asarray(score, jnp.float64)
         theta = round_estimate(state, prediction, item, score, draw.q)
         sigma2 = draw.design
-        h = 1.0 / jnp.sqrt(sigma2) if weights == "stabilised" else jnp.ones((), jnp.float64)
+        if weights == "equal":
+            h = jnp.ones((), jnp.float64)
+        else:
+            h = 1.0 / jnp.sqrt(sigma2)
+            if weights == "scheduled":  # × N / |R_t|, a function of t alone
+                n_items = state.observed.shape[-1]
+                h = h * n_items / (n_items - state.rounds)
         shift = jnp.where(state.rounds == 0, theta, state.shift)
         d = theta - shift
         p = jnp.clip(prediction.item_mean[item], 0.0, 1.0)

@@ -27,6 +27,7 @@ variance-reduction score d_j.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -95,6 +96,18 @@ class FactorState(NamedTuple):
     posterior: FactorPosterior
 
 
+def start_from_fit(reference_scores: Array, n_items: int,
+                   fit: Callable[[np.ndarray], tuple[Array, Array, Array]]) -> FactorState:
+    """The state of a new model under fixed item features: ``fit`` maps the reference
+    matrix (checked to have ``n_items`` columns) to (V, û0, Σ0), and the new model starts
+    at the prior N(û0, Σ0)."""
+    ref = np.asarray(reference_scores, np.float64)
+    if ref.shape[1] != n_items:
+        raise ValueError(f"reference matrix has {ref.shape[1]} items, expected {n_items}")
+    v, mean0, cov0 = fit(ref)
+    return FactorState(v, factor_start(mean0, cov0, v))
+
+
 @dataclass(frozen=True)
 class FactorLaplace:
     """The factor model with online Laplace updates as a
@@ -111,12 +124,8 @@ class FactorLaplace:
     seed: int = 0
 
     def init(self, reference_scores: Array, n_items: int) -> FactorState:
-        ref = np.asarray(reference_scores, np.float64)
-        if ref.shape[1] != n_items:
-            raise ValueError(f"reference matrix has {ref.shape[1]} items, expected {n_items}")
-        v, mean0, cov0 = _fitted(ref.tobytes(), ref.shape, self.k, self.weight_decay,
-                                 self.seed)
-        return FactorState(v, factor_start(mean0, cov0, v))
+        return start_from_fit(reference_scores, n_items, lambda ref: _fitted(
+            ref.tobytes(), ref.shape, self.k, self.weight_decay, self.seed))
 
     @staticmethod
     def observe(state: FactorState, item: Array, score: Array) -> FactorState:
