@@ -45,7 +45,7 @@ def test_compress_tutorial_runs(tmp_path):
 
 
 def test_custom_priors_tutorial_runs(tmp_path):
-    stdout = _run_tutorial("custom_priors", tmp_path)
+    stdout = _run_tutorial("custom_priors", tmp_path, "--draws", "300")
     assert "latent sites: {'ability': (1,)}" in stdout and "refused: prior for 'skill'" in stdout
     assert "informed N(1.5, 0.5): R̂ = " in stdout and "default N(0, 1): R̂ = " in stdout
 
@@ -63,6 +63,6 @@ def test_new_method_tutorial_runs(tmp_path):
 
 def test_active_pai_tutorial_runs(tmp_path):
     stdout = _run_tutorial("active_pai", tmp_path, "--runs", "40", "--steps", "120",
-                           "--predictor", "factor", "--epsilon", "0.1")
+                           "--epsilon", "0.1")
     assert "random sampling needs" in stdout and "% saved" in stdout
     assert "anytime sequence: misses the true score at some n" in stdout

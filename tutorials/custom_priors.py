@@ -1,7 +1,7 @@
 """Tutorial: replace a prior of a bayeval model by site name, run it under MCMC, and read
 the diagnostics.
 
-Run: python tutorials/custom_priors.py [--out priors.png] [--coreset 15]
+Run: python tutorials/custom_priors.py [--out priors.png] [--coreset 15] [--draws 1000]
 
 Every bayeval model is a NumPyro program, and every latent quantity in it is a named
 sample site. ``bayeval.models.priors.with_priors`` swaps the distribution of named sites
@@ -38,6 +38,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="priors.png")
     parser.add_argument("--coreset", type=int, default=15)
+    parser.add_argument("--draws", type=int, default=1000,
+                        help="NUTS draws per chain (warm-up: half as many)")
     args = parser.parse_args()
 
     matrix = load_dataset("ifeval")
@@ -74,8 +76,9 @@ def main() -> None:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for label, model in (("default N(0, 1)", None), ("informed N(1.5, 0.5)", strong)):
-        result = irt.fit_ability("2pl", items, scores, mask, model=model, num_warmup=500,
-                                 num_samples=1000, seed=0, warn=False)
+        result = irt.fit_ability("2pl", items, scores, mask, model=model,
+                                 num_warmup=args.draws // 2, num_samples=args.draws, seed=0,
+                                 warn=False)
         draws, noise = irt.performance_draws("2pl", result.samples["ability"].reshape(-1, 1),
                                              items, row[None], mask)
         estimate = float(draws.mean())
