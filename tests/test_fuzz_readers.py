@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from bayeval.compression.subset import Subset
@@ -129,6 +129,8 @@ RECORD = st.fixed_dictionaries({}, optional={"doc_id": JSON_VALUE, "acc": JSON_V
 @FUZZ
 @given(st.lists(st.one_of(RECORD.map(json.dumps), st.text(max_size=20)), max_size=5),
        st.sampled_from([None, "none", "x"]))
+@example(['{"doc_id": Infinity, "acc": 1}'], None)  # int(inf) overflows
+@example(['{"doc_id": 0, "acc": ' + "9" * 400 + "}"], None)  # float(10**400) overflows
 def test_lm_eval_sample_reader(lines, filter_name):
     path = _tmp(".jsonl")
     path.write_text("\n".join(lines), encoding="utf-8")

@@ -15,5 +15,28 @@ for _name in COMMANDS:
 __all__ = ["COMMANDS", "app", "main"]
 
 
-def main() -> None:  # pragma: no cover - console entry point alias
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """The ``bayeval`` console command: the app, with Click's own usage errors (an
+    unknown option, a value out of its range or of the wrong type) said in one line like
+    every other error, exit status 2, instead of Click's framed multi-line box."""
+    import sys
+
+    import typer
+
+    from bayeval.cli.common import EXIT_USAGE, err
+
+    # Click's base exception, whether typer vendors Click or depends on it
+    click_exception = next(c for c in typer.BadParameter.__mro__
+                           if c.__name__ == "ClickException")
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except click_exception as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help was printed: nothing to add
+            sys.exit(EXIT_USAGE)
+        where = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else "bayeval"
+        err.print(f"[bold red]error:[/] {exc.format_message()} (see {where} --help)",
+                  highlight=False, markup=True, soft_wrap=True)
+        sys.exit(exc.exit_code if exc.exit_code else EXIT_USAGE)
+    except typer.Abort:
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,5 +1,5 @@
 """``python -m bayeval.cli``: the ``bayeval`` command."""
 
-from bayeval.cli import app
+from bayeval.cli import main
 
-app()
+main()

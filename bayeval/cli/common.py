@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from bayeval.errors import BayevalError
+from bayeval.errors import BayevalError, DataError
 
 app = typer.Typer(
     help="bayeval: evaluate a language model on fewer items, with an interval and a "
@@ -97,12 +97,24 @@ def comma_floats(option: str, text: str) -> list[float]:
         raise fail(f"{option}: not a comma-separated list of numbers: {text!r}") from None
 
 
+def command_evaluator(command: str, timeout: float, retries: int):
+    """The CommandEvaluator of ``--command``; a command it refuses (a quoted placeholder,
+    say) is a bad option, exit status 2, said before any journal is written."""
+    from bayeval.errors import EvaluationError
+    from bayeval.evaluators import CommandEvaluator
+
+    try:
+        return CommandEvaluator(command, timeout=timeout, retries=retries)
+    except EvaluationError as exc:
+        raise BayevalError(str(exc)) from None
+
+
 def make_evaluator(settings: dict[str, Any], matrix, target: str):
-    from bayeval.evaluators import CommandEvaluator, MatrixOracle
+    from bayeval.evaluators import MatrixOracle
 
     if settings["evaluator"] == EvaluatorKind.command.value:
-        return CommandEvaluator(settings["command"], timeout=settings["timeout"],
-                                retries=settings["retries"])
+        return command_evaluator(settings["command"], settings["timeout"],
+                                 settings["retries"])
     return MatrixOracle(matrix, target)
 
 
@@ -142,6 +154,8 @@ def fresh_source(dataset: str | None, reference: Path | None):
 
     if dataset is not None and reference is not None:
         raise BayevalError("give either --dataset or --reference, not both")
+    if reference is not None and not reference.exists():  # before pandas and JAX load
+        raise DataError(f"{reference}: no such file")
     source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
                               else {"dataset": dataset or DEFAULT_DATASET})
     return source, load_source_matrix(source)

@@ -53,6 +53,14 @@ def diagnose(
     """Run a model's MCMC (NUTS) for a held-out target given a coreset of its items and
     print the diagnostics: R-hat, bulk and tail ESS per variable, divergences, energy BFMI,
     time, and the estimate against the true score."""
+    for ok, message in ((chains >= 2, f"--chains must be ≥ 2 (R-hat compares chains), "
+                                      f"got {chains}"),
+                        (warmup >= 0, f"--warmup must be ≥ 0, got {warmup}"),
+                        (samples >= 4, f"--samples must be ≥ 4 per chain, got {samples}"),
+                        (rows >= 1, f"--rows must be ≥ 1, got {rows}"),
+                        (seed >= 0, f"--seed must be ≥ 0, got {seed}")):
+        if not ok:  # before JAX loads and before any work
+            raise fail(message)
     from bayeval.diagnose import diagnose_case, plot_diagnosis
 
     setup_jax()

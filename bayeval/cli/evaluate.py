@@ -25,6 +25,7 @@ from bayeval.cli.common import (
     TimeoutOption,
     app,
     check_options,
+    command_evaluator,
     err,
     fail,
     failure_summary,
@@ -37,7 +38,6 @@ from bayeval.cli.common import (
     setup_jax,
 )
 from bayeval.errors import BayevalError, EvaluationError
-from bayeval.estimators.sample_mean import items_for_width
 from bayeval.experiments.metrics import covers
 
 
@@ -149,6 +149,7 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
                 raise BayevalError("--evaluator command needs --command 'CMD {item}'")
             if target is None:
                 raise BayevalError("--evaluator command needs --target NAME for the new model")
+            command_evaluator(command, timeout, retries)  # refused before any journal
         elif command is not None:
             raise BayevalError("--command is only used with --evaluator command")
         if target is None:
@@ -205,8 +206,7 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
                                     else _row_score(matrix, session.target_id)),
             "items_used": session.n_observed,
             "items_evaluated": session.n_evaluated,
-            "random_items_for_width": items_for_width(value, upper - lower, session.n_items,
-                                                      session.method.level),
+            "random_items_for_width": _random_items(value, upper - lower, session),
             "items_skipped": len(session.skipped),
             "failures": failure_summary(session.skipped),
             "n_items": session.n_items,
@@ -242,8 +242,6 @@ def _is_joint(journal: Path) -> bool:
 
 def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, retries,
                     epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
-    from bayeval.evaluators import CommandEvaluator
-
     if resume:
         from bayeval.joint_session import JointSession
 
@@ -260,6 +258,8 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
         kind = (evaluator or EvaluatorKind.oracle).value
         if kind == "command" and not command:
             raise BayevalError("--evaluator command needs --command 'CMD {target} {item}'")
+        if kind == "command":
+            command_evaluator(command, timeout, retries)  # refused before any journal
         if kind != "command" and command is not None:
             raise BayevalError("--command is only used with --evaluator command")
         known = set(matrix.models)
@@ -288,8 +288,8 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
                                reference_source=source, extra=settings)
     with session:
         if settings["evaluator"] == EvaluatorKind.command.value:
-            runner = CommandEvaluator(settings["command"], timeout=settings["timeout"],
-                                      retries=settings["retries"])
+            runner = command_evaluator(settings["command"], settings["timeout"],
+                                       settings["retries"])
 
             def evaluate_fn(target, item):
                 return runner(item, target)
@@ -415,3 +415,12 @@ def _print_result(r: dict[str, Any]) -> None:
     if r["journal"]:
         table.add_row("journal", r["journal"])
     out.print(table)
+
+
+def _random_items(value: float, width: float, session) -> int:
+    """RS-Mean's items for this width at this estimate
+    (:func:`~bayeval.estimators.sample_mean.items_for_width`; imported here, not at the
+    top, so that a bad option is reported before JAX loads)."""
+    from bayeval.estimators.sample_mean import items_for_width
+
+    return items_for_width(value, width, session.n_items, session.method.level)

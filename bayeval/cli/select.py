@@ -23,6 +23,7 @@ from bayeval.cli.common import (
     TimeoutOption,
     app,
     check_options,
+    command_evaluator,
     err,
     fail,
     max_failures,
@@ -112,7 +113,7 @@ def select(
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
             seed, journal, resume, quiet) -> dict[str, Any]:
     from bayeval.data.sources import load_source_matrix
-    from bayeval.evaluators import CommandEvaluator, MatrixPairOracle
+    from bayeval.evaluators import MatrixPairOracle
     from bayeval.selection.session import SelectionSession
 
     if resume:
@@ -128,6 +129,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         kind = (evaluator or EvaluatorKind.oracle).value
         if kind == "command" and not command:
             raise BayevalError("--evaluator command needs --command 'CMD {model} {item}'")
+        if kind == "command":
+            command_evaluator(command, timeout, retries)  # refused before any journal
         if kind == "oracle" and command is not None:
             raise BayevalError("--command is only used with --evaluator command")
         matrix, source = None, None
@@ -169,8 +172,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
                                    journal=journal, extra=settings)
     with session:
         if settings["evaluator"] == EvaluatorKind.command.value:
-            runner = CommandEvaluator(settings["command"],
-                                      timeout=settings["timeout"], retries=settings["retries"])
+            runner = command_evaluator(settings["command"], settings["timeout"],
+                                       settings["retries"])
 
             def evaluate_fn(model, item):
                 return runner(item, model)

@@ -84,6 +84,8 @@ def build_subset(matrix: ScoreMatrix, method: str = "bestrand", *,
     if method != "mince":
         if retention is not None and size is not None:
             raise BayevalError("give either --retention or --size, not both")
+        if retention is not None and not 0.0 < retention <= 1.0:
+            raise BayevalError(f"--retention must be a fraction in (0, 1], got {retention}")
         if size is None:
             size = max(1, round((0.1 if retention is None else retention) * L))
         if not 1 <= size <= L:

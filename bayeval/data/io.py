@@ -40,7 +40,10 @@ def parse_score(value: object, where: str) -> float:
     if isinstance(value, bool | np.bool_):
         return float(value)
     if isinstance(value, int | float | np.integer | np.floating):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond float range: out of [0, 1] anyway
+            return math.inf
     text = str(value).strip()
     if text.lower() in _MISSING:
         return math.nan
@@ -247,6 +250,9 @@ def read_matrix(path: str | os.PathLike, layout: Layout | None = None,
                 kind: Kind | None = None) -> ScoreMatrix:
     """Read a score matrix from ``.npz``, ``.csv`` or ``.parquet`` by suffix."""
     suffix = Path(path).suffix.lower()
+    if Path(path).is_dir():
+        raise DataError(f"{path}: is a folder, not a score matrix file (.npz, .csv or "
+                        ".parquet)")
     if suffix == ".npz":
         return read_npz(path, kind=kind)
     if suffix == ".csv":

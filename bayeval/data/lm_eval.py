@@ -90,7 +90,7 @@ def read_sample_file(path: str | os.PathLike, metric: str,
                 raise DataError(f"{where}: no 'doc_id' field (not an lm-eval samples line)")
             try:
                 doc_id = int(record["doc_id"])
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):  # e.g. Infinity
                 raise DataError(f"{where}: doc_id {record['doc_id']!r} is not an integer") \
                     from None
             name = str(record.get("filter", "none"))

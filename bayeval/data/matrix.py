@@ -64,7 +64,7 @@ def validate_score(value: object, where: str) -> float:
             raise DataError(f"{where}: {text[:40]!r} is not a number") from None
     try:
         score = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # e.g. an integer of 400 digits
         raise DataError(f"{where}: {value!r} is not a number") from None
     if not np.isfinite(score):
         raise DataError(f"{where}: score is {score}, a finite number in [0, 1] is required")

@@ -1,0 +1,172 @@
+"""Bad input to the command line, one class per case: each is refused with a one-line
+error naming the problem, the documented exit status (2: a bad option, file or journal),
+no traceback, and no file created, changed or half-written.
+
+The commands run in-process through the console entry point (``bayeval.cli.main``), so
+that the classes cost one JAX import between them, not one each; the subprocess path of
+the same entry point is tested in test_reliability.py and test_cli.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bayeval.cli import main
+from bayeval.session import Session
+
+USAGE = 2
+
+# (class, argv, the message the one line must contain); {tmp} is the test's folder, in
+# which _files() writes the inputs named here
+CASES = [
+    ("epsilon zero", ["evaluate", "--epsilon", "0"], "--epsilon must be a width in (0, 1], got 0"),
+    ("epsilon negative", ["evaluate", "--epsilon", "-0.1"],
+     "--epsilon must be a width in (0, 1], got -0.1"),
+    ("epsilon nan", ["evaluate", "--epsilon", "nan"],
+     "--epsilon must be a width in (0, 1], got nan"),
+    ("epsilon above one", ["evaluate", "--epsilon", "5"],
+     "--epsilon must be a width in (0, 1], got 5"),
+    ("seed negative", ["evaluate", "--seed", "-1"], "--seed must be ≥ 0, got -1"),
+    ("timeout negative", ["evaluate", "--timeout", "-1"],
+     "--timeout must be a positive number of seconds, got -1"),
+    ("retries negative", ["evaluate", "--retries", "-1"], "--retries must be ≥ 0, got -1"),
+    ("max-items zero", ["evaluate", "--max-items", "0"], "--max-items must be ≥ 1, got 0"),
+    ("method parameter of the wrong type", ["evaluate", "--method", "bayesame(refit_every=abc)"],
+     "parameter refit_every='abc' should be int like its default 50"),
+    ("method parameter unknown", ["evaluate", "--method", "faq(budget=0.1, bogus=1)"],
+     "method 'faq' has no parameter 'bogus'"),
+    ("method unknown", ["evaluate", "--method", "nope"], "unknown method 'nope' (known: "),
+    ("method spec malformed", ["evaluate", "--method", "bayesame(refit_every"],
+     "bad method spec 'bayesame(refit_every'"),
+    ("dataset unknown", ["evaluate", "--dataset", "nope"], "unknown dataset 'nope' (bundled: "),
+    ("dataset and reference both", ["evaluate", "--dataset", "mrpc", "--reference",
+                                    "{tmp}/good.csv"],
+     "give either --dataset or --reference, not both"),
+    ("reference missing", ["evaluate", "--reference", "{tmp}/missing.csv"],
+     "{tmp}/missing.csv: no such file"),
+    ("reference is a folder", ["evaluate", "--reference", "{tmp}/adir"],
+     "is a folder, not a score matrix file"),
+    ("reference .npz not a zip", ["evaluate", "--reference", "{tmp}/bad.npz"],
+     "not a readable .npz file (no archive of arrays; bayeval never loads pickled data)"),
+    ("reference cell not a number", ["evaluate", "--reference", "{tmp}/bad.csv"],
+     "line 2, item 'i2': 'x' is not a number"),
+    ("reference empty", ["evaluate", "--reference", "{tmp}/empty.csv"], "empty file"),
+    ("reference of unknown format", ["evaluate", "--reference", "{tmp}/scores.txt"],
+     "unknown format '.txt' (use .npz, .csv or .parquet"),
+    ("reference of one model", ["evaluate", "--reference", "{tmp}/one.csv"],
+     "holds one model, 'm1': held out as the target it leaves no reference model"),
+    ("target unknown", ["evaluate", "--dataset", "mrpc", "--target", "nobody"],
+     "unknown target id 'nobody': not a model of mrpc (87 models)"),
+    ("journal is a folder (resume)", ["evaluate", "--journal", "{tmp}/adir", "--resume"],
+     "is a folder, not a journal file"),
+    ("journal is a folder (new run)", ["evaluate", "--journal", "{tmp}/adir", "--dataset",
+                                       "mrpc"], "is a folder; give a file path"),
+    ("journal in a missing folder", ["evaluate", "--journal", "{tmp}/missing/run.jsonl",
+                                     "--dataset", "mrpc"],
+     "folder {tmp}/missing does not exist"),
+    ("journal under a file", ["evaluate", "--journal", "{tmp}/afile/run.jsonl", "--dataset",
+                              "mrpc"], "folder {tmp}/afile does not exist"),
+    ("journal to resume missing", ["evaluate", "--journal", "{tmp}/none.jsonl", "--resume"],
+     "journal {tmp}/none.jsonl: no such file"),
+    ("journal with a corrupt header", ["evaluate", "--journal", "{tmp}/corrupt.jsonl",
+                                       "--resume"], "line 1: corrupt header"),
+    ("resume given settings again", ["evaluate", "--journal", "{tmp}/good.jsonl", "--resume",
+                                     "--method", "random"],
+     "--resume reads the settings from {tmp}/good.jsonl; drop --method"),
+    ("command evaluator without a command", ["evaluate", "--evaluator", "command", "--target",
+                                             "new"], "--evaluator command needs --command"),
+    ("quoted placeholder", ["evaluate", "--evaluator", "command", "--target", "new",
+                            "--command", 'echo "{item}"'], "write {item} without quotes"),
+    ("unknown option", ["evaluate", "--level", "0.9"],
+     "No such option: --level"),
+    ("value not among the choices", ["evaluate", "--evaluator", "nope"],
+     "Invalid value for '--evaluator'"),
+    ("no such command", ["evaluat"], "No such command 'evaluat'"),
+    ("select budget negative", ["select", "--budget", "-1"],
+     "--budget '-1': give a percentage of the model–item pairs"),
+    ("compress retention zero", ["compress", "--dataset", "mrpc", "--retention", "0", "--out",
+                                 "{tmp}/subset.json"],
+     "--retention must be a fraction in (0, 1], got 0.0"),
+    ("compress retention above one", ["compress", "--dataset", "mrpc", "--retention", "1.5",
+                                      "--out", "{tmp}/subset.json"],
+     "--retention must be a fraction in (0, 1], got 1.5"),
+    ("compress retention and size both", ["compress", "--dataset", "mrpc", "--retention",
+                                          "0.1", "--size", "20", "--out", "{tmp}/subset.json"],
+     "give either --retention or --size, not both"),
+    ("compress mince given a size", ["compress", "--dataset", "mrpc", "--method", "mince",
+                                     "--size", "20", "--out", "{tmp}/subset.json"],
+     "mince chooses the size itself"),
+    ("compress out is a folder", ["compress", "--dataset", "mrpc", "--out", "{tmp}/adir"],
+     "--out {tmp}/adir: is a folder; give a file path"),
+    ("compress export in a missing folder", ["compress", "--dataset", "mrpc", "--out",
+                                             "{tmp}/subset.json", "--export-samples",
+                                             "{tmp}/missing/s.json"],
+     "--export-samples {tmp}/missing/s.json: folder {tmp}/missing does not exist"),
+    ("diagnose one chain", ["diagnose", "--chains", "1"],
+     "--chains must be ≥ 2 (R-hat compares chains), got 1"),
+    ("diagnose no draws", ["diagnose", "--samples", "0"], "--samples must be ≥ 4 per chain"),
+    ("diagnose coreset zero", ["diagnose", "--coreset", "0"], "--coreset must be in 1..541, got 0"),
+    ("diagnose model unknown", ["diagnose", "--model", "nope"], "unknown model 'nope' (known: "),
+    ("diagnose plot folder is a file", ["diagnose", "--plot", "{tmp}/afile", "--coreset", "5"],
+     "--plot {tmp}/afile: is a file, not a folder"),
+    ("bench widths not numbers", ["bench", "validity", "--epsilons", "abc"],
+     "--epsilons: not a comma-separated list of numbers: 'abc'"),
+    ("bench variant unknown", ["bench", "validity", "--variants", "nope"],
+     "--variants: unknown nope (known: standard, extremes, sparse)"),
+    ("bench seeds zero", ["bench", "validity", "--seeds", "0"], "Invalid value for '--seeds'"),
+    ("bench dataset unknown", ["bench", "estimation", "--datasets", "nope"],
+     "unknown dataset 'nope'"),
+]
+
+
+def _files(tmp: Path) -> None:
+    """The inputs the cases name: good and broken matrices, folders, journals."""
+    (tmp / "good.csv").write_text("model,i1,i2,i3\nm1,1,0,1\nm2,0,1,1\nm3,1,1,0\n")
+    (tmp / "bad.csv").write_text("model,i1,i2\nm1,1,x\nm2,0,1\n")
+    (tmp / "empty.csv").write_text("")
+    (tmp / "one.csv").write_text("model,i1,i2,i3\nm1,1,0,1\n")
+    (tmp / "scores.txt").write_text("model,i1\nm1,1\n")
+    (tmp / "bad.npz").write_text("not a zip archive")
+    (tmp / "afile").write_text("x")
+    (tmp / "adir").mkdir()
+    (tmp / "corrupt.jsonl").write_text('{"garbage\n')
+    from bayeval.data import read_matrix
+
+    with Session(read_matrix(tmp / "good.csv").drop_models(["m1"]), "m1", "random",
+                 journal=tmp / "good.jsonl") as session:
+        for item in session.ask(1):
+            session.tell(item, 1.0)
+
+
+def _snapshot(tmp: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(tmp)): (p.read_bytes() if p.is_file() else None)
+            for p in sorted(tmp.rglob("*"))}
+
+
+@pytest.mark.parametrize(("argv", "message"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_bad_input_is_a_one_line_error_that_touches_no_file(tmp_path, capsys, monkeypatch,
+                                                            argv, message):
+    monkeypatch.chdir(tmp_path)  # a default journal or subset file would land here, and show
+    _files(tmp_path)
+    before = _snapshot(tmp_path)
+    capsys.readouterr()
+    args = [a.format(tmp=tmp_path) if "{tmp}" in a else a for a in argv]
+    with pytest.raises(SystemExit) as done:
+        main([*args, *(["-q"] if args[0] == "evaluate" else [])])
+    captured = capsys.readouterr()
+    assert done.value.code == USAGE, captured.err
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    want = message.format(tmp=tmp_path) if "{tmp}" in message else message
+    assert lines[0].startswith("error: ") and want in lines[0]
+    assert _snapshot(tmp_path) == before  # nothing created, changed or half-written
+    journal = [json.loads(line) for line in (tmp_path / "good.jsonl").read_text().splitlines()]
+    assert journal[-1]["event"] == "tell"  # the journal still resumes where it was
+
+
+def test_there_are_at_least_forty_classes():
+    assert len({c[0] for c in CASES}) == len(CASES) >= 40
