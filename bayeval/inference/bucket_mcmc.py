@@ -19,6 +19,8 @@ so the information gain of BayesAME's rule is computed from draws as well.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax.numpy as jnp
@@ -61,6 +63,13 @@ def prediction_from_draws(likelihood: str, theta: np.ndarray, noise: np.ndarray,
         n=jnp.asarray(float(observed.sum())), nearly_unique=jnp.asarray(nearly_unique))
 
 
+@functools.cache
+def _program(likelihood: str) -> Callable:
+    """The non-centred bucket GP with this likelihood, one object per likelihood so that
+    :func:`~bayeval.inference.mcmc.run_nuts` reuses its compiled program."""
+    return functools.partial(bucket_gp_model, likelihood=likelihood, centred=False)
+
+
 def bucket_gp_nuts(reference_scores: np.ndarray, items: np.ndarray, scores: np.ndarray,
                    likelihood: str = "bernoulli", alpha: float = 1.0, beta: float = 1.0,
                    sigma2: float | None = None, n0: int = N0, **nuts: Any
@@ -76,10 +85,13 @@ def bucket_gp_nuts(reference_scores: np.ndarray, items: np.ndarray, scores: np.n
     if items.shape != scores.shape or len(np.unique(items)) != items.size:
         raise ValueError("need one score per item and no item twice")
     observed_scores = np.clip(scores, CLIP, 1 - CLIP) if likelihood == "logit_normal" else scores
-    result = run_nuts(bucket_gp_model, jnp.asarray(layout.phi), jnp.asarray(layout.sizes),
-                      jnp.asarray(layout.item_bucket[items]), jnp.asarray(observed_scores),
-                      alpha=alpha, beta=beta, sigma2=layout.sigma2, likelihood=likelihood,
-                      centred=False, **nuts)
+    # the matrices are arguments of one compiled program, not constants folded into it
+    # (a B × B kernel baked in took XLA seconds per dot product to fold)
+    nuts.setdefault("jit_model_args", True)
+    result = run_nuts(_program(likelihood), jnp.asarray(layout.phi),
+                      jnp.asarray(layout.sizes), jnp.asarray(layout.item_bucket[items]),
+                      jnp.asarray(observed_scores), alpha=alpha, beta=beta,
+                      sigma2=layout.sigma2, **nuts)
     observed = np.zeros(n_items, bool)
     observed[items] = True
     full = np.zeros(n_items)
