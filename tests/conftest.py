@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import tempfile
+
+import jax
 import numpy as np
 import pytest
 
@@ -7,6 +11,14 @@ from bayeval.data import ScoreMatrix, load_dataset
 from bayeval.precision import enable_float64
 
 enable_float64()  # the library refuses float32 (bayeval.precision); tests use its internals
+
+# Many tests (and both xdist workers) compile the same programs: JAX's persistent cache,
+# the one the CLI keeps in ~/.cache/bayeval (cli.common.setup_jax), shares them within a
+# run. A cache never changes a result: an entry is keyed by the program and the versions.
+jax.config.update("jax_compilation_cache_dir",
+                  os.path.join(tempfile.gettempdir(), "bayeval-tests-jax-cache"))
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
 
 @pytest.fixture(scope="session")
