@@ -109,6 +109,21 @@ def command_evaluator(command: str, timeout: float, retries: int):
         raise BayevalError(str(exc)) from None
 
 
+def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout: float,
+                   retries: int, usage: str) -> str:
+    """The kind of ``--evaluator`` (oracle by default), with ``--command`` checked before
+    any work: required, and accepted by the CommandEvaluator, for ``command``; refused
+    otherwise. ``usage``: the command's form for the error, e.g. ``'CMD {item}'``."""
+    kind = (evaluator or EvaluatorKind.oracle).value
+    if kind == EvaluatorKind.command.value:
+        if not command:
+            raise BayevalError(f"--evaluator command needs --command {usage!r}")
+        command_evaluator(command, timeout, retries)  # refused before any journal
+    elif command is not None:
+        raise BayevalError("--command is only used with --evaluator command")
+    return kind
+
+
 def make_evaluator(settings: dict[str, Any], matrix, target: str):
     from bayeval.evaluators import MatrixOracle
 

@@ -15,6 +15,7 @@ from rich.table import Table
 from bayeval.cli.common import (
     DEFAULT_DATASET,
     app,
+    check_options,
     check_output,
     fail,
     fresh_source,
@@ -57,10 +58,13 @@ def diagnose(
                                       f"got {chains}"),
                         (warmup >= 0, f"--warmup must be ≥ 0, got {warmup}"),
                         (samples >= 4, f"--samples must be ≥ 4 per chain, got {samples}"),
-                        (rows >= 1, f"--rows must be ≥ 1, got {rows}"),
-                        (seed >= 0, f"--seed must be ≥ 0, got {seed}")):
+                        (rows >= 1, f"--rows must be ≥ 1, got {rows}")):
         if not ok:  # before JAX loads and before any work
             raise fail(message)
+    try:
+        check_options(seed=seed)
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
     from bayeval.diagnose import diagnose_case, plot_diagnosis
 
     setup_jax()

@@ -25,8 +25,10 @@ from bayeval.cli.common import (
     TimeoutOption,
     app,
     check_options,
+    comma_list,
     command_evaluator,
     err,
+    evaluator_kind,
     fail,
     failure_summary,
     fresh_source,
@@ -142,16 +144,10 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             "--epsilon": epsilon, "--max-items": max_items, "--seed": seed})
     else:
         source, matrix = fresh_source(dataset, reference)
-        kind = (evaluator or EvaluatorKind.oracle).value
+        kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {item}")
         seed = 0 if seed is None else seed
-        if kind == "command":
-            if not command:
-                raise BayevalError("--evaluator command needs --command 'CMD {item}'")
-            if target is None:
-                raise BayevalError("--evaluator command needs --target NAME for the new model")
-            command_evaluator(command, timeout, retries)  # refused before any journal
-        elif command is not None:
-            raise BayevalError("--command is only used with --evaluator command")
+        if kind == "command" and target is None:
+            raise BayevalError("--evaluator command needs --target NAME for the new model")
         if target is None:
             target = str(np.random.default_rng(seed).choice(matrix.models))
         if target in set(matrix.models):
@@ -252,16 +248,10 @@ def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, re
             "--max-items": max_items, "--seed": seed})
     else:
         source, matrix = fresh_source(dataset, reference)
-        names = [t.strip() for t in targets.split(",") if t.strip()]
+        names = comma_list(targets)
         if not names:
             raise BayevalError("--targets needs at least one model name")
-        kind = (evaluator or EvaluatorKind.oracle).value
-        if kind == "command" and not command:
-            raise BayevalError("--evaluator command needs --command 'CMD {target} {item}'")
-        if kind == "command":
-            command_evaluator(command, timeout, retries)  # refused before any journal
-        if kind != "command" and command is not None:
-            raise BayevalError("--command is only used with --evaluator command")
+        kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {target} {item}")
         known = set(matrix.models)
         if kind == "oracle":
             unknown = [t for t in names if t not in known]

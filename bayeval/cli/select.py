@@ -25,6 +25,7 @@ from bayeval.cli.common import (
     check_options,
     command_evaluator,
     err,
+    evaluator_kind,
     fail,
     max_failures,
     out,
@@ -126,13 +127,7 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         source = settings.get("source")
         matrix = load_source_matrix(source, journal) if source else None
     else:
-        kind = (evaluator or EvaluatorKind.oracle).value
-        if kind == "command" and not command:
-            raise BayevalError("--evaluator command needs --command 'CMD {model} {item}'")
-        if kind == "command":
-            command_evaluator(command, timeout, retries)  # refused before any journal
-        if kind == "oracle" and command is not None:
-            raise BayevalError("--command is only used with --evaluator command")
+        kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {model} {item}")
         matrix, source = None, None
         if kind == "oracle" or items is None or models is None:
             if dataset is not None and reference is not None:
