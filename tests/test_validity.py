@@ -56,6 +56,16 @@ def test_summary_by_hand():
     assert table.loc[("active-pai", "< 5%")].mean_items == 10
     assert table.loc[("active-pai", "> 95%")].saving_vs_rs == pytest.approx(1 - 40 / 60)
     assert table.loc[("active-pai", "5–95%")].coverage == 0.5
+    assert np.isnan(row.variance_ratio)  # runs without RS-Mean's variance at their items
+    # with it (N = 100 items): the median over runs of ((upper − lower) / 2z)² / rs_var
+    n = runs["items"].to_numpy(float)
+    truth = runs.truth.to_numpy()
+    runs["rs_var"] = truth * (1 - truth) / n * (100 - n) / 99
+    ratio = ((runs.upper - runs.lower) / (2 * 1.959963984540054)) ** 2 / runs.rs_var
+    table = validity.summarise(runs).set_index(["method", "stratum"])
+    assert table.loc[("active-pai", "all")].variance_ratio == pytest.approx(
+        np.median(ratio[:4]))
+    assert table.loc[("random", "> 95%")].variance_ratio == pytest.approx(ratio[7])
 
 
 def test_bench_validity_runs_from_the_cli(tmp_path):
