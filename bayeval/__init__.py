@@ -25,7 +25,6 @@ _EXPORTS = {
     "BayevalError": "bayeval.errors",
     "Estimate": "bayeval.types",
     "Estimator": "bayeval.estimators.base",
-    "JointSession": "bayeval.joint_session",
     "LoopState": "bayeval.methods",
     "Method": "bayeval.methods",
     "Policy": "bayeval.acquisition.policies",

@@ -27,7 +27,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +206,7 @@ class JournalFile:
                     f"{self.method.name} cannot leave a drawn item unevaluated (its "
                     "estimate weighs every drawn item's score): fix the evaluator and "
                     "--resume, which asks the same item again") from None
-            self.skip(*args, str(exc))
+            self._skip_args(args, str(exc))
             self.notes.append(f"skipped {' on '.join(args)}: {exc}")
             self._failures += 1
             if on_step is not None:
@@ -218,9 +218,16 @@ class JournalFile:
                     "is journaled: fix the evaluator and --resume)") from None
             return
         self._failures = 0
-        self.tell(*args, score)
+        self._tell_args(args, score)
         if on_step is not None:
             on_step(self, *args, score)
+
+    def _tell_args(self, args: tuple[str, ...], score: float) -> None:
+        """Tell the score of what ``args`` (as the evaluator got them) name."""
+        self.tell(*args, score)
+
+    def _skip_args(self, args: tuple[str, ...], reason: str) -> None:
+        self.skip(*args, reason)
 
     def _append(self, record: dict[str, Any]) -> None:
         if self._journal is None:
@@ -356,51 +363,71 @@ class PairJournal(JournalFile):
 
 
 class Session(JournalFile):
-    """An active evaluation of one target model against a reference matrix.
+    """An active evaluation of one target model, or of several jointly, against a
+    reference matrix.
 
     Parameters
     ----------
-    reference: the reference models' scores (the target must not be one of them).
-    target_id: a name for the model being evaluated.
+    reference: the reference models' scores (no target may be one of them).
+    target_id: a name for the model being evaluated, or a list of names for a method
+        that evaluates several targets jointly (``bayesame-joint``). With several targets
+        :meth:`ask` returns (target, item) pairs and ``tell`` / ``skip`` / ``estimate``
+        take ``target=``.
     method: a :class:`~bayeval.methods.Method` or the name of a registered one.
     method_params: parameters for a method given by name (e.g. ``{"epsilon": 0.05}``).
     seed: seeds every random choice; equal seeds and answers give equal runs.
     journal: path of the JSON-lines journal (``None``: keep nothing on disk). It must not
         exist yet; use :meth:`resume` to continue one.
-    max_items: stop after this many observed items whatever the stopping rule says.
+    max_items: stop after this many observations (of all targets) whatever the stopping
+        rule says.
     reference_source: how to load the reference again on resume, recorded in the header:
         ``{"dataset": name}`` or ``{"path": file}``, optionally with ``"held_out": [ids]``.
     extra: free JSON data stored in the header (the CLI keeps its evaluator settings here).
     """
 
-    def __init__(self, reference: ScoreMatrix, target_id: str, method: Method | str = "random",
-                 *, method_params: dict[str, Any] | None = None, seed: int = 0,
+    def __init__(self, reference: ScoreMatrix, target_id: str | Sequence[str],
+                 method: Method | str = "random", *,
+                 method_params: dict[str, Any] | None = None, seed: int = 0,
                  journal: str | os.PathLike | None = None, max_items: int | None = None,
                  reference_source: dict[str, Any] | None = None,
                  extra: dict[str, Any] | None = None) -> None:
-        self._setup(reference, str(target_id), method, dict(method_params or {}), int(seed),
+        self._setup(reference, target_id, method, dict(method_params or {}), int(seed),
                     max_items, reference_source, dict(extra or {}))
         self._journal_path: Path | None = None
         self._journal = None
         self._start_journal(journal)
 
     # ------------------------------------------------------------------ construction
-    def _setup(self, reference: ScoreMatrix, target_id: str, method: Method | str,
-               method_params: dict[str, Any], seed: int, max_items: int | None,
-               reference_source: dict[str, Any] | None, extra: dict[str, Any]) -> None:
+    def _setup(self, reference: ScoreMatrix, target_id: str | Sequence[str],
+               method: Method | str, method_params: dict[str, Any], seed: int,
+               max_items: int | None, reference_source: dict[str, Any] | None,
+               extra: dict[str, Any]) -> None:
         if not isinstance(reference, ScoreMatrix):
             raise SessionError("reference must be a bayeval.data.ScoreMatrix")
-        if target_id in set(reference.models):
-            raise SessionError(f"target {target_id!r} is also a reference model in "
-                               f"{reference.name}; hold it out first (ScoreMatrix.split)")
+        several = not isinstance(target_id, str)
+        ids = [str(t) for t in target_id] if several else [str(target_id)]
+        if not ids:
+            raise SessionError("give at least one target")
+        if len(set(ids)) != len(ids):
+            raise SessionError(f"targets must be distinct, got {ids}")
+        clash = sorted(set(ids) & set(reference.models))
+        if clash:
+            what = f"target {clash[0]!r} is" if len(clash) == 1 else f"targets {clash} are"
+            raise SessionError(f"{what} also a reference model in {reference.name}; hold "
+                               "it out first (ScoreMatrix.split)")
         if isinstance(method, str):
             method = make_method(method, **method_params)
         elif method_params:
             raise SessionError("method_params is only for a method given by name")
+        if several and not method.several_targets:
+            raise SessionError(f"method {method.name!r} evaluates one target; give one "
+                               "name, or use bayesame-joint for several")
         if max_items is not None and max_items < 1:
             raise SessionError(f"max_items must be ≥ 1, got {max_items}")
         self.reference = reference
-        self.target_id = target_id
+        self.target_ids = ids
+        self.several = several
+        self.target_id = None if several else ids[0]
         self.method = method
         self.seed = seed
         self.max_items = max_items
@@ -408,9 +435,12 @@ class Session(JournalFile):
         self.extra = extra
         self._key = jax.random.key(seed)
         self._refit_key = method.refit_key(self._key)
-        n = reference.n_items
-        self._loop = method.start(reference.scores, n)
-        self._rule_says_stop = False
+        self._target_index = {t: k for k, t in enumerate(ids)}
+        N = reference.n_items
+        n = len(ids) * N  # positions: cells t · N + i
+        self._loop = method.begin(method.start(reference.scores, N, len(ids)), self._key)
+        self._stop = np.zeros(len(ids) if several else (), bool)
+        self.stopped_at = np.zeros(len(ids), np.int64)  # observations when each stopped
         self._observed = np.zeros(n, bool)
         self._skipped = np.zeros(n, bool)
         self._pending = np.zeros(n, bool)
@@ -421,16 +451,17 @@ class Session(JournalFile):
         self._asked = 0
         self._scores = np.full(n, np.nan)
         self._n_events = 0
-        self.observations: list[tuple[str, float]] = []
-        self.skipped: list[tuple[str, str]] = []
-        self.history: list[tuple[int, float, float, float]] = []
+        self.observations: list[tuple] = []
+        self.skipped: list[tuple] = []
+        self.history: list[tuple] = []
         self.refits: list[dict[str, Any]] = []
         self.notes: list[str] = []
 
     def _header(self) -> dict[str, Any]:
+        who = {"targets": self.target_ids} if self.several else {"target": self.target_id}
         return {
             **self._header_base(),
-            "target": self.target_id,
+            **who,
             "method": {"name": self.method.name, "params": self.method.params},
             "seed": self.seed,
             "max_items": self.max_items,
@@ -453,10 +484,11 @@ class Session(JournalFile):
         reference = cls._resume_reference(path, header, reference)
         session = cls.__new__(cls)
         m = header["method"]
-        session._setup(reference, header["target"], method or m["name"],
+        targets = header["targets"] if "targets" in header else header["target"]
+        budget = header.get("max_items", header.get("max_evaluations"))
+        session._setup(reference, targets, method or m["name"],
                        {} if method is not None else m["params"], header["seed"],
-                       header.get("max_items"), header["reference"].get("source"),
-                       header.get("extra") or {})
+                       budget, header["reference"].get("source"), header.get("extra") or {})
         session._journal = None
         session._journal_path = None
         session._replay_journal(path, events, note, whole)
@@ -466,27 +498,53 @@ class Session(JournalFile):
         kind = event.get("event")
         with self._record_errors(where):
             item = str(event["item"])
+            target = event.get("target") if self.several else None
             if kind == "tell":
-                j = self._checked_index(item, where)
-                if self._observed[j] and not self.method.with_replacement:
-                    raise JournalError(f"{where}: item {item!r} recorded twice")
+                c = self._cell(item, target, where)
+                if self._observed[c] and not self.method.with_replacement:
+                    raise JournalError(f"{where}: {self._name(c)} recorded twice")
                 if event.get("n") != len(self.observations) + 1:
                     raise JournalError(f"{where}: observation number {event.get('n')} out of "
                                        f"sequence (expected {len(self.observations) + 1})")
                 score = validate_score(event["score"], where)
-                self._apply_tell(j, score, self._replayed_draw(event, j, where))
+                self._apply_tell(c, score, self._replayed_draw(event, c, where))
             elif kind == "skip":
-                self._apply_skip(self._checked_index(item, where), str(event.get("reason", "")))
+                self._apply_skip(self._cell(item, target, where),
+                                 str(event.get("reason", "")))
             else:
                 raise JournalError(f"{where}: unknown event {kind!r}")
 
     # ------------------------------------------------------------------ ask / tell
-    def _checked_index(self, item: str, where: str) -> int:
+    def _cell(self, item: str, target: str | None, where: str) -> int:
+        """The position of ``item`` (of ``target``, with several targets)."""
         try:
-            return self.reference.item_index(item)
+            j = self.reference.item_index(item)
         except DataError:
             raise SessionError(f"{where}: item {item!r} is not in the benchmark "
                                f"{self.reference.name}") from None
+        if not self.several:
+            if target is not None and str(target) != self.target_id:
+                raise SessionError(f"{where}: {target!r} is not the target "
+                                   f"{self.target_id!r}")
+            return j
+        if target is None:
+            raise SessionError(f"{where}: name the target of item {item!r} (target=, one "
+                               f"of {self.target_ids})")
+        if str(target) not in self._target_index:
+            raise SessionError(f"{where}: {target!r} is not one of the targets "
+                               f"{self.target_ids}")
+        return self._target_index[str(target)] * self.n_items + j
+
+    def _name(self, c: int) -> str:
+        """``item 'x'``, or ``'t' on item 'x'`` with several targets."""
+        t, j = divmod(int(c), self.n_items)
+        item = f"item {str(self.reference.items[j])!r}"
+        return f"{self.target_ids[t]!r} on {item}" if self.several else item
+
+    def _asked_form(self, c: int) -> str | tuple[str, str]:
+        t, j = divmod(int(c), self.n_items)
+        item = str(self.reference.items[j])
+        return (self.target_ids[t], item) if self.several else item
 
     @property
     def n_items(self) -> int:
@@ -501,22 +559,29 @@ class Session(JournalFile):
 
     @property
     def done(self) -> bool:
-        """True once the stopping rule fired, the budget is spent or no item is left."""
+        """True once the stopping rule fired (for every target), the budget is spent or
+        no item is left."""
         return self.stop_reason is not None
 
     @property
     def stop_reason(self) -> str | None:
         """Why the session is done, or None while it is not."""
-        if self._rule_says_stop:
-            return f"stopping rule {self.method.stopping.name}"
+        rule = self.method.stopping.name
+        if np.all(self._stop):
+            return f"every target met {rule}" if self.several else f"stopping rule {rule}"
         if self.max_items is not None and self.n_observed >= self.max_items:
             return f"budget of {self.max_items} items"
-        if not self.method.with_replacement and not (~(self._observed | self._skipped)).any():
+        left = ~(self._observed | self._skipped)
+        if not self.method.with_replacement and not left.any():
             return "every item evaluated or skipped"
+        if self.several and np.all(self._stop | ~left.reshape(len(self.target_ids), -1)
+                                   .any(1)):
+            return f"every target met {rule} or has no item left"
         return None
 
-    def ask(self, k: int = 1) -> list[str]:
-        """Up to ``k`` item ids to evaluate next (none once :attr:`done`).
+    def ask(self, k: int = 1) -> list:
+        """Up to ``k`` item ids to evaluate next (none once :attr:`done`); with several
+        targets, (target, item) pairs.
 
         Asked items are held back from later asks until told or skipped; asks are not
         journaled (they are recomputed after a resume).
@@ -533,7 +598,10 @@ class Session(JournalFile):
         k = min(k, int(available.sum()))
         if k <= 0:
             return []
-        chosen, draws = self.method.select(self._loop.prediction, available, self._key,
+        if self.several and k > 1:
+            raise SessionError(f"ask(k): {self.method.name} asks one (target, item) pair at "
+                               f"a time, not {k}")
+        chosen, draws = self.method.select(self._loop, available, self._key,
                                            np.uint32(self._n_events), k)
         chosen = np.asarray(chosen)
         self._pending[chosen] = True
@@ -541,53 +609,73 @@ class Session(JournalFile):
                                                np.asarray(draws.design)], axis=1)
         self._pending_order[chosen] = self._asked + np.arange(chosen.size)
         self._asked += chosen.size
-        return [str(self.reference.items[j]) for j in chosen]
+        return [self._asked_form(c) for c in chosen]
 
-    def _ask_with_replacement(self) -> list[str]:
+    def _ask_with_replacement(self) -> list:
         """One item per round (the policy changes after every round). A draw of an item
         already scored is a round too: it is recorded at once with the known score (a
         journaled ``tell`` marked ``repeat``) and the next round is drawn."""
         pending = np.flatnonzero(self._pending)
         if pending.size:
-            return [str(self.reference.items[pending[0]])]
-        everything = np.ones(self.n_items, bool)
+            return [self._asked_form(pending[0])]
+        everything = np.ones(self._observed.size, bool)
         while not self.done:
-            chosen, draws = self.method.select(self._loop.prediction, everything, self._key,
+            chosen, draws = self.method.select(self._loop, everything, self._key,
                                                np.uint32(self._n_events), 1)
             j = int(np.asarray(chosen)[0])
             draw = Draw(float(np.asarray(draws.q)[0]), float(np.asarray(draws.design)[0]))
             if not self._observed[j]:
                 self._pending[j] = True
                 self._pending_draw[j] = draw
-                return [str(self.reference.items[j])]
+                return [self._asked_form(j)]
             self._record_tell(j, float(self._scores[j]), draw, repeat=True)
         return []
 
     @property
     def n_evaluated(self) -> int:
-        """Distinct items scored (below :attr:`n_observed` when draws repeat items)."""
+        """Distinct items (cells, with several targets) scored; below :attr:`n_observed`
+        when draws repeat items."""
         return int(self._observed.sum())
 
-    def tell(self, item: str, score: float) -> None:
-        """Record the target's score on ``item``: journaled (fsync) before it returns."""
+    def items_used(self, target: str | None = None) -> int:
+        """Items scored or skipped for ``target`` (the one target by default)."""
+        t = self._target(target, "items_used")
+        rows = (self._observed | self._skipped).reshape(len(self.target_ids), -1)
+        return int(rows[t].sum())
+
+    def tell(self, item: str, score: float, *, target: str | None = None) -> None:
+        """Record the target's score on ``item`` (``target``'s, with several targets):
+        journaled (fsync) before it returns."""
         item = str(item)
-        j = self._checked_index(item, "tell")
-        if self._needs_draws and not self._pending[j]:
+        c = self._cell(item, target, "tell")
+        if self._needs_draws and not self._pending[c]:
             raise SessionError(f"tell: item {item!r} was not asked; {self.method.name} "
                                "needs the score of the item it drew (its estimate weighs "
                                "each score by the draw's probability)")
-        if self._observed[j]:
-            raise SessionError(f"tell: item {item!r} was already observed")
+        if self._observed[c]:
+            raise SessionError(f"tell: {self._name(c)} was already observed")
         if self._needs_draws:  # (sampling with replacement has one pending item at most)
-            earlier = self._pending & (self._pending_order < self._pending_order[j])
+            earlier = self._pending & (self._pending_order < self._pending_order[c])
             if earlier.any():
                 first = int(np.flatnonzero(earlier)[np.argmin(self._pending_order[earlier])])
                 raise SessionError(
-                    f"tell: item {item!r} came before item {self.reference.items[first]!r}, "
+                    f"tell: item {item!r} came before {self._name(first)}, "
                     f"which was asked earlier; {self.method.name} takes the scores of a "
                     "batch in the order ask returned them")
-        draw = Draw(*map(float, self._pending_draw[j]))  # NaN unless j is pending
-        self._record_tell(j, validate_score(score, f"tell: item {item!r}"), draw)
+        draw = Draw(*map(float, self._pending_draw[c]))  # NaN unless c is pending
+        self._record_tell(c, validate_score(score, f"tell: {self._name(c)}"), draw)
+
+    def _tell_args(self, args: tuple[str, ...], score: float) -> None:
+        if self.several:
+            self.tell(args[1], score, target=args[0])
+        else:
+            self.tell(*args, score)
+
+    def _skip_args(self, args: tuple[str, ...], reason: str) -> None:
+        if self.several:
+            self.skip(args[1], reason, target=args[0])
+        else:
+            self.skip(*args, reason)
 
     @property
     def _needs_draws(self) -> bool:
@@ -595,21 +683,24 @@ class Session(JournalFile):
         sampling with replacement)."""
         return self.method.with_replacement or self.method.estimator.needs_probabilities
 
-    def _record_tell(self, j: int, score: float, draw: Draw, **extra: Any) -> None:
-        """Journal (fsync) the score of item position ``j`` and how it was drawn (its
+    def _record_tell(self, c: int, score: float, draw: Draw, **extra: Any) -> None:
+        """Journal (fsync) the score at position ``c`` and how it was drawn (its
         :class:`~bayeval.estimators.base.Draw` as numbers; NaN: not drawn by the policy,
         or no design statistic), then apply it."""
-        record = {"event": "tell", "n": self.n_observed + 1,
-                  "item": str(self.reference.items[j]), "score": score}
+        t, j = divmod(int(c), self.n_items)
+        record = {"event": "tell", "n": self.n_observed + 1}
+        if self.several:
+            record["target"] = self.target_ids[t]
+        record.update(item=str(self.reference.items[j]), score=score)
         q, design = draw
         if np.isfinite(q):
             record["q"] = q
         if np.isfinite(design):
             record["design"] = design
         self._append({**record, **extra})
-        self._apply_tell(j, score, draw)
+        self._apply_tell(c, score, draw)
 
-    def _replayed_draw(self, event: dict[str, Any], j: int, where: str) -> Draw:
+    def _replayed_draw(self, event: dict[str, Any], c: int, where: str) -> Draw:
         """How a replayed tell was drawn: the recorded (q, design), else (a journal written
         without them) the policy's single draw from the current state, which is the one
         it was drawn with when asks are one item at a time."""
@@ -625,41 +716,54 @@ class Session(JournalFile):
             return Draw(float(q), float(design))
         if not self._needs_draws:
             return Draw(float("nan"), float("nan"))
-        available = (np.ones(self.n_items, bool) if self.method.with_replacement
+        available = (np.ones(self._observed.size, bool) if self.method.with_replacement
                      else ~(self._observed | self._skipped))
-        draw = self.method.probability(self._loop.prediction, available, np.int32(j))
+        draw = self.method.probability(self._loop, available, np.int32(c))
         return Draw(float(draw.q), float(draw.design))
 
-    def skip(self, item: str, reason: str) -> None:
-        """Leave ``item`` unevaluated (its evaluation failed); journaled, never asked again."""
+    def skip(self, item: str, reason: str, *, target: str | None = None) -> None:
+        """Leave ``item`` (of ``target``, with several targets) unevaluated (its evaluation
+        failed); journaled, never asked again."""
         item = str(item)
-        j = self._checked_index(item, "skip")
+        c = self._cell(item, target, "skip")
         if self._needs_draws:
             raise SessionError(f"skip: {self.method.name} cannot leave item {item!r} "
                                "unevaluated: its estimate needs the score of every drawn "
                                "item; retry the evaluation or score the failure")
-        if self._observed[j]:
-            raise SessionError(f"skip: item {item!r} was already observed")
-        self._append({"event": "skip", "item": item, "reason": reason})
-        self._apply_skip(j, reason)
+        if self._observed[c]:
+            raise SessionError(f"skip: {self._name(c)} was already observed")
+        record: dict[str, Any] = {"event": "skip"}
+        if self.several:
+            record["target"] = self.target_ids[c // self.n_items]
+        self._append({**record, "item": item, "reason": reason})
+        self._apply_skip(c, reason)
 
-    def _apply_tell(self, j: int, score: float, draw: Draw) -> None:
+    def _apply_tell(self, c: int, score: float, draw: Draw) -> None:
         n = self.n_observed + 1
         self._loop, stop, info = self.method.step(
-            self._loop, np.int32(j), np.float64(score), Draw(*map(np.float64, draw)),
+            self._loop, np.int32(c), np.float64(score), Draw(*map(np.float64, draw)),
             np.float64(n),
             jax.random.fold_in(self._refit_key, n))
-        self._rule_says_stop = bool(stop)
+        stop = np.asarray(stop)
+        self.stopped_at[(np.atleast_1d(stop) & ~np.atleast_1d(self._stop))] = n
+        self._stop = stop
         if bool(info.refitted):
             self._record_refit(n, info)
-        self._observed[j] = True
-        self._scores[j] = score
-        self._pending[j] = False
-        self._pending_draw[j] = np.nan
-        self._skipped[j] = False
+        self._observed[c] = True
+        self._scores[c] = score
+        self._pending[c] = False
+        self._pending_draw[c] = np.nan
+        self._skipped[c] = False
         self._n_events += 1
-        self.observations.append((str(self.reference.items[j]), score))
-        self.history.append((n, *self.estimate()))
+        t, j = divmod(int(c), self.n_items)
+        item = str(self.reference.items[j])
+        if self.several:
+            target = self.target_ids[t]
+            self.observations.append((target, item, score))
+            self.history.append((n, target, *self.estimate(target)))
+        else:
+            self.observations.append((item, score))
+            self.history.append((n, *self.estimate()))
 
     def _record_refit(self, n: int, info: Any) -> None:
         """Keep what the re-fit after the n-th observation did; warn when it failed."""
@@ -673,20 +777,43 @@ class Session(JournalFile):
             self.notes.append(note)
             warnings.warn(note, RefitWarning, stacklevel=4)
 
-    def _apply_skip(self, j: int, reason: str) -> None:
-        self._skipped[j] = True
-        self._pending[j] = False
-        self._pending_draw[j] = np.nan
+    def _apply_skip(self, c: int, reason: str) -> None:
+        self._skipped[c] = True
+        self._pending[c] = False
+        self._pending_draw[c] = np.nan
         self._n_events += 1
-        self.skipped.append((str(self.reference.items[j]), reason))
+        self._loop = self.method.skip(self._loop, np.int32(c))
+        t, j = divmod(int(c), self.n_items)
+        item = str(self.reference.items[j])
+        self.skipped.append((self.target_ids[t], item, reason) if self.several
+                            else (item, reason))
 
     # ------------------------------------------------------------------ results
-    def estimate(self) -> tuple[float, float, float]:
+    def _target(self, target: str | None, where: str) -> int:
+        if target is None:
+            if self.several:
+                raise SessionError(f"{where}: name the target (one of {self.target_ids})")
+            return 0
+        if str(target) not in self._target_index:
+            raise SessionError(f"{where}: {target!r} is not one of the targets "
+                               f"{self.target_ids}")
+        return self._target_index[str(target)]
+
+    def estimate(self, target: str | None = None) -> tuple[float, float, float]:
         """(estimate, lower, upper): the estimator's estimate of R and its
-        ``method.level`` interval, clipped to [0, 1]."""
+        ``method.level`` interval, clipped to [0, 1] (of ``target``, with several)."""
+        t = self._target(target, "estimate")
         est = self._loop.estimate
+        if self.several:
+            est = jax.tree_util.tree_map(lambda x: x[t], est)
         lower, upper = clip_interval(est.lower, est.upper)
         return float(est.value), lower, upper
+
+    def estimates(self) -> dict[str, tuple[float, float, float]]:
+        """{target: (estimate, lower, upper)} for every target."""
+        if not self.several:
+            return {self.target_id: self.estimate()}
+        return {t: self.estimate(t) for t in self.target_ids}
 
     @property
     def prediction(self):
@@ -704,16 +831,19 @@ class Session(JournalFile):
         estimate): :class:`~bayeval.methods.base.LoopState`."""
         return self._loop
 
-    def run(self, evaluator: Callable[[str], float], batch: int = 1,
-            on_step: Callable[[Session, str, float | None], None] | None = None,
-            max_failures: int | None = None) -> tuple[float, float, float]:
-        """Ask, evaluate and tell until done. An item whose evaluation raises
-        :class:`EvaluationError` is skipped with the reason journaled, never scored;
-        ``max_failures`` failures in a row stop the run with :class:`EvaluatorFailedError`."""
+    def run(self, evaluator: Callable[..., float], batch: int = 1,
+            on_step: Callable[..., None] | None = None,
+            max_failures: int | None = None) -> tuple[float, float, float] | dict:
+        """Ask, evaluate and tell until done: ``evaluator(item)``, or
+        ``evaluator(target, item)`` with several targets (whose result is then
+        :meth:`estimates`). An item whose evaluation raises :class:`EvaluationError` is
+        skipped with the reason journaled, never scored; ``max_failures`` failures in a
+        row stop the run with :class:`EvaluatorFailedError`."""
         while not self.done:
-            items = self.ask(batch)
-            if not items:
+            asked = self.ask(1 if self.several else batch)
+            if not asked:
                 break
-            for item in items:
-                self._run_one(evaluator, (item,), on_step, max_failures)
-        return self.estimate()
+            for a in asked:
+                self._run_one(evaluator, tuple(a) if self.several else (a,), on_step,
+                              max_failures)
+        return self.estimates() if self.several else self.estimate()

@@ -1,6 +1,8 @@
 """Simulated evaluation runs: the Session's loop, jitted and vmapped over runs.
 
-A run evaluates one target (its full score row is known) with one seed. Runs sharing a
+A run evaluates one target (its full score row is known) with one seed, or, for a method
+with a target axis (multi-target BayesAME), T targets at once: its positions are then the
+(target, item) cells t · N + i and its estimates carry a trailing target axis. Runs sharing a
 reference matrix share the initial posterior; they advance in lock-step inside one
 ``jax.lax.while_loop`` (a ``vmap`` over runs inside), so that a re-fit every F steps is a
 real branch for all runs at once. Runs are processed in chunks sized to a memory budget.
@@ -19,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayeval.inference.base import advance, nothing_done
+from bayeval.inference.base import nothing_done
 from bayeval.methods import Method
 from bayeval.types import SimulationResult
 
@@ -37,8 +39,8 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
     ``select`` (items and draw probabilities), ``record``, ``advance`` and ``report``."""
     backend = method.backend
 
-    def one_select(prediction, available, key, t):
-        items, draws = method.choose(prediction, available, jax.random.fold_in(key, t), 1)
+    def one_select(loop, available, key, t):
+        items, draws = method.choose(loop, available, jax.random.fold_in(key, t), 1)
         return items[0].astype(jnp.int32), jax.tree_util.tree_map(lambda x: x[0], draws)
 
     v_select = jax.vmap(one_select, in_axes=(0, 0, 0, None))
@@ -54,11 +56,13 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
     def run(loops, keys, targets):
         R = targets.shape[0]
         rows = jnp.arange(R)
-        records = {name: jnp.zeros((R, n_steps)) for name in ("estimate", "var", "lower",
-                                                              "upper")}
+        loops = jax.vmap(method.begin)(loops, keys)
+        shape = loops.estimate.value.shape  # (R,) or (R, T) with a target axis
+        records = {name: jnp.zeros((R, n_steps, *shape[1:])) for name in (
+            "estimate", "var", "lower", "upper")}
         records["items"] = jnp.zeros((R, n_steps), jnp.int32)
         available = jnp.ones(targets.shape, bool)
-        stop_n = jnp.zeros(R, jnp.int32)
+        stop_n = jnp.zeros(shape, jnp.int32)
         refit_keys = jax.vmap(method.refit_key)(keys)
         quiet = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (R,)), nothing_done())
         counts = jnp.zeros(R, jnp.int32)
@@ -72,12 +76,11 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
 
         def body(carry):
             t, loops, available, stop_n, records, refits, failed = carry
-            items, draws = v_select(loops.prediction, available, keys, t)
+            items, draws = v_select(loops, available, keys, t)
             loops = v_record(loops, items, targets[rows, items], draws)
-            keys_t = (jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
-                      if backend.refit_every else None)  # re-fit keys only where re-fits run
-            state, info = advance(backend, loops.backend, t + 1, keys_t, v_refit, v_compact,
-                                  quiet)
+            keys_t = jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
+            state, info = method.maintain(loops.backend, t + 1, keys_t, v_refit, v_compact,
+                                          quiet)
             loops, stop = v_report(loops._replace(backend=state))
             refits = refits + info.refitted
             failed = failed + (info.refitted & ~info.accepted)
@@ -111,27 +114,41 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     Parameters
     ----------
     reference_scores: (M, N) reference matrix shared by all runs.
-    targets: (R, N) full score rows of the targets, one per run (repeat a row for seeds).
+    targets: (R, N) full score rows of the targets, one per run (repeat a row for seeds);
+        for a method with a target axis, (R, T, N): T targets per run. The result's
+        estimates are then (R, steps, T), its items the cells t · N + i and its
+        ``stop_n`` (R, T): when each target met its rule.
     seeds: R seeds.
-    n_steps: observations (draws) per run (default N: the full benchmark; above N only
-        for methods that sample with replacement). With ``until_stop`` a
+    n_steps: observations (draws) per run (default N, or T · N: the full benchmark; above
+        that only for methods that sample with replacement). With ``until_stop`` a
         chunk ends early once every run in it has met the stopping rule; later steps are
         then NaN.
     memory_budget: bytes of run state held at once; runs are chunked to fit.
     progress: called with (runs done, runs total) after each chunk.
     """
     targets = np.asarray(targets, dtype=np.float64)
-    if targets.ndim != 2 or np.isnan(targets).any():
-        raise ValueError("targets must be complete (R, N) score rows")
+    if targets.ndim not in (2, 3) or np.isnan(targets).any():
+        raise ValueError("targets must be complete (R, N) score rows, or (R, T, N) for "
+                         "several targets per run")
+    if targets.ndim == 3 and not method.several_targets:
+        raise ValueError(f"method {method.name!r} evaluates one target per run: give "
+                         "(R, N) rows")
+    several = method.several_targets
+    if several and targets.ndim == 2:
+        targets = targets[:, None, :]  # one target per run, on the target axis
     seeds = np.asarray(seeds, dtype=np.int64)
-    R, N = targets.shape
+    R, N = targets.shape[0], targets.shape[-1]
+    T = targets.shape[1] if several else 1
     if seeds.shape != (R,):
         raise ValueError(f"need one seed per target row: {R} rows, {seeds.size} seeds")
-    n_steps = N if n_steps is None else int(n_steps)
-    if n_steps < 1 or (n_steps > N and not method.with_replacement):
-        raise ValueError(f"n_steps must be in 1..{N}")
-    loop0 = method.start(reference_scores, N)
-    per_run = 4 * (_tree_bytes(loop0) + 5 * n_steps * 8)
+    cells = T * N
+    n_steps = cells if n_steps is None else int(n_steps)
+    if n_steps < 1 or (n_steps > cells and not method.with_replacement):
+        raise ValueError(f"n_steps must be in 1..{cells}")
+    loop0 = method.start(reference_scores, N, T)
+    truth = targets.mean(axis=-1)
+    targets = targets.reshape(R, cells)
+    per_run = 4 * (_tree_bytes(loop0) + 5 * n_steps * 8 * T)
     chunk = int(max(1, min(R, memory_budget // max(per_run, 1))))
     run = _compile_chunk(method, n_steps, until_stop)
     out = {k: [] for k in ("estimate", "var", "lower", "upper", "items")}
@@ -148,7 +165,9 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
         for k in out:
             values = np.asarray(records[k])
             if k != "items":  # steps after an early end (until_stop) were not taken
-                values = np.where(np.arange(n_steps) < int(t_end), values, np.nan)
+                taken = np.arange(n_steps) < int(t_end)
+                values = np.where(taken.reshape(-1, *([1] * (values.ndim - 2))), values,
+                                  np.nan)
             out[k].append(values)
         stops.append(np.asarray(stop_n))
         refit_counts.append(np.asarray(refits))
@@ -158,7 +177,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     arrays = {k: np.concatenate(v) for k, v in out.items()}
     stop_n = np.concatenate(stops)
     return SimulationResult(arrays["estimate"], arrays["var"], arrays["lower"],
-                            arrays["upper"], arrays["items"], stop_n, targets.mean(axis=1),
+                            arrays["upper"], arrays["items"], stop_n, truth,
                             np.concatenate(refit_counts), np.concatenate(failed_counts))
 
 

@@ -4,7 +4,7 @@ default), against the single-target engine on the same reference in the same pro
 Usage: python bench/joint_memory.py [--dataset arc_challenge] [--targets 10]
                                     [--steps 300] [--out bench/results/joint_memory.md]
 
-Runs one :class:`~bayeval.methods.multi_target.JointRun` through its initial design (every
+Runs one :class:`~bayeval.session.Session` of ``bayesame-joint`` through its initial design (every
 target on 10% of the items), the first re-fit (AdamW on ≤ 256 observed pairs, then the
 posterior rebuilt on all of them), then ``--steps`` round-robin steps. Reports the peak
 resident memory of the process after each phase (``ru_maxrss``; the process holds nothing
@@ -26,8 +26,8 @@ import numpy as np
 
 from bayeval.data import load_dataset, make_split
 from bayeval.methods import make_method
-from bayeval.methods.multi_target import JointRun, make_joint
 from bayeval.precision import enable_float64
+from bayeval.session import Session
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
@@ -61,50 +61,60 @@ def main() -> None:
         lines.append(text)
 
     rss0 = peak_gb()
-    cfg = make_joint(refit_every=10**9)  # only the first re-fit, timed on its own below
-    run = JointRun(reference, args.targets, cfg, seed=0, kind=matrix.kind)
-    T, B, N = args.targets, run.n_buckets, run.n_items
+    names = [f"t{k}" for k in range(args.targets)]
+    # only the first re-fit, timed on its own below
+    run = Session(split.reference, names, "bayesame-joint",
+                  method_params={"refit_every": 10**9}, seed=0)
+    cfg = run.method.config
+    joint = run.state.joint
+    T, B, N = args.targets, joint.sizes.shape[0], run.n_items
     J = T * B
+    n_init = int(run.loop.plan.design.size)
     say(f"# multi-target BayesAME on {args.dataset}: {T} targets × {B} buckets (J = {J}), "
         f"N = {N}, {reference.shape[0]} reference models")
     say("")
     say(f"- Σ_c: J² floats = {J * J * 8 / 1e9:.2f} GB; peak RSS before the run "
         f"{rss0:.2f} GB, after the prior state {peak_gb():.2f} GB")
 
+    def one() -> None:
+        (t, item), = run.ask()
+        run.tell(item, float(targets[names.index(t), run.reference.item_index(item)]),
+                 target=t)
+
     step_times, compact_times, refit_times = [], [], []
     t_init = time.perf_counter()
-    while run.n < run.n_init - 1:
-        p = run.next_pair()
-        run.observe(p.target, p.item, targets[p.target, p.item])
+    while run.n_observed < n_init - 1:
+        one()
     t_init = time.perf_counter() - t_init
-    say(f"- initial design: {run.n_init} evaluations in {t_init:.1f} s (compilation "
+    say(f"- initial design: {n_init} evaluations in {t_init:.1f} s (compilation "
         f"included); peak RSS {peak_gb():.2f} GB")
-    p = run.next_pair()
     t0 = time.perf_counter()
-    run.observe(p.target, p.item, targets[p.target, p.item])  # the first re-fit is due here
-    jax.block_until_ready(run.state.mu)
+    one()  # the first re-fit is due here
+    jax.block_until_ready(run.state.joint.mu)
     first_refit = time.perf_counter() - t0
-    pairs = int(np.sum(np.asarray(run.state.count) > 0))
+    pairs = int(np.sum(np.asarray(run.state.joint.count) > 0))
     say(f"- first re-fit ({pairs} observed pairs, fit on ≤ 256, rebuild on all; compilation "
         f"included): {first_refit:.1f} s; peak RSS {peak_gb():.2f} GB")
     # a second re-fit at the same sizes, compiled
-    fit, size = run.refit_slots()
-    _, refit_s = timed(cfg.refit, run.state, run.params, jax.random.key(1),
-                       run.learning_rate, fit)
-    run.state, rebuild_s = timed(cfg.rebuild, run.state, run.params, size)  # donated
+    fit, size = cfg.slots(run.state, pairs)
+    fit_at = jax.jit(cfg.fit_at, static_argnums=2)
+    rebuild_at = jax.jit(cfg.rebuild_at, static_argnums=2, donate_argnums=0)
+    fit_at(run.state, jax.random.key(1), fit)  # compiled here, timed below
+    params, refit_s = timed(fit_at, run.state, jax.random.key(1), fit)
+    (state, _), rebuild_s = timed(rebuild_at, run.state, params, size)  # donated
+    run._loop = run.loop._replace(backend=state)
     refit_times.append(refit_s + rebuild_s)
     say(f"- re-fit compiled: AdamW fit {refit_s:.2f} s + rebuild {rebuild_s:.2f} s; peak RSS "
         f"{peak_gb():.2f} GB")
     for _ in range(args.steps):
-        if run.finished:
+        if run.done:
             break
-        pending = int(run.state.n_pending)
+        n = run.n_observed + 1
         t0 = time.perf_counter()
-        p = run.next_pair()
-        run.observe(p.target, p.item, targets[p.target, p.item])
+        one()
         jax.block_until_ready(run.prediction.mean)
         dt = time.perf_counter() - t0
-        (compact_times if pending + 1 >= cfg.pending else step_times).append(dt)
+        (compact_times if n % cfg.pending == 0 else step_times).append(dt)
     say(f"- {len(step_times) + len(compact_times)} round-robin steps: median step "
         f"{1e3 * np.median(step_times[5:]):.1f} ms, median step with compaction "
         f"{1e3 * np.median(compact_times[1:] or compact_times):.0f} ms; peak RSS "
@@ -117,7 +127,7 @@ def main() -> None:
     times = []
     for n in range(1, 201):
         t0 = time.perf_counter()
-        items, draws = single.select(loop.prediction, available, key, n, 1)
+        items, draws = single.select(loop, available, key, n, 1)
         item = int(items[0])
         draw = jax.tree_util.tree_map(lambda x: x[0], draws)
         loop, _, _ = single.step(loop, item, targets[0, item], draw, n, key)

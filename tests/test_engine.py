@@ -23,6 +23,9 @@ SETTINGS = {
     "bayesame-rs": {"refit_every": 6, "lbfgs_steps": 5, "window": 4, "epsilon": 0.4},
     "bayesame-laplace": {"refit_every": 6, "lbfgs_steps": 3, "relinearise_every": 4},
     "bayes-aipw": {"window": 4, "epsilon": 0.4},
+    # two targets: the design (2 × 4 pairs), re-fits after the 8th and 14th observation
+    "bayesame-joint": {"refit_every": 6, "adam_steps": 5, "window": 4, "epsilon": 0.4,
+                       "pending": 4},
     "faq": {"budget": 18, "k": 2},
     "random": {"epsilon": 0.45, "min_n": 5},
 }
@@ -39,6 +42,9 @@ def test_session_and_simulator_make_the_same_run(world, name):
     reference, target = world
     method = make_method(name, **SETTINGS.get(name, {}))
     seed = 11
+    if method.several_targets:
+        _same_run_with_two_targets(method, reference, target, seed)
+        return
     sim = simulate(method, reference.scores, target[None], [seed], n_steps=STEPS)
     session = Session(reference, "new", method, seed=seed, max_items=STEPS)
     while not session.done:
@@ -58,6 +64,33 @@ def test_session_and_simulator_make_the_same_run(world, name):
     np.testing.assert_allclose(history[:, 2], np.clip(sim.upper[0, :n], 0, 1), atol=1e-9)
 
 
+def _same_run_with_two_targets(method, reference, target, seed):
+    """A method with a target axis: the world's target and its last reference model as
+    two targets; the simulator's cells t · N + i, per-target estimates and stops are the
+    Session's."""
+    last = reference.models[-1]
+    rest = reference.drop_models([last])
+    rows = np.stack([target, reference.row(last)])
+    names = ["new", last]
+    sim = simulate(method, rest.scores, rows[None], [seed], n_steps=STEPS)
+    session = Session(rest, names, method, seed=seed, max_items=STEPS)
+    while not session.done:
+        (t, item), = session.ask()
+        session.tell(item, float(rows[names.index(t), rest.item_index(item)]), target=t)
+    n = session.n_observed
+    assert n == STEPS and len(session.refits) == 2
+    cells = [names.index(t) * rest.n_items + rest.item_index(item)
+             for t, item, _ in session.observations]
+    np.testing.assert_array_equal(cells, sim.items[0, :n])
+    np.testing.assert_array_equal(session.stopped_at, sim.stop_n[0])
+    for k, (_, t, value, lower, upper) in enumerate(session.history):
+        col = names.index(t)
+        assert value == pytest.approx(sim.estimate[0, k, col], rel=1e-9, abs=1e-12)
+        assert (lower, upper) == pytest.approx(tuple(np.clip(
+            [sim.lower[0, k, col], sim.upper[0, k, col]], 0, 1)), abs=1e-9)
+    assert int(sim.refits[0]) == 2
+
+
 # The layers of ARCHITECTURE.md, lowest first. A part may import parts of its own layer
 # or below (same-layer imports must not form a cycle); the package root (the public API)
 # is above them all.
@@ -68,7 +101,7 @@ LAYERS = [
     {"inference"},
     {"acquisition", "stopping", "estimators", "compression"},
     {"methods"},
-    {"session", "simulate", "evaluators", "selection", "joint_session"},
+    {"session", "simulate", "evaluators", "selection"},
     {"experiments", "diagnose"},
     {"cli"},
 ]

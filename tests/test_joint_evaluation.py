@@ -1,4 +1,6 @@
-"""Multi-target BayesAME: posterior rebuild, held parameters, the evaluation loop."""
+"""Multi-target BayesAME: posterior rebuild, held parameters, and the method in the one
+loop (design, round robin, per-target stopping, the same run in the Session and the
+simulator)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayeval.errors import BayevalError
+from bayeval.data import ScoreMatrix
+from bayeval.errors import BayevalError, SessionError
 from bayeval.inference.joint import (
     joint_compact,
     joint_covariance,
@@ -16,8 +19,10 @@ from bayeval.inference.joint import (
     joint_state,
 )
 from bayeval.inference.joint import joint_observe as _joint_observe
-from bayeval.methods.multi_target import JointRun, make_joint, simulate_joint
+from bayeval.methods import make_method
 from bayeval.models.coregional import coregional_covariance, default_kernels
+from bayeval.session import Session
+from bayeval.simulate import simulate
 
 joint_observe = jax.jit(_joint_observe)
 
@@ -87,106 +92,126 @@ def test_refit_holds_the_parameters_it_does_not_fit(ref):
 
 @pytest.fixture(scope="module")
 def synthetic():
-    """6 references × 40 items, continuous: buckets are unique, so selection uses IG; 3
+    """5 references × 40 items, continuous: buckets are unique, so selection uses IG; 3
     correlated targets."""
     rng = np.random.default_rng(3)
     ability = rng.normal(size=8)
     difficulty = rng.normal(size=40)
     logits = ability[:, None] - difficulty[None, :]
     scores = 1 / (1 + np.exp(-logits)) * 0.9 + 0.05 * rng.random((8, 40))
-    return scores[:5], scores[5:]
+    reference = ScoreMatrix(scores[:5], [f"r{i}" for i in range(5)],
+                            [f"q{j:02d}" for j in range(40)])
+    return reference, scores[5:]
 
 
-def test_joint_run_design_round_robin_and_stopping(synthetic):
+TARGETS = ["a", "b", "c"]
+# small settings: the design (3 × 4 pairs), a re-fit after it and every 20 after, stops
+FAST = {"refit_every": 20, "adam_steps": 20, "epsilon": 0.2, "epsilon1": 0.05, "window": 3,
+        "pending": 8}
+
+
+def _session_run(method, reference, targets, seed):
+    session = Session(reference, TARGETS, method, seed=seed)
+    seen, rules = [], []
+    while not session.done:
+        (t, item), = session.ask()
+        k, j = TARGETS.index(t), reference.item_index(item)
+        before = session.loop.stopping.rules
+        session.tell(item, float(targets[k, j]), target=t)
+        rules.append((k, before, session.loop.stopping.rules))
+        seen.append((k, j))
+    return session, seen, rules
+
+
+def test_joint_run_design_round_robin_stopping_and_the_simulator(synthetic):
     reference, targets = synthetic
-    cfg = make_joint(refit_every=20, adam_steps=20, epsilon=0.2, epsilon1=0.05, window=3,
-                     pending=8)
-    run = JointRun(reference, 3, cfg, seed=4, kind="continuous")
-    assert run.nearly_unique and run.n_init == 3 * 4  # ⌈10% of 40⌉ = 4 items, all targets
-    seen = []
-    while not run.finished:
-        pair = run.next_pair()
-        before = run.stop_state
-        run.observe(pair.target, pair.item, targets[pair.target, pair.item])
-        # only the observed target's stopping state moves
-        for t in range(3):
-            if t != pair.target:
-                for a, b in zip(jax.tree_util.tree_leaves(before),
-                                jax.tree_util.tree_leaves(run.stop_state), strict=True):
-                    np.testing.assert_array_equal(np.asarray(a)[t], np.asarray(b)[t])
-        seen.append((pair.target, pair.item, run.done.copy()))
-    init = seen[:run.n_init]
-    items = sorted({i for _, i, _ in init})
+    method = make_method("bayesame-joint", **FAST)
+    session, seen, rules = _session_run(method, reference, targets, seed=4)
+    n_init = 3 * 4  # ⌈10% of 40⌉ = 4 items, every target
+    assert session.loop.plan.design.size == n_init and bool(session.prediction.nearly_unique[0])
+    # only the observed target's stopping state moves
+    for k, before, after in rules:
+        for a, b in zip(jax.tree_util.tree_leaves(before), jax.tree_util.tree_leaves(after),
+                        strict=True):
+            others = np.arange(3) != k
+            np.testing.assert_array_equal(np.asarray(a)[others], np.asarray(b)[others])
+    init = seen[:n_init]
+    items = sorted({j for _, j in init})
     assert len(items) == 4
-    assert [t for t, _, _ in init] == [0, 1, 2] * 4  # item by item, every target in turn
-    assert sorted((t, i) for t, i, _ in init) == [(t, i) for t in range(3) for i in items]
-    order = [t for t, _, _ in seen[run.n_init:]]
-    done_at = run.stopped_at
-    for k, t in enumerate(order):
-        n_total = run.n_init + k + 1
+    assert [t for t, _ in init] == [0, 1, 2] * 4  # item by item, every target in turn
+    assert sorted(init) == [(t, j) for t in range(3) for j in items]
+    for k, (t, _) in enumerate(seen[n_init:]):
         # no target is asked for after it stopped
-        assert done_at[t] == 0 or n_total <= done_at[t]
-    assert np.all(run.done | ~run.available.any(1))
-    assert run.refits >= 1
-    # the same seed and answers give the same run
-    again = simulate_joint(cfg, reference, targets, seed=4, kind="continuous")
-    assert [(int(t), int(i)) for t, i in zip(again.targets, again.items, strict=True)] == [
-        (t, i) for t, i, _ in seen]
-    est, lo, hi = run.estimates()
-    np.testing.assert_allclose(again.estimate[-1], est)
-    assert np.all((lo <= est) & (est <= hi))
+        done_at = session.stopped_at[t]
+        assert done_at == 0 or n_init + k + 1 <= done_at
+    assert session.stop_reason.startswith("every target met")
+    assert np.all(session.stopped_at > n_init - 1) and len(session.refits) >= 1
+    # the simulator makes the same run: same cells, same estimates and bounds, same stops
+    sim = simulate(method, reference.scores, targets[None], [4], until_stop=True)
+    n = session.n_observed
+    np.testing.assert_array_equal(sim.items[0, :n], [t * 40 + j for t, j in seen])
+    np.testing.assert_array_equal(sim.stop_n[0], session.stopped_at)
+    assert sim.truth.shape == (1, 3) and sim.estimate.shape[2] == 3
+    for t, name in enumerate(TARGETS):
+        value, lower, upper = session.estimate(name)
+        assert value == pytest.approx(sim.estimate[0, n - 1, t], abs=1e-12)
+        assert (lower, upper) == pytest.approx(
+            tuple(np.clip([sim.lower[0, n - 1, t], sim.upper[0, n - 1, t]], 0, 1)), abs=1e-12)
+        assert lower <= value <= upper
+    assert int(sim.refits[0]) == len(session.refits)
 
 
-def test_round_robin_visits_unfinished_targets_in_turn(synthetic):
-    reference, targets = synthetic
-    cfg = make_joint(refit_every=0, adam_steps=0, epsilon=1e-9, window=3, pending=8)
-    run = JointRun(reference, 3, cfg, seed=0, kind="continuous")
-    while run.n < run.n_init:
-        p = run.next_pair()
-        run.observe(p.target, p.item, targets[p.target, p.item])
-    run.done[1] = True  # as if target 1 had met its rule
-    order = []
-    for _ in range(6):
-        p = run.next_pair()
-        run.observe(p.target, p.item, targets[p.target, p.item])
-        order.append(p.target)
-    assert order == [0, 2, 0, 2, 0, 2]
-
-
-def test_selection_takes_the_best_information_gain(synthetic):
+def test_round_robin_skips_finished_targets_and_takes_the_best_gain(synthetic):
     from bayeval.acquisition.multi_target import mean_information_gain, round_robin
 
     reference, targets = synthetic
     for selection in ("round_robin", "mean_ig"):
-        cfg = make_joint(refit_every=0, adam_steps=0, selection=selection, pending=8)
-        run = JointRun(reference, 3, cfg, seed=1, kind="continuous")
-        while run.n < run.n_init:
-            p = run.next_pair()
-            run.observe(p.target, p.item, targets[p.target, p.item])
-        p = run.next_pair()
-        avail = jnp.asarray(run.available)
+        method = make_method("bayesame-joint", refit_every=0, adam_steps=0,
+                             selection=selection, pending=8)
+        session = Session(reference, TARGETS, method, seed=1)
+        while session.n_observed < session.loop.plan.design.size:
+            (t, item), = session.ask()
+            session.tell(item, float(targets[TARGETS.index(t), reference.item_index(item)]),
+                         target=t)
+        loop = session.loop
+        available = ~session._observed
+        cell = int(method.choose(loop, jnp.asarray(available), jax.random.key(0), 1)[0][0])
+        t, j = divmod(cell, 40)
+        avail = jnp.asarray(available.reshape(3, 40))
         if selection == "round_robin":
-            assert p.target == 0  # the cycle restarts after the design's last target (2)
-            w = np.asarray(round_robin(run.prediction, avail, 0))
+            assert t == 0  # the cycle restarts after the design's last target (2)
+            w = np.asarray(round_robin(loop.prediction, avail, 0))
+            # as if target 1 had met its rule: the turns go 0, 2, 0, 2, …
+            met = loop.stopping._replace(met=loop.stopping.met.at[1].set(True))
+            order = []
+            for last in (0, 2, 0, 2):
+                turn = loop._replace(stopping=met, plan=loop.plan._replace(last=last))
+                c = method.choose(turn, jnp.asarray(available), jax.random.key(1), 1)[0][0]
+                order.append(int(c) // 40)
+            assert order == [2, 0, 2, 0]
         else:
-            w = np.asarray(mean_information_gain(run.prediction, avail))
-        assert w[p.target, p.item] == pytest.approx(w.max(), rel=1e-12)
+            w = np.asarray(mean_information_gain(loop.prediction, avail))
+        assert w[t, j] == pytest.approx(w.max(), rel=1e-12)
 
 
-def test_joint_run_rejects_bad_input(synthetic):
+def test_joint_session_refuses_bad_input(synthetic):
     reference, _ = synthetic
-    cfg = make_joint(pending=8)
-    run = JointRun(reference, 3, cfg, seed=0, kind="continuous", max_evaluations=2)
-    run.observe(0, 5, 0.5)
-    with pytest.raises(BayevalError, match="already scored"):
-        run.observe(0, 5, 0.5)
-    with pytest.raises(BayevalError, match="out of range"):
-        run.observe(3, 0, 0.5)
-    with pytest.raises(BayevalError, match="not finite"):
-        run.observe(1, 0, float("nan"))
-    run.observe(1, 0, 0.5)
-    assert run.finished
-    with pytest.raises(BayevalError, match="finished"):
-        run.next_pair()
     with pytest.raises(BayevalError, match="selection"):
-        make_joint(selection="greedy")
+        make_method("bayesame-joint", selection="greedy")
+    with pytest.raises(SessionError, match="evaluates one target"):
+        Session(reference, TARGETS, "bayesame")
+    method = make_method("bayesame-joint", **FAST)
+    session = Session(reference, TARGETS, method, max_items=2)
+    with pytest.raises(SessionError, match="one .target, item. pair at a time"):
+        session.ask(2)
+    session.tell("q05", 0.5, target="a")
+    with pytest.raises(SessionError, match="already observed"):
+        session.tell("q05", 0.5, target="a")
+    with pytest.raises(SessionError, match="not one of the targets"):
+        session.tell("q00", 0.5, target="d")
+    with pytest.raises(SessionError, match="name the target"):
+        session.tell("q00", 0.5)
+    with pytest.raises(BayevalError, match="finite"):
+        session.tell("q00", float("nan"), target="b")
+    session.tell("q00", 0.5, target="b")
+    assert session.done and session.ask() == []

@@ -1,4 +1,4 @@
-"""The journaled joint session and `bayeval evaluate --targets`."""
+"""The journaled Session with several targets and `bayeval evaluate --targets`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,24 @@ from typer.testing import CliRunner
 from bayeval.cli import app
 from bayeval.data import ScoreMatrix, load_dataset, write_matrix
 from bayeval.errors import JournalError, SessionError
-from bayeval.joint_session import JointSession
+from bayeval.session import Session
 
 PARAMS = {"refit_every": 15, "adam_steps": 10, "epsilon": 0.05, "epsilon1": 0.01,
           "window": 5, "pending": 8}
+
+
+def JointSession(reference, targets, params=None, **kwargs):  # noqa: N802
+    return Session(reference, targets, "bayesame-joint", method_params=params or {},
+                   **kwargs)
+
+
+def _skip(session, reason):
+    (t, item), = session.ask()
+    session.skip(item, reason, target=t)
+
+
+def _tell(session, t, i, score):
+    session.tell(i, score, target=t)
 
 
 @pytest.fixture(scope="module")
@@ -40,30 +54,30 @@ def test_resume_continues_exactly_as_the_uninterrupted_run(family, tmp_path):
     targets = list(truth)
     whole = JointSession(reference, targets, PARAMS, seed=7)
     whole.run(lambda t, i: _answer(truth, reference, t, i))
-    assert whole.done and whole.n_evaluations < 3 * 40
+    assert whole.done and whole.n_observed < 3 * 40
 
     path = tmp_path / "joint.jsonl"
     first = JointSession(reference, targets, PARAMS, seed=7, journal=path)
-    first.skip(*first.ask(), reason="evaluation failed")  # a skip inside the design
+    _skip(first, "evaluation failed")  # a skip inside the design
     for _ in range(25):  # past the design (12 pairs) and the first re-fit
-        t, i = first.ask()
-        first.tell(t, i, _answer(truth, reference, t, i))
+        (t, i), = first.ask()
+        _tell(first, t, i, _answer(truth, reference, t, i))
     first.close()
-    resumed = JointSession.resume(path, reference=reference)
-    assert resumed.n_evaluations == 25 and len(resumed.skipped) == 1
-    assert resumed.run_state.refits == first.run_state.refits >= 1
+    resumed = Session.resume(path, reference=reference)
+    assert resumed.n_observed == 25 and len(resumed.skipped) == 1
+    assert [r["n"] for r in resumed.refits] == [r["n"] for r in first.refits] == [12]
     resumed.run(lambda t, i: _answer(truth, reference, t, i))
     resumed.close()
     # the same run as one that skipped the same pair and was never interrupted
     again = JointSession(reference, targets, PARAMS, seed=7)
-    again.skip(*again.ask(), reason="evaluation failed")
+    _skip(again, "evaluation failed")
     again.run(lambda t, i: _answer(truth, reference, t, i))
     assert resumed.observations == again.observations
     assert resumed.estimates() == again.estimates()
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     assert lines[0]["targets"] == targets and lines[0]["method"]["name"] == "bayesame-joint"
     assert [x["n"] for x in lines[1:] if x["event"] == "tell"] == list(
-        range(1, resumed.n_evaluations + 1))
+        range(1, resumed.n_observed + 1))
     for target, (value, lower, upper) in resumed.estimates().items():
         assert lower <= value <= upper
         assert abs(value - truth[target].mean()) < 0.03
@@ -71,17 +85,17 @@ def test_resume_continues_exactly_as_the_uninterrupted_run(family, tmp_path):
 
 def test_joint_session_errors(family, tmp_path):
     reference, truth = family
-    with pytest.raises(SessionError, match="also reference models"):
+    with pytest.raises(SessionError, match="also a reference model"):
         JointSession(reference, ["r0", "ckpt0"])
     with pytest.raises(SessionError, match="distinct"):
         JointSession(reference, ["a", "a"])
     session = JointSession(reference, list(truth), PARAMS, journal=tmp_path / "j.jsonl")
-    t, i = session.ask()
-    session.tell(t, i, 0.5)
-    with pytest.raises(SessionError, match="already recorded"):
-        session.tell(t, i, 0.5)
+    (t, i), = session.ask()
+    _tell(session, t, i, 0.5)
+    with pytest.raises(SessionError, match="already observed"):
+        _tell(session, t, i, 0.5)
     with pytest.raises(SessionError, match="not one of the targets"):
-        session.tell("other", i, 0.5)
+        _tell(session, "other", i, 0.5)
     session.close()
     with pytest.raises(JournalError, match="already exists"):
         JointSession(reference, list(truth), journal=tmp_path / "j.jsonl")

@@ -10,7 +10,8 @@ Gaussian processes, so a score of one checkpoint also moves the estimates of the
 
 1. Hold out the four Yi-1.5-34B variants of the bundled IFEval matrix; the other models
    are the reference.
-2. Run a :class:`~bayeval.joint_session.JointSession`: all four on the same random 10% of
+2. Run a :class:`~bayeval.session.Session` with the four as targets and the method
+   ``bayesame-joint``: all four on the same random 10% of
    the items first, then round robin over the variants that have not met their stopping
    rule, each on the item with the most information about its own score.
 3. Read the fitted coregionalisation: the correlation between the variants' abilities
@@ -30,7 +31,6 @@ import numpy as np
 
 from bayeval.data import load_dataset
 from bayeval.evaluators import MatrixOracle
-from bayeval.joint_session import JointSession
 from bayeval.precision import enable_float64
 from bayeval.session import Session
 
@@ -65,22 +65,22 @@ def main() -> None:
     def evaluate(target: str, item: str) -> float:
         return oracles[target](item)
 
-    joint = JointSession(reference, FAMILY, seed=0, max_evaluations=args.max_evaluations)
+    joint = Session(reference, FAMILY, "bayesame-joint", seed=0,
+                    max_items=args.max_evaluations)
     trace = []
 
     def record(session, target, item, score):
         trace.append(np.array([v[0] for v in session.estimates().values()]))
 
     joint.run(evaluate, on_step=record)
-    print(f"joint: {joint.n_evaluations} evaluations in all ({joint.stop_reason})")
-    run = joint.run_state
-    for k, (t, (value, lower, upper)) in enumerate(joint.estimates().items()):
-        used = int((~run.available[k]).sum())
+    print(f"joint: {joint.n_observed} evaluations in all ({joint.stop_reason})")
+    for t, (value, lower, upper) in joint.estimates().items():
+        used = joint.items_used(t)
         print(f"  {t:28s} {value:.4f} [{lower:.4f}, {upper:.4f}]  true {truth[t]:.4f}  "
               f"{used} items")
 
     # 3. what the model learned about the family
-    corr = target_correlation(run.params)
+    corr = target_correlation(joint.state.params)
     print("fitted correlation of the variants' abilities (same bucket):")
     for t, row in zip(FAMILY, corr, strict=True):
         print(f"  {t.split('/')[-1]:22s} " + " ".join(f"{c:+.2f}" for c in row))
@@ -108,9 +108,10 @@ def main() -> None:
         line, = ax.plot(np.arange(1, len(estimates) + 1), estimates[:, k],
                         label=t.split("/")[-1])
         ax.axhline(truth[t], color=line.get_color(), ls=":", lw=1)
-    ax.axvline(run.n_init, color="grey", lw=0.8)
-    ax.text(run.n_init, ax.get_ylim()[1], " end of the initial design", va="top",
-            fontsize=8, color="grey")
+    design = joint.loop.plan.design.size  # (target, item) pairs of the initial design
+    ax.axvline(design, color="grey", lw=0.8)
+    ax.text(design, ax.get_ylim()[1], " end of the initial design", va="top", fontsize=8,
+            color="grey")
     ax.set_xlabel("evaluations (all variants)")
     ax.set_ylabel("estimated IFEval score (dotted: true)")
     ax.legend(fontsize=8)

@@ -4,9 +4,11 @@ resume of a journaled session, and the evaluator of a session's settings."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import warnings
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -33,6 +35,7 @@ EXIT_USAGE = 2  # a bad option, file or journal (also typer's own usage errors)
 EXIT_EVALUATION = 3  # the evaluator failed (several items in a row, or every item)
 FAILURES_IN_A_ROW = 3  # a command evaluator failing this often in a row stops the run
 DEFAULT_METHOD = "active-pai"
+JOINT_METHOD = "bayesame-joint"  # the default with --targets
 
 
 class EvaluatorKind(StrEnum):
@@ -83,6 +86,23 @@ def fail(message: str, code: int = 2) -> typer.Exit:
     return typer.Exit(code)
 
 
+@contextlib.contextmanager
+def evaluation_errors() -> Iterator[None]:
+    """How a command that evaluates reports failures: a failed evaluation exits 3, any
+    other bayeval error 2 (one line each), Ctrl-C 130."""
+    from bayeval.errors import EvaluationError
+
+    try:
+        yield
+    except EvaluationError as exc:
+        raise fail(str(exc), EXIT_EVALUATION) from None
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
 def comma_list(text: str) -> list[str]:
     """The non-empty, stripped entries of a comma-separated option value."""
     return [part.strip() for part in text.split(",") if part.strip()]
@@ -124,13 +144,20 @@ def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout
     return kind
 
 
-def make_evaluator(settings: dict[str, Any], matrix, target: str):
+def make_evaluator(settings: dict[str, Any], matrix, targets: list[str],
+                   several: bool = False):
+    """The evaluator of a run: ``f(item)`` for one target, ``f(target, item)`` for
+    several (the command gets ``{target}``; the oracle reads each target's row)."""
     from bayeval.evaluators import MatrixOracle
 
     if settings["evaluator"] == EvaluatorKind.command.value:
-        return command_evaluator(settings["command"], settings["timeout"],
-                                 settings["retries"])
-    return MatrixOracle(matrix, target)
+        runner = command_evaluator(settings["command"], settings["timeout"],
+                                   settings["retries"])
+        return (lambda target, item: runner(item, target)) if several else runner
+    if not several:
+        return MatrixOracle(matrix, targets[0])
+    oracles = {t: MatrixOracle(matrix, t) for t in targets}
+    return lambda target, item: oracles[target](item)
 
 
 def resume_session(session_class, journal: Path, given: dict[str, Any]):

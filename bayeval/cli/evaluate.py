@@ -16,7 +16,7 @@ from rich.table import Table
 from bayeval.cli.common import (
     DEFAULT_DATASET,
     DEFAULT_METHOD,
-    EXIT_EVALUATION,
+    JOINT_METHOD,
     EvaluatorKind,
     JsonOption,
     QuietOption,
@@ -26,10 +26,8 @@ from bayeval.cli.common import (
     app,
     check_options,
     comma_list,
-    command_evaluator,
-    err,
+    evaluation_errors,
     evaluator_kind,
-    fail,
     failure_summary,
     fresh_source,
     make_evaluator,
@@ -74,7 +72,9 @@ def evaluate(
              "stop), bayesame, bayesame-rs, bayesame-laplace, bayes-aipw, random or faq, "
              "optionally with parameters, e.g. 'active-pai(anytime=true)' (an interval "
              "valid whenever you stop; predictor=exact|laplace|factor) or "
-             "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval).")
+             "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval). "
+             "With --targets: bayesame-joint (the default), e.g. "
+             "'bayesame-joint(selection=mean_ig)'.")
     ] = None,
     epsilon: Annotated[float | None, typer.Option(
         help="Stop once the 95% interval is at most this wide (with bayesame, also once "
@@ -100,37 +100,24 @@ def evaluate(
     IFEval matrix, and print the estimate, its 95% interval, the true score and how many
     items were used.
     """
-    try:
+    with evaluation_errors():
         check_options(epsilon=epsilon, max_items=max_items, seed=seed, timeout=timeout,
                       retries=retries)
-        if targets is not None or (resume and journal is not None and _is_joint(journal)):
-            if target is not None:
-                raise BayevalError("give either --target or --targets, not both")
-            if method is not None:
-                raise BayevalError("--targets always uses multi-target BayesAME; drop --method")
-            result = _evaluate_joint(dataset, reference, targets, evaluator, command, timeout,
-                                     retries, epsilon, max_items, seed, journal, resume, quiet)
-            printer = _print_joint_result
-        else:
-            result = _evaluate(dataset, reference, target, evaluator, command, timeout,
-                               retries, method, epsilon, max_items, seed, journal, resume,
-                               quiet)
-            printer = _print_result
-    except EvaluationError as exc:
-        raise fail(str(exc), EXIT_EVALUATION) from None
-    except BayevalError as exc:
-        raise fail(str(exc)) from None
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        raise typer.Exit(130) from None
+        if targets is not None and target is not None:
+            raise BayevalError("give either --target or --targets, not both")
+        result = _evaluate(dataset, reference, target, targets, evaluator, command, timeout,
+                           retries, method, epsilon, max_items, seed, journal, resume, quiet)
     if as_json:
         print(json.dumps(result))
+    elif "targets" in result:
+        _print_joint_result(result)
     else:
-        printer(result)
+        _print_result(result)
 
 
-def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, method,
-              epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
+def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, retries,
+              method, epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
+    """One evaluation run, of one target (--target) or several jointly (--targets)."""
     # options and the reference are checked before JAX starts (seconds of start-up)
     if resume:
         if journal is None:
@@ -140,62 +127,93 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
         setup_jax()
         session, settings, matrix = resume_from(Session, journal, {
             "--dataset": dataset, "--reference": reference, "--target": target,
-            "--evaluator": evaluator, "--command": command, "--method": method,
-            "--epsilon": epsilon, "--max-items": max_items, "--seed": seed})
+            "--targets": targets, "--evaluator": evaluator, "--command": command,
+            "--method": method, "--epsilon": epsilon, "--max-items": max_items,
+            "--seed": seed})
     else:
         source, matrix = fresh_source(dataset, reference)
-        kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {item}")
+        several = targets is not None
+        usage = "CMD {target} {item}" if several else "CMD {item}"
+        kind = evaluator_kind(evaluator, command, timeout, retries, usage)
         seed = 0 if seed is None else seed
-        if kind == "command" and target is None:
+        if several:
+            names = comma_list(targets)
+            if not names:
+                raise BayevalError("--targets needs at least one model name")
+        elif target is not None:
+            names = [target]
+        elif kind == "command":
             raise BayevalError("--evaluator command needs --target NAME for the new model")
-        if target is None:
-            target = str(np.random.default_rng(seed).choice(matrix.models))
-        if target in set(matrix.models):
-            if matrix.n_models == 1:
-                raise BayevalError(f"{matrix.name} holds one model, {target!r}: held out as "
-                                   "the target it leaves no reference model")
-            ref = matrix.drop_models([target])
-            source["held_out"] = [target]
-        elif kind == "oracle":
-            raise BayevalError(f"unknown target id {target!r}: not a model of "
-                               f"{matrix.name} ({matrix.n_models} models)")
         else:
-            ref = matrix
+            names = [str(np.random.default_rng(seed).choice(matrix.models))]
+        known = set(matrix.models)
+        unknown = [t for t in names if t not in known]
+        if kind == "oracle" and unknown:
+            raise BayevalError(f"unknown target id{'s' if len(unknown) > 1 else ''} "
+                               f"{unknown if several else repr(unknown[0])}: not "
+                               f"{'models' if several else 'a model'} of {matrix.name} "
+                               f"({matrix.n_models} models)")
+        held = [t for t in names if t in known]
+        if held and len(held) == matrix.n_models:
+            raise BayevalError(
+                f"{matrix.name}: the targets are all its {matrix.n_models} model(s); held "
+                "out they leave no reference model" if several else
+                f"{matrix.name} holds one model, {held[0]!r}: held out as the target it "
+                "leaves no reference model")
+        ref = matrix.drop_models(held) if held else matrix
+        if held:
+            source["held_out"] = held
         if journal is None and kind == "command":
-            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in target)
-            journal = Path(f"bayeval-{safe}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+            stem = "joint" if several else "".join(
+                c if c.isalnum() or c in "-_." else "_" for c in names[0])
+            journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
                     "retries": retries}
-        from bayeval.methods import parse_method_spec
+        from bayeval.methods import make_method, parse_method_spec
 
-        name, params = parse_method_spec(method or DEFAULT_METHOD)
+        name, params = parse_method_spec(method or (JOINT_METHOD if several
+                                                    else DEFAULT_METHOD))
         if epsilon is not None:
             params["epsilon"] = epsilon
+        if several and not make_method(name, **params).several_targets:
+            raise BayevalError(f"--targets needs a method that evaluates several targets "
+                               f"jointly ({JOINT_METHOD}); {name!r} evaluates one")
         from bayeval.session import Session
 
         setup_jax()
-        session = Session(ref, target, name, method_params=params, seed=seed,
-                          journal=journal, max_items=max_items, reference_source=source,
-                          extra=settings)
+        session = Session(ref, names if several else names[0], name, method_params=params,
+                          seed=seed, journal=journal, max_items=max_items,
+                          reference_source=source, extra=settings)
     with session:
-        evaluate_fn = make_evaluator(settings, matrix, session.target_id)
+        evaluate_fn = make_evaluator(settings, matrix, session.target_ids, session.several)
         _run_with_progress(session, evaluate_fn, quiet, max_failures(settings))
         if session.n_observed == 0:
             raise EvaluationError(f"no item was evaluated ({len(session.skipped)} failed); "
                                   "there is no estimate to report")
-        value, lower, upper = session.estimate()
-        truth = _true_score(matrix, session.target_id, settings)
-        return {
-            "target": session.target_id,
+        common = {
             "reference": session.reference.name,
             "reference_models": session.reference.n_models,
             "method": session.method.name,
             "params": session.method.params,
             "seed": session.seed,
+            "level": session.method.level,
+            "n_items": session.n_items,
+            "stopped": session.stop_reason,
+            "journal": None if session.journal_path is None else str(session.journal_path),
+        }
+        if session.several:
+            return {"targets": [_target_row(session, matrix, settings, k, t)
+                                for k, t in enumerate(session.target_ids)],
+                    **common, "evaluations": session.n_observed,
+                    "skipped": len(session.skipped)}
+        value, lower, upper = session.estimate()
+        truth = _true_score(matrix, session.target_id, settings)
+        return {
+            "target": session.target_id,
+            **common,
             "estimate": value,
             "lower": lower,
             "upper": upper,
-            "level": session.method.level,
             "true_score": truth,
             "covered": None if truth is None else bool(covers(lower, upper, truth)),
             "reference_row_score": (None if truth is not None
@@ -205,11 +223,19 @@ def _evaluate(dataset, reference, target, evaluator, command, timeout, retries, 
             "random_items_for_width": _random_items(value, upper - lower, session),
             "items_skipped": len(session.skipped),
             "failures": failure_summary(session.skipped),
-            "n_items": session.n_items,
-            "stopped": session.stop_reason,
             "items": [item for item, _ in session.observations],
-            "journal": None if session.journal_path is None else str(session.journal_path),
         }
+
+
+def _target_row(session, matrix, settings, k: int, target: str) -> dict[str, Any]:
+    """One target's line of a joint run's result."""
+    value, lower, upper = session.estimate(target)
+    truth = _true_score(matrix, target, settings)
+    return {"target": target, "estimate": value, "lower": lower, "upper": upper,
+            "true_score": truth,
+            "covered": None if truth is None else bool(covers(lower, upper, truth)),
+            "items_used": session.items_used(target),
+            "stopped_after": int(session.stopped_at[k]) or None}
 
 
 def _row_score(matrix, target: str) -> float | None:
@@ -227,108 +253,6 @@ def _true_score(matrix, target: str, settings: dict[str, Any]) -> float | None:
     if settings.get("evaluator") != EvaluatorKind.oracle.value:
         return None
     return _row_score(matrix, target)
-
-
-def _is_joint(journal: Path) -> bool:
-    from bayeval.session import JournalFile
-
-    header = JournalFile.read_journal(journal)[0]
-    return "targets" in header
-
-
-def _evaluate_joint(dataset, reference, targets, evaluator, command, timeout, retries,
-                    epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
-    if resume:
-        from bayeval.joint_session import JointSession
-
-        setup_jax()
-        session, settings, matrix = resume_from(JointSession, journal, {
-            "--dataset": dataset, "--reference": reference, "--targets": targets,
-            "--evaluator": evaluator, "--command": command, "--epsilon": epsilon,
-            "--max-items": max_items, "--seed": seed})
-    else:
-        source, matrix = fresh_source(dataset, reference)
-        names = comma_list(targets)
-        if not names:
-            raise BayevalError("--targets needs at least one model name")
-        kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {target} {item}")
-        known = set(matrix.models)
-        if kind == "oracle":
-            unknown = [t for t in names if t not in known]
-            if unknown:
-                raise BayevalError(f"unknown target id(s) {unknown}: not models of "
-                                   f"{matrix.name} ({matrix.n_models} models)")
-        held = [t for t in names if t in known]
-        if held and len(set(held)) == matrix.n_models:
-            raise BayevalError(f"{matrix.name}: the targets are all its {matrix.n_models} "
-                               "model(s); held out they leave no reference model")
-        ref = matrix.drop_models(held) if held else matrix
-        if held:
-            source["held_out"] = held
-        if journal is None and kind == "command":
-            journal = Path(f"bayeval-joint-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
-        settings = {"evaluator": kind, "command": command, "timeout": timeout,
-                    "retries": retries}
-        params = {} if epsilon is None else {"epsilon": epsilon}
-        from bayeval.joint_session import JointSession
-
-        setup_jax()
-        session = JointSession(ref, names, params, seed=0 if seed is None else seed,
-                               journal=journal, max_evaluations=max_items,
-                               reference_source=source, extra=settings)
-    with session:
-        if settings["evaluator"] == EvaluatorKind.command.value:
-            runner = command_evaluator(settings["command"], settings["timeout"],
-                                       settings["retries"])
-
-            def evaluate_fn(target, item):
-                return runner(item, target)
-        else:
-            rows = {t: matrix.row(t) for t in session.target_ids}
-            index = {item: j for j, item in enumerate(matrix.items)}
-
-            def evaluate_fn(target, item):
-                return float(rows[target][index[item]])
-        if quiet:
-            session.run(evaluate_fn, max_failures=max_failures(settings))
-        else:
-            T = len(session.target_ids)
-            with progress_bar("evaluating") as progress:
-                task = progress.add_task("eval", total=T * session.reference.n_items,
-                                         completed=session.n_evaluations, status="")
-
-                def on_step(s, target, item, score):
-                    run = s.run_state
-                    phase = "initial design" if run.in_design else (
-                        f"{int(run.done.sum())}/{T} targets done")
-                    progress.update(task, completed=s.n_evaluations, status=phase)
-
-                session.run(evaluate_fn, on_step=on_step,
-                            max_failures=max_failures(settings))
-        run = session.run_state
-        per_target = []
-        for k, (t, (value, lower, upper)) in enumerate(session.estimates().items()):
-            truth = _true_score(matrix, t, settings)
-            per_target.append({
-                "target": t, "estimate": value, "lower": lower, "upper": upper,
-                "true_score": truth,
-                "covered": None if truth is None else bool(covers(lower, upper, truth)),
-                "items_used": int((~run.available[k]).sum()),
-                "stopped_after": int(run.stopped_at[k]) or None})
-        return {
-            "targets": per_target,
-            "reference": session.reference.name,
-            "reference_models": session.reference.n_models,
-            "method": "bayesame-joint",
-            "params": session.config.params,
-            "seed": session.seed,
-            "level": session.config.level,
-            "evaluations": session.n_evaluations,
-            "skipped": len(session.skipped),
-            "n_items": session.reference.n_items,
-            "stopped": session.stop_reason,
-            "journal": None if session.journal_path is None else str(session.journal_path),
-        }
 
 
 def _print_joint_result(r: dict[str, Any]) -> None:
@@ -355,13 +279,18 @@ def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None) -> 
     if quiet:
         session.run(evaluate_fn, max_failures=limit)
         return
+    T = len(session.target_ids)
     with progress_bar("evaluating") as progress:
-        task = progress.add_task("eval", total=session.n_items, completed=session.n_observed,
-                                 status="")
+        task = progress.add_task("eval", total=T * session.n_items,
+                                 completed=session.n_observed, status="")
 
-        def on_step(s, item, score):
-            value, lower, upper = s.estimate()
-            status = f"estimate {value:.3f} [{lower:.3f}, {upper:.3f}]"
+        def on_step(s, *asked):
+            *_, item, score = asked
+            if s.several:
+                status = f"{int(np.sum(s.stopped_at > 0))}/{T} targets done"
+            else:
+                value, lower, upper = s.estimate()
+                status = f"estimate {value:.3f} [{lower:.3f}, {upper:.3f}]"
             if score is None:
                 status += f"  (skipped {item})"
             progress.update(task, completed=s.n_observed, status=status)

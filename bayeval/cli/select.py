@@ -14,7 +14,6 @@ from rich import box
 from rich.table import Table
 
 from bayeval.cli.common import (
-    EXIT_EVALUATION,
     EvaluatorKind,
     JsonOption,
     QuietOption,
@@ -24,15 +23,14 @@ from bayeval.cli.common import (
     app,
     check_options,
     command_evaluator,
-    err,
+    evaluation_errors,
     evaluator_kind,
-    fail,
     max_failures,
     out,
     progress_bar,
     resume_session,
 )
-from bayeval.errors import BayevalError, EvaluationError
+from bayeval.errors import BayevalError
 
 
 def _parse_budget(text: str, n_pairs: int) -> int:
@@ -94,17 +92,10 @@ def select(
     With no options: simulate on the bundled ARC-Challenge matrix with 12% of its pairs,
     and print the ranking, the evaluations used and whether the true best was found.
     """
-    try:
+    with evaluation_errors():
         check_options(seed=seed, timeout=timeout, retries=retries)
         result = _select(dataset, reference, models, items, budget, evaluator, command,
                          timeout, retries, seed, journal, resume, quiet)
-    except EvaluationError as exc:
-        raise fail(str(exc), EXIT_EVALUATION) from None
-    except BayevalError as exc:
-        raise fail(str(exc)) from None
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        raise typer.Exit(130) from None
     if as_json:
         print(json.dumps(result))
     else:

@@ -4,9 +4,9 @@
 For each regime the T targets are drawn once (``split_seed``); every seed s draws its own
 reference subset (as in :mod:`bayeval.experiments.estimation`). Per seed:
 
-* **multi-target**: one :func:`~bayeval.methods.multi_target.simulate_joint` run over the T
-  targets (initial design, round robin, per-target two-condition stopping, done when all
-  targets are done);
+* **multi-target**: one :func:`~bayeval.simulate.simulate` run of ``bayesame-joint`` over
+  the T targets (initial design, round robin, per-target two-condition stopping, done when
+  every target has met its rule or has no item left);
 * **single-target**: T independent full-length BayesAME runs (seeds s·T + t); their
   two-condition stopping points at ε2 are read off the runs.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -32,12 +32,45 @@ from bayeval.data import load_dataset, make_split
 from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.metrics import at_stop, stopping_points
 from bayeval.methods import make_method
-from bayeval.methods.multi_target import make_joint, simulate_joint
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import simulate
 
 
-def _seed_runs(seed: int, split, joint_params: dict[str, Any], epsilon2: float, kind: str,
+class JointRecord(NamedTuple):
+    """One simulated multi-target run up to its end; step k is the (k+1)-th evaluation."""
+
+    targets: np.ndarray  # (E,) target of each evaluation
+    items: np.ndarray  # (E,) item of each evaluation
+    estimate: np.ndarray  # (E, T) every target's estimate after each evaluation
+    lower: np.ndarray  # (E, T) clipped to [0, 1]
+    upper: np.ndarray  # (E, T)
+    stopped_at: np.ndarray  # (T,) evaluations when each target met its rule (0: never)
+    n_init: int
+    refits: int
+
+
+def joint_run(method, reference: np.ndarray, targets: np.ndarray, seed: int) -> JointRecord:
+    """Simulate ``method`` (``bayesame-joint``) on the T target rows with ``seed`` until
+    every target has met its rule or has no item left, the end of a Session's run."""
+    T, N = targets.shape
+    sim = simulate(method, reference, targets[None], [seed], until_stop=True)
+    cells, stopped = sim.items[0], sim.stop_n[0]
+    ends = []
+    for t in range(T):
+        mine = np.flatnonzero(cells // N == t)
+        exhausted = mine[N - 1] + 1 if mine.size >= N else cells.size
+        ends.append(stopped[t] if stopped[t] > 0 else exhausted)
+    E = int(max(ends))
+    config = method.config
+    D = T * config.design_size(N)
+    refits = 0 if config.adam_steps == 0 else int(E >= D) + (
+        (E - D) // config.refit_every if config.refit_every and E > D else 0)
+    return JointRecord(cells[:E] // N, cells[:E] % N, sim.estimate[0, :E],
+                       np.clip(sim.lower[0, :E], 0, 1), np.clip(sim.upper[0, :E], 0, 1),
+                       stopped, D, refits)
+
+
+def _seed_runs(seed: int, split, joint_params: dict[str, Any], epsilon2: float,
                capacity: int, path: Path | None) -> dict[str, np.ndarray]:
     if path is not None and path.exists():
         with np.load(path) as data:
@@ -45,8 +78,8 @@ def _seed_runs(seed: int, split, joint_params: dict[str, Any], epsilon2: float, 
     reference, targets = split.reference.scores, split.targets.scores
     T = targets.shape[0]
     t0 = time.time()
-    joint = simulate_joint(make_joint(epsilon=epsilon2, **joint_params), reference, targets,
-                           seed=seed, kind=kind)
+    joint = joint_run(make_method("bayesame-joint", epsilon=epsilon2, **joint_params),
+                      reference, targets, seed)
     joint_s = time.time() - t0
     t0 = time.time()
     method = make_method("bayesame", epsilon=epsilon2, bucket_capacity=capacity)
@@ -116,7 +149,7 @@ def run_multitarget(dataset: str, regimes: Sequence[str] = ("interpolation", "ex
         capacity = max(make_buckets(sp.reference.scores).n_buckets for sp in splits)
         for s, split in enumerate(splits):
             path = None if runs_dir is None else runs_dir / f"{dataset}-{regime}-{s}.npz"
-            runs = _seed_runs(s, split, joint_params, epsilon2, matrix.kind, capacity, path)
+            runs = _seed_runs(s, split, joint_params, epsilon2, capacity, path)
             row, je, se = summarize_seed(runs, epsilon2)
             costs.append({"dataset": dataset, "regime": regime, "seed": s, **row})
             joint_errs.append(je)

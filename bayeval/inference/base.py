@@ -88,9 +88,13 @@ def no_refit(state: State, key: Array) -> tuple[State, MaintenanceInfo]:
 def advance(backend: Backend, state: State, n: Array, key: Array,
             refit: Callable[[State, Array], tuple[State, MaintenanceInfo]] | None = None,
             compact: Callable[[State], State] | None = None,
-            quiet: MaintenanceInfo | None = None) -> tuple[State, MaintenanceInfo]:
+            quiet: MaintenanceInfo | None = None,
+            refit_due: Array | None = None) -> tuple[State, MaintenanceInfo]:
     """After the n-th observation: re-fit when due, else compact when due, else nothing;
     returns the state and what was done.
+
+    A re-fit is due every ``backend.refit_every`` observations, or where ``refit_due``
+    (a boolean of ``n``, for a method with its own schedule) says so.
 
     ``n`` must be the same for every run when this is traced under ``vmap`` (as in the
     lock-step simulation engine), so that the branch is a real one; ``refit`` / ``compact``
@@ -107,7 +111,8 @@ def advance(backend: Backend, state: State, n: Array, key: Array,
         index = jnp.where(n % backend.compact_every == 0, len(branches) - 1, index)
     if backend.refit_every:
         branches.append(refit)
-        index = jnp.where(n % backend.refit_every == 0, len(branches) - 1, index)
+        due = n % backend.refit_every == 0 if refit_due is None else refit_due
+        index = jnp.where(due, len(branches) - 1, index)
     if len(branches) == 1:
         return state, quiet
     return jax.lax.switch(index, branches, state, key)

@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -43,13 +43,16 @@ REFIT_STREAM = 2**31 - 1
 class LoopState(NamedTuple):
     """Everything one run carries between rounds: the backend's, estimator's and stopping
     rule's states, the current prediction (the one the next draw and the next estimator
-    update read) and the current estimate."""
+    update read), the current estimate, and ``plan``: what a method's choice of the next
+    item reads beyond the prediction (None for most; multi-target BayesAME keeps its
+    initial design and round-robin turn there)."""
 
     backend: State
     estimator: State
     stopping: State
     prediction: Prediction
     estimate: Estimate
+    plan: State = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +67,15 @@ class Method:
 
     The round's pieces are jitted once per Method object; :func:`make_method` caches
     Method objects so that sessions with the same configuration share compiled code.
+
+    The loop (Session and simulator) reads a method only through :meth:`start`,
+    :meth:`begin`, :meth:`choose` / :meth:`select`, :meth:`record`, :meth:`maintain`,
+    :meth:`report` / :meth:`step` and :meth:`skip`; a method whose items carry a target
+    axis (``several_targets``, :mod:`bayeval.methods.multi_target`) overrides them and runs
+    in the same loop, its positions being (target, item) cells ``t · N + i``.
     """
+
+    several_targets: ClassVar[bool] = False
 
     name: str
     backend: Backend
@@ -118,11 +129,33 @@ class Method:
         return loop._replace(stopping=stop_state, prediction=prediction,
                              estimate=estimate), done
 
-    def start(self, reference_scores: Any, n_items: int) -> LoopState:
-        """The loop state before any observation. ``backend.init`` runs eagerly (it may
-        bucket or fit the reference matrix with NumPy)."""
+    def start(self, reference_scores: Any, n_items: int, n_targets: int = 1) -> LoopState:
+        """The loop state before any observation, shared by every run on this reference.
+        ``backend.init`` runs eagerly (it may bucket or fit the reference matrix with
+        NumPy)."""
         require_float64(f"method {self.name!r}")
+        if n_targets != 1:
+            raise BayevalError(f"method {self.name!r} evaluates one target, not {n_targets} "
+                               "(bayesame-joint evaluates several jointly)")
         return self._first_report(self.backend.init(reference_scores, n_items), n_items)
+
+    def begin(self, loop: LoopState, key: Array) -> LoopState:
+        """The start of one run with ``key`` (pure, vmapped by the simulator): the shared
+        state of :meth:`start` made the run's own (nothing to do for most methods)."""
+        del key
+        return loop
+
+    def skip(self, loop: LoopState, item: Array) -> LoopState:
+        """``item`` will not be scored (its evaluation failed): nothing to do for most
+        methods; the Session only stops offering it."""
+        del item
+        return loop
+
+    def maintain(self, state: State, n: Array, key: Array, refit: Callable | None = None,
+                 compact: Callable | None = None, quiet: Any = None) -> tuple[State, Any]:
+        """After the n-th observation: re-fit or compact the backend state when due
+        (:func:`~bayeval.inference.base.advance`, whose arguments these are)."""
+        return advance(self.backend, state, n, key, refit, compact, quiet)
 
     @functools.cached_property
     def _first_report(self) -> Callable:
@@ -147,15 +180,16 @@ class Method:
 
         def step(loop, item, score, draw, n, key):
             loop = self.record(loop, item, score, draw)
-            state, info = advance(self.backend, loop.backend, n, key)
+            state, info = self.maintain(loop.backend, n, key)
             loop, stop = self.report(loop._replace(backend=state))
             return loop, stop, info
 
         return jax.jit(step)
 
-    def choose(self, prediction: Prediction, available: Array, key: Array,
+    def choose(self, loop: LoopState, available: Array, key: Array,
                k: int) -> tuple[Array, Draw]:
         """(k item positions, how each was drawn: a Draw of (k,) arrays) from ``key``."""
+        prediction = loop.prediction
         log_w = self.rule(prediction, available)
         items = self.policy.draw(key, log_w, available, k)
         return items, self.draws(prediction, log_w, available, items)
@@ -174,20 +208,21 @@ class Method:
 
     @functools.cached_property
     def select(self) -> Callable:
-        """Jitted ``(prediction, available, key, counter, k) -> (items, draws)``:
+        """Jitted ``(loop, available, key, counter, k) -> (items, draws)``:
         :meth:`choose` with the key ``fold_in(key, counter)``; ``k`` is static."""
 
-        def select(prediction, available, key, counter, k):
-            return self.choose(prediction, available, jax.random.fold_in(key, counter), k)
+        def select(loop, available, key, counter, k):
+            return self.choose(loop, available, jax.random.fold_in(key, counter), k)
 
         return jax.jit(select, static_argnums=4)
 
     @functools.cached_property
     def probability(self) -> Callable:
-        """Jitted ``(prediction, available, item) -> Draw``: how the policy would draw
+        """Jitted ``(loop, available, item) -> Draw``: how the policy would draw
         ``item`` as a single draw (for journals recorded without it)."""
 
-        def probability(prediction, available, item):
+        def probability(loop, available, item):
+            prediction = loop.prediction
             log_w = self.rule(prediction, available)
             return jax.tree_util.tree_map(lambda x: x[0], self.draws(
                 prediction, log_w, available, item[None]))

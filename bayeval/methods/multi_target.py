@@ -1,25 +1,31 @@
 """Multi-target BayesAME: several target models evaluated jointly (seed 000 §3.2, App. C.1;
 METHODS.md §2).
 
-One :class:`JointRun` holds the joint posterior of :mod:`bayeval.inference.joint` over T
-targets, the coregionalisation hyperparameters, and per-target stopping states. The loop is
+The method is a :class:`~bayeval.methods.base.Method` with a target axis, run by the one
+Session and the one simulator: its positions are the (target, item) cells c = t · N + i,
+its backend is the joint coregional posterior of :mod:`bayeval.inference.joint` over T
+targets (one target is T = 1), its estimator runs once per target, and its stopping rule
+once per target. A round:
 
 1. **initial design**: every target on the same random ⌈10% N⌉ items (item by item, each
-   target in turn), then a first AdamW re-fit of {α_l, β_l, w, σ²};
+   target in turn), then a first AdamW re-fit of {α_l, β_l, w, σ²} after D = T·⌈10% N⌉
+   observations;
 2. **round robin**: cycle through the targets that have not met their stopping rule; for
    target t pick the item of largest IG_t(i) under the joint posterior (or, with
    ``selection="mean_ig"``, the item of largest mean IG over targets and a target at
    random among the unfinished ones that still need it). As in the single-target method
    the gain is used only when the reference vectors are nearly unique (B ≥ N − N0);
    otherwise the item is drawn at random;
-3. after each observation: compact the deferred updates when P are pending, re-fit the
-   hyperparameters every F observations after the initial design, and update the observed
-   target's two-condition stopping rule (window W over that target's own coreset);
-4. **stop** when every target has met its rule (or a budget is spent).
+3. after each observation: compact the deferred updates every P observations, re-fit the
+   hyperparameters every F observations after the D-th, and update the observed target's
+   two-condition stopping rule (window W over that target's own coreset);
+4. **stop** when every target has met its rule after the initial design.
 
-:meth:`JointRun.next_pair` / :meth:`JointRun.observe` are the ask/tell pair; the oracle
-simulation :func:`simulate_joint` and :class:`JointSession` both drive them, so a simulated
-run and a real one make the same choices for the same seed and answers.
+The run's initial design and initial coregionalisation weights come from its seed
+(:meth:`JointMethod.begin`); the round-robin turn and the design's progress live in the
+loop's ``plan`` (:class:`JointPlan`), so a run is a pure function of its seed and answers.
+A design pair that could not be evaluated (a Session ``skip``) counts as done for the
+design; the first re-fit then still comes after the D-th observation.
 
 Cost per observation O(P J + J T) with J = T·B; a compaction O(P J² + J² T) every P
 observations; a re-fit O(steps · S_fit³) for the AdamW fit on at most ``fit_pairs``
@@ -30,8 +36,9 @@ observed pairs. Memory: Σ_c (J² floats) plus transients of the same size durin
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import jax
@@ -40,10 +47,11 @@ import numpy as np
 
 from bayeval.acquisition import multi_target as mt
 from bayeval.acquisition.policies import argmax
+from bayeval.data.matrix import infer_kind
 from bayeval.errors import BayevalError
-from bayeval.estimators.base import Estimator, posterior
-from bayeval.estimators.interval import z_value
-from bayeval.inference.exact import PENDING, fit_sizes
+from bayeval.estimators.base import Draw, posterior
+from bayeval.inference.base import Backend, advance, nothing_done, refitted
+from bayeval.inference.exact import PENDING, fit_sizes, switch_by_size
 from bayeval.inference.joint import (
     FITTED,
     JointState,
@@ -56,31 +64,59 @@ from bayeval.inference.joint import (
     joint_refit,
     per_target,
 )
+from bayeval.methods.base import LoopState, Method, register_method
 from bayeval.models.bucket_gp import N0, default_sigma2, make_buckets
 from bayeval.models.coregional import coregional_model
 from bayeval.precision import require_float64
 from bayeval.stopping import rules as stop
-from bayeval.types import Estimate
+from bayeval.types import Array, Prediction, State
 
+METHOD_NAME = "bayesame-joint"
 INIT_STREAM = 2**31 - 3
 WEIGHT_STREAM = 2**31 - 2
-REFIT_STREAM = 2**31 - 1
+
+
+class JointBackendState(NamedTuple):
+    """The joint posterior with its hyperparameters and the AdamW learning rate."""
+
+    joint: JointState
+    params: dict[str, Array]
+    learning_rate: Array  # ()
+    nearly_unique: Array  # () bool: B ≥ N − N0
+
+
+class JointPlan(NamedTuple):
+    """What the choice of the next cell reads besides the prediction."""
+
+    design: Array  # (D,) cells of the initial design, in the order they are asked
+    consumed: Array  # (D,) bool: scored, or skipped
+    last: Array  # () int32: the target observed last (−1 before any); round robin goes on
+    #                after it
+
+
+class JointProgress(NamedTuple):
+    """The stopping state: each target's rule state (leading target axis) and whether it
+    has met its rule."""
+
+    rules: State
+    met: Array  # (T,) bool
 
 
 @dataclass(frozen=True, eq=False)
 class JointBayesAME:
     """Settings of multi-target BayesAME (defaults: seed 000 App. C.1).
 
-    ``learning_rate`` and ``sigma2`` default by score kind: 0.01 and 0.1 for binary, 0.001
-    and 0.01 for continuous scores. ``refit_every`` = F counts observations (of any
-    target) after the initial design; 0 never re-fits after the first. ``fit_pairs``: the
-    AdamW fit uses a uniform random subset of at most that many observed (target, bucket)
-    pairs, drawn afresh at each re-fit (None: all; the rebuild always uses all).
-    ``fit_sigma2=False`` keeps σ² at the single-target rule of §1 (10⁻⁴ when the reference
-    vectors are nearly unique, else 10⁻¹) instead of fitting it (an ablation: App. C.1
-    fits σ²). ``target_offset`` = τ²₀ adds a constant offset per target, c_t ~ N(0, τ²),
-    to the model (see :func:`~bayeval.models.coregional.coregional_model`), with τ²
-    fitted from τ²₀ at every re-fit (None: the paper's model, no offset).
+    ``learning_rate`` and ``sigma2`` default by score kind (read off the reference
+    matrix): 0.01 and 0.1 for binary, 0.001 and 0.01 for continuous scores.
+    ``refit_every`` = F counts observations (of any target) after the initial design; 0
+    never re-fits after the first. ``fit_pairs``: the AdamW fit uses a uniform random
+    subset of at most that many observed (target, bucket) pairs, drawn afresh at each
+    re-fit (None: all; the rebuild always uses all). ``fit_sigma2=False`` keeps σ² at the
+    single-target rule of §1 (10⁻⁴ when the reference vectors are nearly unique, else
+    10⁻¹) instead of fitting it (an ablation: App. C.1 fits σ²). ``target_offset`` = τ²₀
+    adds a constant offset per target, c_t ~ N(0, τ²), to the model (see
+    :func:`~bayeval.models.coregional.coregional_model`), with τ² fitted from τ²₀ at every
+    re-fit (None: the paper's model, no offset).
     """
 
     epsilon: float = 0.02
@@ -108,335 +144,368 @@ class JointBayesAME:
             raise BayevalError(f"init_fraction must be in (0, 1], got {self.init_fraction}")
         if self.refit_every < 0 or self.adam_steps < 0 or self.n_latent < 1:
             raise BayevalError("refit_every and adam_steps must be ≥ 0, n_latent ≥ 1")
+        if self.pending < 1:
+            raise BayevalError(f"pending must be ≥ 1, got {self.pending}")
 
     @property
     def params(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
-    @functools.cached_property
-    def stopping(self) -> stop.StoppingRule:
-        return stop.two_condition(self.epsilon, self.epsilon1, self.window)
+    def design_size(self, n_items: int) -> int:
+        """⌈init_fraction · N⌉ items in the initial design (each for every target)."""
+        return max(1, math.ceil(round(self.init_fraction * n_items, 9)))
 
-    # ----------------------------------------------------------- compiled pieces
-    @functools.cached_property
-    def prior(self) -> Callable:
-        def prior(phi, sizes, params, n_targets):
-            return joint_prior(coregional_model, phi, sizes, n_targets, params,
-                               n_latent=self.n_latent)
+    def hyperparameters(self, key: Array, n_targets: int, sigma2: Array) -> dict[str, Array]:
+        """The starting hyperparameters: α = β = 1, weights ~ N(0, 0.1²) from ``key``."""
+        L = self.n_latent
+        weights = 0.1 * jax.random.normal(key, (n_targets, L), jnp.float64)
+        params = {"alpha": jnp.ones(L), "beta": jnp.ones(L), "weights": weights,
+                  "sigma2": jnp.asarray(sigma2, jnp.float64)}
+        if self.target_offset is not None:
+            params["offset"] = jnp.asarray(self.target_offset, jnp.float64)
+        return params
 
-        return jax.jit(prior, static_argnums=3)
+    def prior(self, phi: Array, sizes: Array, params: dict[str, Array],
+              n_targets: int) -> tuple[Array, Array, Array]:
+        return joint_prior(coregional_model, phi, sizes, n_targets, params,
+                           n_latent=self.n_latent)
 
-    @functools.cached_property
-    def observe(self) -> Callable:
-        # the state is donated: without it every call would copy Σ_c (J² floats)
-        return jax.jit(joint_observe, donate_argnums=0)
+    # ------------------------------------------------------------------ backend
+    def init(self, reference_scores: Any, n_cells: int) -> JointBackendState:
+        """Bucket the reference matrix and set the prior for n_cells / N targets (weights
+        from a fixed key; :meth:`JointMethod.begin` draws each run's own)."""
+        ref = np.asarray(reference_scores, dtype=np.float64)
+        buckets = make_buckets(ref)
+        N = buckets.n_items
+        if n_cells % N or n_cells < N:
+            raise BayevalError(f"{n_cells} cells are not a whole number of targets × "
+                               f"{N} items")
+        T = n_cells // N
+        binary = infer_kind(ref) == "binary"
+        if not self.fit_sigma2:
+            sigma2 = self.sigma2 or default_sigma2(buckets.n_buckets, N, self.n0)
+        else:
+            sigma2 = self.sigma2 or (0.1 if binary else 0.01)
+        params = self.hyperparameters(jax.random.key(0), T, sigma2)
+        phi, sizes = jnp.asarray(buckets.phi), jnp.asarray(buckets.sizes)
+        joint = joint_init(phi, sizes, jnp.asarray(buckets.item_bucket),
+                           self.prior(phi, sizes, params, T), T, self.pending)
+        return JointBackendState(
+            joint, params, jnp.asarray(self.learning_rate or (0.01 if binary else 0.001),
+                                       jnp.float64),
+            jnp.asarray(buckets.n_buckets >= N - self.n0))
 
-    @functools.cached_property
-    def compact(self) -> Callable:
-        return jax.jit(joint_compact, donate_argnums=0)
+    @staticmethod
+    def observe(state: JointBackendState, cell: Array, score: Array) -> JointBackendState:
+        N = state.joint.observed.shape[1]
+        return state._replace(joint=joint_observe(state.joint, cell // N, cell % N, score))
 
-    @functools.cached_property
-    def estimator(self) -> Estimator:
-        """One estimator per target, over the joint posterior's per-target predictions
-        (the posterior interval of seed 000 §3.2)."""
-        return posterior()
+    @staticmethod
+    def predict(state: JointBackendState) -> Prediction:
+        """Every target's posterior summary: a Prediction with a leading target axis."""
+        pred = per_target(joint_predict(state.joint))
+        return pred._replace(nearly_unique=jnp.broadcast_to(state.nearly_unique,
+                                                            pred.mean.shape))
 
-    @functools.cached_property
-    def summarize(self) -> Callable:
-        """``state -> (JointPrediction, (lower, upper))``: every target's estimator's
-        interval at ``level``."""
-        z = z_value(self.level)
-        estimator = self.estimator
+    def refit_sizes(self, state: JointBackendState) -> list[int]:
+        """The static slot counts a re-fit may use (powers of two from 64, then J)."""
+        return fit_sizes(state.joint.mu.shape[-1])
 
-        def summarize(state):
-            pred = joint_predict(state)
-            est = jax.vmap(lambda p: estimator.estimate(estimator.init(p.item_mean.shape[-1]),
-                                                        p, z))(per_target(pred))
-            return pred, (est.lower, est.upper)
+    def fitted_pairs(self, pairs: Any) -> Any:
+        """How many of the ``pairs`` observed (target, bucket) pairs the AdamW fit reads."""
+        return pairs if self.fit_pairs is None else jnp.minimum(pairs, self.fit_pairs)
 
-        return jax.jit(summarize)
+    def fit_at(self, state: JointBackendState, key: Array, fit_size: int) -> dict[str, Array]:
+        """AdamW on the marginal likelihood of at most ``fit_pairs`` observed pairs
+        (gathered into ``fit_size`` slots; a uniform subset drawn with ``key`` when there
+        are more): the new hyperparameters."""
+        fit = FITTED if self.fit_sigma2 else tuple(k for k in FITTED if k != "sigma2")
+        return joint_refit(state.joint, state.params, steps=self.adam_steps,
+                           learning_rate=state.learning_rate, size=fit_size, key=key,
+                           fit=fit, n_latent=self.n_latent)
 
-    @functools.cached_property
-    def update_stopping(self) -> Callable:
-        """``(stop_states, pred, bounds, target) -> (stop_states, stop)``: the rule of
-        ``target`` sees its new estimate and prediction; the other targets' states are
-        unchanged."""
-        rule = self.stopping
+    def rebuild_at(self, state: JointBackendState, params: dict[str, Array],
+                   size: int) -> tuple[JointBackendState, Any]:
+        """The posterior under ``params`` rebuilt on every observed pair (``size`` slots),
+        with what the re-fit did."""
+        joint = joint_rebuild(state.joint, params, size, n_latent=self.n_latent)
+        ok = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(v)) for v in
+                                  jax.tree_util.tree_leaves(params)]))
+        return (state._replace(joint=joint, params=params),
+                refitted(ok, jnp.asarray(self.adam_steps), jnp.asarray(jnp.nan)))
 
-        def one(s, p, lower, upper):
-            return rule.update(s, Estimate(p.mean, p.var, lower, upper), p)
+    def slots(self, state: JointBackendState, pairs: int) -> tuple[int, int]:
+        """(fit, rebuild) slot counts for ``pairs`` observed pairs: the smallest of
+        :meth:`refit_sizes` that hold the fitted pairs and all pairs."""
+        sizes = self.refit_sizes(state)
+        fit = int(self.fitted_pairs(pairs))
+        return (next((s for s in sizes if s >= fit), sizes[-1]),
+                next((s for s in sizes if s >= pairs), sizes[-1]))
 
-        def update(stop_states, pred, bounds, target):
-            new, fired = jax.vmap(one)(stop_states, per_target(pred), *bounds)
-            mine = jnp.arange(pred.mean.shape[0]) == target
+    def refit(self, state: JointBackendState, key: Array) -> tuple[JointBackendState, Any]:
+        """:meth:`fit_at` then :meth:`rebuild_at` at the smallest slot counts that hold
+        the pairs, each one ``lax.switch`` over the sizes (for a jitted loop; the Session
+        picks the sizes in Python, :meth:`JointMethod.step`)."""
+        sizes = self.refit_sizes(state)
+        if self.fit_pairs is not None:  # the fit never needs more slots than fit_pairs
+            sizes_fit = [s for s in sizes if s < self.fit_pairs]
+            sizes_fit.append(next((s for s in sizes if s >= self.fit_pairs), sizes[-1]))
+        else:
+            sizes_fit = sizes
+        pairs = jnp.sum(state.joint.count > 0)
+        params = switch_by_size(sizes_fit, self.fitted_pairs(pairs),
+                                lambda f: lambda s, k: self.fit_at(s, k, f), state, key)
+        return switch_by_size(sizes, pairs, lambda b: lambda s, p: self.rebuild_at(s, p, b),
+                              state, params)
 
-            def pick(a, b):
-                return jnp.where(mine.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+    @staticmethod
+    def compact(state: JointBackendState) -> JointBackendState:
+        return state._replace(joint=joint_compact(state.joint))
 
-            return jax.tree_util.tree_map(pick, new, stop_states), fired[target]
-
-        return jax.jit(update)
-
-    @functools.cached_property
-    def select(self) -> Callable:
-        """``(pred, available (T, N), key, target, nearly_unique) -> (target, item)``."""
-        mean_ig = self.selection == "mean_ig"
-
-        def select(pred, available, key, target, nearly_unique):
-            if mean_ig:
-                log_w = mt.mean_information_gain(pred, available)
-            else:
-                log_w = mt.round_robin(pred, available, target)
-                available = available & (jnp.arange(available.shape[0])[:, None] == target)
-            log_w = jnp.where(nearly_unique, log_w, 0.0)  # random when B < N − N0
-            pick = argmax(key, log_w.reshape(-1), available.reshape(-1), 1)[0]
-            N = available.shape[1]
-            return pick // N, pick % N
-
-        return jax.jit(select)
-
-    @functools.cached_property
-    def refit(self) -> Callable:
-        def refit(state, params, key, lr, size):
-            fit = FITTED if self.fit_sigma2 else tuple(k for k in FITTED if k != "sigma2")
-            return joint_refit(state, params, steps=self.adam_steps, learning_rate=lr,
-                               size=size, key=key, fit=fit, n_latent=self.n_latent)
-
-        return jax.jit(refit, static_argnums=4)
-
-    @functools.cached_property
-    def rebuild(self) -> Callable:
-        def rebuild(state, params, size):
-            return joint_rebuild(state, params, size, n_latent=self.n_latent)
-
-        return jax.jit(rebuild, static_argnums=2, donate_argnums=0)
+    def backend(self) -> Backend:
+        """The joint posterior as a :class:`~bayeval.inference.base.Backend` over cells.
+        Its re-fits follow the method's schedule (:meth:`JointMethod.maintain`), so
+        ``refit_every`` is 0 here."""
+        return Backend("joint_coregional", self.init, self.observe, self.predict,
+                       self.refit, 0, self.compact, self.pending)
 
 
-class Pair(NamedTuple):
-    target: int
-    item: int
+def _target_rule(prediction: Prediction, available: Array) -> Array:
+    """(T, N) IG_t(i) of every available cell (−inf elsewhere); the round robin passes
+    the cells of one target."""
+    return jnp.where(available, mt.target_information_gain(prediction), -jnp.inf)
 
 
-class JointRun:
-    """The state of one multi-target evaluation (see module docstring).
+def _row(tree: Any, t: Array) -> Any:
+    return jax.tree_util.tree_map(lambda x: x[t], tree)
 
-    Parameters
-    ----------
-    reference_scores: (M, N) reference matrix.
-    n_targets: T.
-    config: the settings.
-    seed: seeds the initial design, the initial weights, the tie-breaks and the re-fit
-        subsets.
-    kind: ``binary`` or ``continuous`` (sets the learning rate and initial σ²).
-    max_evaluations: stop after this many observations in all.
-    """
 
-    def __init__(self, reference_scores: Any, n_targets: int, config: JointBayesAME,
-                 seed: int = 0, kind: str = "binary",
-                 max_evaluations: int | None = None) -> None:
-        require_float64("multi-target BayesAME")
+def _set_row(tree: Any, t: Array, row: Any) -> Any:
+    return jax.tree_util.tree_map(lambda a, b: a.at[t].set(b), tree, row)
+
+
+@dataclass(frozen=True, eq=False)
+class JointMethod(Method):
+    """Multi-target BayesAME as a Method with a target axis (module docstring);
+    ``config`` holds its settings. Positions are cells t · N + i; estimates, and the stop
+    that :meth:`report` returns, carry a trailing (T,) axis."""
+
+    config: JointBayesAME = field(default_factory=JointBayesAME)
+    several_targets = True
+
+    # ------------------------------------------------------------------ a run
+    def start(self, reference_scores: Any, n_items: int, n_targets: int = 1) -> LoopState:
+        require_float64(f"method {self.name!r}")
         if n_targets < 1:
             raise BayevalError(f"need at least one target, got {n_targets}")
-        if kind not in ("binary", "continuous"):
-            raise BayevalError(f"kind must be 'binary' or 'continuous', got {kind!r}")
-        self.config = config
-        self.n_targets = T = int(n_targets)
-        self.seed = int(seed)
-        self.max_evaluations = max_evaluations
-        buckets = make_buckets(np.asarray(reference_scores, dtype=np.float64))
-        self.n_items = N = buckets.n_items
-        self.n_buckets = buckets.n_buckets
-        self.nearly_unique = bool(buckets.n_buckets >= N - config.n0)
-        binary = kind == "binary"
-        self.learning_rate = config.learning_rate or (0.01 if binary else 0.001)
-        if not config.fit_sigma2:
-            sigma2 = config.sigma2 or default_sigma2(buckets.n_buckets, N, config.n0)
-        else:
-            sigma2 = config.sigma2 or (0.1 if binary else 0.01)
-        self._key = jax.random.key(self.seed)
-        weights = 0.1 * jax.random.normal(jax.random.fold_in(self._key, WEIGHT_STREAM),
-                                          (T, config.n_latent), jnp.float64)
-        L = config.n_latent
-        self.params = {"alpha": jnp.ones(L), "beta": jnp.ones(L), "weights": weights,
-                       "sigma2": jnp.asarray(sigma2, jnp.float64)}
-        if config.target_offset is not None:
-            self.params["offset"] = jnp.asarray(config.target_offset, jnp.float64)
-        phi, sizes = jnp.asarray(buckets.phi), jnp.asarray(buckets.sizes)
-        prior = config.prior(phi, sizes, self.params, T)
-        self.state: JointState = joint_init(phi, sizes, jnp.asarray(buckets.item_bucket),
-                                            prior, T, config.pending)
-        self.prediction, self.bounds = config.summarize(self.state)
-        one = config.stopping.init()
-        self.stop_state = jax.tree_util.tree_map(
-            lambda x: jnp.broadcast_to(x, (T, *jnp.shape(x))), one)
-        self.done = np.zeros(T, bool)
-        self.stopped_at = np.zeros(T, np.int64)  # evaluations in all when t stopped
-        self.available = np.ones((T, N), bool)
-        init = np.asarray(mt.initial_design(jax.random.fold_in(self._key, INIT_STREAM), N,
-                                            config.init_fraction))
-        init_items = np.flatnonzero(init)
-        self._init_queue = [Pair(t, int(i)) for i in init_items for t in range(T)]
-        self.n_init = len(self._init_queue)
-        self._init_pos = 0  # first pair of the design not yet scored or skipped
-        self._init_end: int | None = None  # evaluations when the design was complete
-        self.n = 0
-        self.last = -1
-        self.refits = 0
-        self.refit_sizes = fit_sizes(T * self.n_buckets)
+        state = self.backend.init(reference_scores, n_items * n_targets)
+        D = self.config.design_size(n_items)
+        plan = JointPlan(jnp.arange(D * n_targets, dtype=jnp.int32),
+                         jnp.zeros(D * n_targets, bool), jnp.asarray(-1, jnp.int32))
+        return self._first_jitted(state, plan)
 
-    # ------------------------------------------------------------------ queries
-    @property
-    def in_design(self) -> bool:
-        """Whether pairs of the initial design are still to be scored."""
-        queue = self._init_queue
-        while self._init_pos < len(queue) and not self.available[queue[self._init_pos]]:
-            self._init_pos += 1
-        return self._init_pos < len(queue)
+    def _first(self, state: JointBackendState, plan: JointPlan) -> LoopState:
+        """The loop state before any observation (no stopping rule has seen anything)."""
+        prediction = self.backend.predict(state)
+        T, N = prediction.item_mean.shape
 
-    @property
-    def finished(self) -> bool:
-        """All targets met their rule (after the initial design), or nothing is left."""
-        if self.max_evaluations is not None and self.n >= self.max_evaluations:
-            return True
-        if self.in_design:
-            return False
-        return bool(np.all(self.done | ~self.available.any(1)))
+        def stack(x):
+            return jnp.broadcast_to(x, (T, *jnp.shape(x)))
 
-    def estimates(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(estimate, lower, upper) per target, intervals clipped to [0, 1]."""
-        lower, upper = (np.clip(np.asarray(b), 0.0, 1.0) for b in self.bounds)
-        return np.asarray(self.prediction.mean), lower, upper
+        est = jax.tree_util.tree_map(stack, self.estimator.init(N))
+        rules = jax.tree_util.tree_map(stack, self.stopping.init())
+        return LoopState(state, est, JointProgress(rules, jnp.zeros(T, bool)), prediction,
+                         self._estimates(est, prediction), plan)
 
-    def next_pair(self) -> Pair:
-        """The (target, item) to evaluate next."""
-        if self.finished:
-            raise BayevalError("the joint evaluation is finished; nothing to ask")
-        if self.in_design:
-            return self._init_queue[self._init_pos]
+    @functools.cached_property
+    def _first_jitted(self) -> Callable:
+        return jax.jit(self._first)
+
+    def _estimates(self, est: State, prediction: Prediction):
+        return jax.vmap(lambda s, p: self.estimator.estimate(s, p, self.z))(est, prediction)
+
+    def begin(self, loop: LoopState, key: Array) -> LoopState:
+        """The run's own initial design (⌈10% N⌉ items from ``fold_in(key, INIT_STREAM)``,
+        every target on each in turn) and initial weights (``fold_in(key, WEIGHT_STREAM)``),
+        with the prior rebuilt for them."""
+        return self._begin(loop, key)
+
+    @functools.cached_property
+    def _begin(self) -> Callable:
         cfg = self.config
-        open_rows = ~self.done & self.available.any(1)
-        target = int(mt.next_target(jnp.asarray(~open_rows), self.last))
-        available = self.available & open_rows[:, None]
-        key = jax.random.fold_in(self._key, self.n)
-        t, i = cfg.select(self.prediction, jnp.asarray(available), key, target,
-                          self.nearly_unique)
-        return Pair(int(t), int(i))
 
-    # ------------------------------------------------------------------ updates
-    def observe(self, target: int, item: int, score: float) -> None:
-        """Add the score of ``target`` on ``item`` and update everything that follows."""
+        def begin(loop, key):
+            joint = loop.backend.joint
+            T, N = joint.observed.shape
+            params = cfg.hyperparameters(jax.random.fold_in(key, WEIGHT_STREAM), T,
+                                         loop.backend.params["sigma2"])
+            prior = cfg.prior(joint.phi, joint.sizes, params, T)
+            joint = joint_init(joint.phi, joint.sizes, joint.item_bucket, prior, T,
+                               joint.pending.shape[0])
+            D = cfg.design_size(N)
+            mask = mt.initial_design(jax.random.fold_in(key, INIT_STREAM), N,
+                                     cfg.init_fraction)
+            items = jnp.nonzero(mask, size=D)[0]
+            design = (items[:, None] + N * jnp.arange(T)[None, :]).reshape(-1)
+            plan = JointPlan(design.astype(jnp.int32), jnp.zeros(D * T, bool),
+                             jnp.asarray(-1, jnp.int32))
+            state = loop.backend._replace(joint=joint, params=params)
+            return self._first(state, plan)
+
+        return jax.jit(begin)
+
+    def choose(self, loop: LoopState, available: Array, key: Array,
+               k: int) -> tuple[Array, Draw]:
+        """The next cell: the first design cell not yet done, else the round robin's
+        (or mean-IG) choice among the targets still open."""
+        if k != 1:
+            raise BayevalError(f"{self.name} asks one (target, item) pair at a time, not {k}")
+        prediction, plan = loop.prediction, loop.plan
+        T, N = prediction.item_mean.shape
+        avail = available.reshape(T, N)
+        todo = ~plan.consumed & available[plan.design]
+        design_cell = plan.design[jnp.argmax(todo)]
+        has_items = avail.any(1)
+        open_rows = ~loop.stopping.met & has_items
+        # once every target has stopped (a simulation runs on), every target with items
+        open_rows = jnp.where(open_rows.any(), open_rows, has_items)
+        target = mt.next_target(~open_rows, plan.last)
+        cells = avail & open_rows[:, None]
+        if self.config.selection == "round_robin":
+            cells = cells & (jnp.arange(T)[:, None] == target)
+        log_w = self.rule(prediction, cells)
+        log_w = jnp.where(prediction.nearly_unique[0], log_w, 0.0)  # random if B < N − N0
+        pick = argmax(key, log_w.reshape(-1), cells.reshape(-1), 1)[0]
+        cell = jnp.where(todo.any(), design_cell, pick).astype(jnp.int32)
+        return cell[None], Draw(jnp.ones(1), jnp.full(1, jnp.nan))
+
+    def record(self, loop: LoopState, item: Array, score: Array, draw: Draw) -> LoopState:
+        """The observed target's estimator update, the backend's observe, and the plan:
+        the design cell done, the turn moved to this target."""
+        N = loop.prediction.item_mean.shape[1]
+        t, i = item // N, item % N
+        est = self.estimator.update(_row(loop.estimator, t), _row(loop.prediction, t), i,
+                                    score, draw)
+        plan = loop.plan
+        plan = plan._replace(consumed=plan.consumed | (plan.design == item),
+                             last=t.astype(jnp.int32))
+        return loop._replace(backend=self.backend.observe(loop.backend, item, score),
+                             estimator=_set_row(loop.estimator, t, est), plan=plan)
+
+    def skip(self, loop: LoopState, item: Array) -> LoopState:
+        """A skipped design cell counts as done for the design."""
+        return self._skip(loop, item)
+
+    @functools.cached_property
+    def _skip(self) -> Callable:
+        def skip(loop, item):
+            plan = loop.plan
+            return loop._replace(plan=plan._replace(
+                consumed=plan.consumed | (plan.design == item)))
+
+        return jax.jit(skip)
+
+    def refit_due(self, n: Any, n_targets: int, n_items: int) -> Any:
+        """Whether a re-fit follows the n-th observation: after the D-th (D = the initial
+        design's size) and every F after it (None: never). ``n`` may be an int or an
+        array."""
         cfg = self.config
-        if not (0 <= target < self.n_targets and 0 <= item < self.n_items):
-            raise BayevalError(f"pair ({target}, {item}) out of range "
-                               f"({self.n_targets} targets × {self.n_items} items)")
-        if not self.available[target, item]:
-            raise BayevalError(f"target {target} was already scored on item {item}")
-        if not np.isfinite(score):
-            raise BayevalError(f"score of target {target} on item {item} is not finite")
-        self.state = cfg.observe(self.state, target, item, float(score))
-        self.available[target, item] = False
-        self.n += 1
-        self.last = target
-        if self._init_end is None and not self.in_design:
-            self._init_end = self.n  # the design is complete: first re-fit
-            due = True
-        else:
-            after = self.n - (self._init_end or self.n)
-            due = cfg.refit_every > 0 and after > 0 and after % cfg.refit_every == 0
-        if due and cfg.adam_steps > 0:
-            self._refit()
-        elif int(self.state.n_pending) >= cfg.pending:
-            self.state = cfg.compact(self.state)
-        self.prediction, self.bounds = cfg.summarize(self.state)
-        self.stop_state, fired = cfg.update_stopping(self.stop_state, self.prediction,
-                                                     self.bounds, target)
-        if bool(fired) and not self.done[target]:
-            self.done[target] = True
-            self.stopped_at[target] = self.n
+        if cfg.adam_steps == 0:
+            return None
+        D = n_targets * cfg.design_size(n_items)
+        due = n == D
+        if cfg.refit_every > 0:
+            due = due | ((n > D) & ((n - D) % cfg.refit_every == 0))
+        return due
 
-    def refit_slots(self) -> tuple[int, int]:
-        """(fit, rebuild): the static slot counts a re-fit uses now, for the AdamW fit
-        (≤ ``fit_pairs`` observed pairs) and for the rebuild (all observed pairs)."""
-        pairs = int(jnp.sum(self.state.count > 0))
-        size = next(s for s in self.refit_sizes if s >= pairs)
-        fit = size if self.config.fit_pairs is None else next(
-            s for s in self.refit_sizes if s >= min(pairs, self.config.fit_pairs))
-        return fit, size
+    def maintain(self, state: State, n: Array, key: Array, refit: Callable | None = None,
+                 compact: Callable | None = None, quiet: Any = None) -> tuple[State, Any]:
+        """Compact every P observations; re-fit on :meth:`refit_due`'s schedule."""
+        due = self.refit_due(n, *state.joint.observed.shape[-2:])  # (runs batched in front)
+        return advance(self.backend._replace(refit_every=int(due is not None)), state, n, key,
+                       refit, compact, quiet, refit_due=due)
 
-    def skip(self, target: int, item: int) -> None:
-        """Leave ``target`` on ``item`` unscored (its evaluation failed); never asked again."""
-        if not self.available[target, item]:
-            raise BayevalError(f"target {target} on item {item} was already scored or skipped")
-        self.available[target, item] = False
+    @functools.cached_property
+    def step(self) -> Callable:
+        """``(loop, item, score, draw, n, key) -> (loop, stop, info)`` as
+        :meth:`Method.step` — record, :meth:`maintain`, report — with the maintenance
+        chosen in Python (``n`` is a number here) and the joint state's buffers donated
+        to each piece, so that a Session's step never copies Σ_c (J² floats). The loop
+        passed in must not be used again."""
+        record = jax.jit(self._record_apart, donate_argnums=0)
+        fit_at = jax.jit(self.config.fit_at, static_argnums=2)
+        rebuild_at = jax.jit(self.config.rebuild_at, static_argnums=2, donate_argnums=0)
+        compact = jax.jit(self.backend.compact, donate_argnums=0)
+        report = jax.jit(self._report_apart)
+        every = self.backend.compact_every
 
-    def _refit(self) -> None:
-        cfg = self.config
-        fit, size = self.refit_slots()
-        key = jax.random.fold_in(jax.random.fold_in(self._key, REFIT_STREAM), self.n)
-        self.params = cfg.refit(self.state, self.params, key, self.learning_rate, fit)
-        self.state = cfg.rebuild(self.state, self.params, size)
-        self.refits += 1
+        def step(loop, item, score, draw, n, key):
+            backend, rest = record(loop.backend, loop._replace(backend=None), item, score,
+                                   draw)
+            n = int(n)
+            info = nothing_done()
+            if self.refit_due(n, *rest.prediction.item_mean.shape):
+                fit, size = self.config.slots(backend,
+                                              int(jnp.sum(backend.joint.count > 0)))
+                backend, info = rebuild_at(backend, fit_at(backend, key, fit), size)
+            elif every and n % every == 0:
+                backend = compact(backend)
+                info = info._replace(compacted=jnp.ones((), bool))
+            rest, stop = report(backend, rest)
+            return rest._replace(backend=backend), stop, info
 
+        return step
 
-class JointResult(NamedTuple):
-    """One simulated multi-target run; step k is the (k+1)-th evaluation in all."""
+    def _record_apart(self, backend: State, loop: LoopState, item: Array, score: Array,
+                      draw: Draw) -> tuple[State, LoopState]:
+        loop = self.record(loop._replace(backend=backend), item, score, draw)
+        return loop.backend, loop._replace(backend=None)
 
-    targets: np.ndarray  # (E,) target of each evaluation
-    items: np.ndarray  # (E,) item of each evaluation
-    estimate: np.ndarray  # (E, T) every target's estimate after each evaluation
-    lower: np.ndarray  # (E, T)
-    upper: np.ndarray  # (E, T)
-    stopped_at: np.ndarray  # (T,) evaluations in all when each target stopped (0: never)
-    n_init: int
-    refits: int
+    def _report_apart(self, backend: State, loop: LoopState) -> tuple[LoopState, Array]:
+        loop, stop = self.report(loop._replace(backend=backend))
+        return loop._replace(backend=None), stop
 
-
-def simulate_joint(config: JointBayesAME, reference_scores: np.ndarray,
-                   target_scores: np.ndarray, seed: int = 0, kind: str = "binary",
-                   max_evaluations: int | None = None,
-                   progress: Callable[[JointRun], None] | None = None) -> JointResult:
-    """Run multi-target BayesAME on targets whose full rows are known (an oracle)."""
-    targets = np.asarray(target_scores, dtype=np.float64)
-    if targets.ndim != 2 or np.isnan(targets).any():
-        raise BayevalError("target_scores must be complete (T, N) score rows")
-    run = JointRun(reference_scores, targets.shape[0], config, seed, kind, max_evaluations)
-    if targets.shape[1] != run.n_items:
-        raise BayevalError(f"targets have {targets.shape[1]} items, the reference "
-                           f"{run.n_items}")
-    pairs, est, lo, hi = [], [], [], []
-    while not run.finished:
-        t, i = run.next_pair()
-        run.observe(t, i, targets[t, i])
-        value, lower, upper = run.estimates()
-        pairs.append((t, i))
-        est.append(value)
-        lo.append(lower)
-        hi.append(upper)
-        if progress is not None:
-            progress(run)
-    pairs_a = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    return JointResult(pairs_a[:, 0], pairs_a[:, 1], np.asarray(est), np.asarray(lo),
-                       np.asarray(hi), run.stopped_at.copy(), run.n_init, run.refits)
+    def report(self, loop: LoopState) -> tuple[LoopState, Array]:
+        """Predict, every target's estimate, the observed target's stopping rule; the
+        stop (T,): each target met its rule and the initial design is done."""
+        prediction = self.backend.predict(loop.backend)
+        estimate = self._estimates(loop.estimator, prediction)
+        progress, t = loop.stopping, jnp.maximum(loop.plan.last, 0)
+        rule_state, fired = self.stopping.update(_row(progress.rules, t), _row(estimate, t),
+                                                 _row(prediction, t))
+        progress = JointProgress(_set_row(progress.rules, t, rule_state),
+                                 progress.met.at[t].set(progress.met[t] | fired))
+        stop_now = progress.met & jnp.all(loop.plan.consumed)
+        return loop._replace(stopping=progress, prediction=prediction,
+                             estimate=estimate), stop_now
 
 
-def make_joint(**params: Any) -> JointBayesAME:
-    """Cached :class:`JointBayesAME` (equal settings share compiled code)."""
-    return _joint_cached(tuple(sorted(params.items())))
+def bayesame_joint(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
+                   level: float = 0.95, n_latent: int = 2, refit_every: int = 50,
+                   adam_steps: int = 200, learning_rate: float | None = None,
+                   sigma2: float | None = None, init_fraction: float = 0.1,
+                   selection: str = "round_robin", fit_pairs: int | None = 256,
+                   fit_sigma2: bool = True, target_offset: float | None = None,
+                   n0: int = N0, pending: int = PENDING) -> JointMethod:
+    """Multi-target BayesAME (seed 000 §3.2) with the settings of :class:`JointBayesAME`,
+    the posterior interval per target and each target's two-condition stopping rule."""
+    config = JointBayesAME(epsilon, epsilon1, window, level, n_latent, refit_every,
+                           adam_steps, learning_rate, sigma2, init_fraction, selection,
+                           fit_pairs, fit_sigma2, target_offset, n0, pending)
+    rule = _target_rule if selection == "round_robin" else mt.mean_information_gain
+    return JointMethod(METHOD_NAME, config.backend(), rule, argmax,
+                       stop.two_condition(epsilon, epsilon1, window), config.params, level,
+                       posterior(), config)
 
 
-@functools.lru_cache(maxsize=16)
-def _joint_cached(frozen: tuple[tuple[str, Any], ...]) -> JointBayesAME:
-    try:
-        return JointBayesAME(**dict(frozen))
-    except TypeError as exc:
-        raise BayevalError(f"multi-target BayesAME: bad parameters ({exc})") from None
-
+register_method(METHOD_NAME, bayesame_joint)
 
 __all__: Sequence[str] = (
+    "METHOD_NAME",
+    "JointBackendState",
     "JointBayesAME",
-    "JointResult",
-    "JointRun",
-    "Pair",
-    "make_joint",
-    "simulate_joint",
+    "JointMethod",
+    "JointPlan",
+    "JointProgress",
+    "bayesame_joint",
 )
