@@ -2,7 +2,7 @@
 coreset of its items (what ``bayeval diagnose`` runs).
 
 Models: ``irt-2pl`` and ``irt-beta3`` (items calibrated on the reference models, the
-target's ability by NUTS; :mod:`bayeval.estimators.irt`) and ``gp-bernoulli``,
+target's ability by NUTS; :mod:`bayeval.inference.irt`) and ``gp-bernoulli``,
 ``gp-logit-normal``, ``gp-gaussian`` (the bucket GP under NUTS;
 :mod:`bayeval.inference.bucket_mcmc`). The result holds the per-variable R-hat and bulk /
 tail ESS, divergences, energy BFMI per chain, the problems found against
@@ -65,7 +65,7 @@ def diagnose_case(matrix: ScoreMatrix, target: str, model: str = "irt-2pl",
                   samples: int = 1000) -> Diagnosis:
     """Run ``model``'s NUTS for ``target`` (held out of ``matrix``) given ``coreset``
     of its items drawn at random with ``seed``."""
-    from bayeval.estimators import irt
+    from bayeval.inference import irt
     from bayeval.inference.bucket_mcmc import bucket_gp_nuts
 
     if model not in MODELS:

@@ -769,6 +769,8 @@ class Session(JournalFile):
         """Keep what the re-fit after the n-th observation did; warn when it failed."""
         record = {"n": n, "accepted": bool(info.accepted), "iterations": int(info.iterations),
                   "grad_norm": float(info.grad_norm)}
+        if np.isfinite(info.r_hat):  # a re-fit by MCMC
+            record.update(r_hat=float(info.r_hat), divergences=int(info.divergences))
         self.refits.append(record)
         if not record["accepted"]:
             note = (f"re-fit after observation {n} failed (non-finite optimum after "

@@ -61,6 +61,8 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
         records = {name: jnp.zeros((R, n_steps, *shape[1:])) for name in (
             "estimate", "var", "lower", "upper")}
         records["items"] = jnp.zeros((R, n_steps), jnp.int32)
+        records["r_hat"] = jnp.full((R, n_steps), jnp.nan)
+        records["divergences"] = jnp.zeros((R, n_steps), jnp.int32)
         available = jnp.ones(targets.shape, bool)
         stop_n = jnp.zeros(shape, jnp.int32)
         refit_keys = jax.vmap(method.refit_key)(keys)
@@ -94,6 +96,10 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
                 "lower": records["lower"].at[:, t].set(est.lower),
                 "upper": records["upper"].at[:, t].set(est.upper),
                 "items": records["items"].at[:, t].set(items),
+                "r_hat": records["r_hat"].at[:, t].set(
+                    jnp.where(info.refitted, info.r_hat, jnp.nan)),
+                "divergences": records["divergences"].at[:, t].set(
+                    jnp.where(info.refitted, info.divergences, 0)),
             }
             return t + 1, loops, available, stop_n, records, refits, failed
 
@@ -151,7 +157,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     per_run = 4 * (_tree_bytes(loop0) + 5 * n_steps * 8 * T)
     chunk = int(max(1, min(R, memory_budget // max(per_run, 1))))
     run = _compile_chunk(method, n_steps, until_stop)
-    out = {k: [] for k in ("estimate", "var", "lower", "upper", "items")}
+    out = {k: [] for k in ("estimate", "var", "lower", "upper", "items", "r_hat",
+                           "divergences")}
     stops, refit_counts, failed_counts = [], [], []
     for start in range(0, R, chunk):
         size = min(chunk, R - start)
@@ -164,7 +171,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
                                      jnp.asarray(targets[start:start + size]))
         for k in out:
             values = np.asarray(records[k])
-            if k != "items":  # steps after an early end (until_stop) were not taken
+            if k in ("estimate", "var", "lower", "upper"):  # steps after an early end
+                # (until_stop) were not taken
                 taken = np.arange(n_steps) < int(t_end)
                 values = np.where(taken.reshape(-1, *([1] * (values.ndim - 2))), values,
                                   np.nan)
@@ -178,7 +186,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     stop_n = np.concatenate(stops)
     return SimulationResult(arrays["estimate"], arrays["var"], arrays["lower"],
                             arrays["upper"], arrays["items"], stop_n, truth,
-                            np.concatenate(refit_counts), np.concatenate(failed_counts))
+                            np.concatenate(refit_counts), np.concatenate(failed_counts),
+                            arrays["r_hat"], arrays["divergences"])
 
 
 def concatenate(parts: Sequence[SimulationResult]) -> SimulationResult:

@@ -80,3 +80,6 @@ class SimulationResult(NamedTuple):
     truth: np.ndarray  # (R,) R* = mean of the target row
     refits: np.ndarray | None = None  # (R,) re-fits run (None: not recorded)
     failed_refits: np.ndarray | None = None  # (R,) re-fits whose result was not usable
+    refit_r_hat: np.ndarray | None = None  # (R, T) split R̂ of an MCMC re-fit after step t
+    #                                        (NaN: none there)
+    refit_divergences: np.ndarray | None = None  # (R, T) its divergent transitions

@@ -27,6 +27,9 @@ SETTINGS = {
     "bayesame-joint": {"refit_every": 6, "adam_steps": 5, "window": 4, "epsilon": 0.4,
                        "pending": 4},
     "faq": {"budget": 18, "k": 2},
+    # NUTS fits after the 1st, 6th, 12th and 18th observation, short chains
+    "irt": {"refit_every": 6, "first_fits": "", "num_warmup": 30, "num_samples": 30,
+            "num_chains": 2},
     "random": {"epsilon": 0.45, "min_n": 5},
 }
 STEPS = 18

@@ -8,9 +8,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayeval.estimators.irt import calibrate, estimate, fit_ability
-from bayeval.methods.irt import fit_schedule, simulate_irt
+from bayeval.data import ScoreMatrix
+from bayeval.inference.irt import IRTAbilityNUTS, calibrate, estimate, fit_ability, split_r_hat
+from bayeval.methods import make_method
 from bayeval.models.irt import ItemParams, expected_score
+from bayeval.session import Session
+from bayeval.simulate import simulate
 
 Z90 = 1.6449
 
@@ -79,14 +82,53 @@ def test_2pl_calibration_recovers_items_with_missing_entries():
         calibrate("3pl", scores)
 
 
-def test_simulated_baseline_ends_at_the_truth(ifeval):
-    assert fit_schedule(120, 50, (10, 25)) == [1, 10, 25, 50, 100]
-    ref, targets = ifeval.scores[:40, :20], ifeval.scores[200:202, :20]
-    result, fits = simulate_irt([ref], targets, kind="2pl", refit_every=20, first_fits=(),
-                                num_warmup=100, num_samples=100, num_chains=2)
-    assert list(fits["n"]) == [1, 20] and (fits["runs"] == 2).all()
-    assert result.estimate.shape == (2, 20) and np.isfinite(result.estimate).all()
+def test_split_r_hat_by_hand():
+    # two chains of 4 draws → 4 half-chains of 2: W = mean within variance, B/n = variance
+    # of the half-chain means; R̂ = sqrt(((n−1)/n W + B/n) / W)
+    draws = np.array([[0.0, 1.0, 2.0, 4.0], [1.0, 1.0, 3.0, 5.0]])
+    halves = np.array([[0.0, 1.0], [1.0, 1.0], [2.0, 4.0], [3.0, 5.0]])
+    W = halves.var(axis=1, ddof=1).mean()
+    B_over_n = halves.mean(axis=1).var(ddof=1)
+    want = np.sqrt((0.5 * W + B_over_n) / W)
+    assert float(split_r_hat(jnp.asarray(draws))) == pytest.approx(want, rel=1e-12)
+
+
+def test_irt_method_fits_on_schedule_and_ends_at_the_truth(ifeval):
+    schedule = IRTAbilityNUTS(refit_every=50, first_fits=(10, 25)).refit_due(jnp.arange(1, 121))
+    assert list(np.flatnonzero(np.asarray(schedule)) + 1) == [1, 10, 25, 50, 100]
+    ref = ScoreMatrix(ifeval.scores[:40, :20], [f"m{i}" for i in range(40)],
+                      [f"i{j}" for j in range(20)])
+    targets = ifeval.scores[[41, 43], :20]
+    assert 0 < targets.mean(1).min() and targets.mean(1).max() < 1
+    method = make_method("irt", refit_every=8, first_fits="", num_warmup=40,
+                         num_samples=40, num_chains=2)
+    result = simulate(method, ref.scores, targets, [0, 1])
+    fitted = np.flatnonzero(np.isfinite(result.refit_r_hat[0])) + 1
+    assert list(fitted) == [1, 8, 16] and list(result.refits) == [3, 3]
+    assert np.all(result.refit_r_hat[:, fitted - 1] < 1.5)  # 2 short chains: loose
+    assert np.isfinite(result.estimate).all() and (result.lower <= result.upper).all()
+    # every item seen: the estimate is the observed mean and the variance 0
     np.testing.assert_allclose(result.estimate[:, -1], targets.mean(1), atol=1e-12)
     np.testing.assert_allclose(result.var[:, -1], 0.0, atol=1e-15)
-    assert (result.lower <= result.upper).all()
     assert sorted(result.items[0]) == list(range(20))
+    # before that, the interval is the posterior one from the fit's draws, and R̂ lies
+    # between the observed part and the observed part plus the unseen items' count / N
+    n = 10
+    seen = np.zeros((2, 20), bool)
+    seen[np.arange(2)[:, None], result.items[:, :n]] = True
+    observed = np.where(seen, targets, 0).sum(1) / 20
+    assert np.all(observed <= result.estimate[:, n - 1])
+    assert np.all(result.estimate[:, n - 1] <= observed + (20 - n) / 20)
+    # the Session makes the same run and reports the same fits
+    session = Session(ref, "new", method, seed=1)
+    while not session.done:
+        for item in session.ask():
+            session.tell(item, float(targets[1, ref.item_index(item)]))
+    k = session.n_observed
+    np.testing.assert_array_equal([ref.item_index(i) for i, _ in session.observations],
+                                  result.items[1, :k])
+    np.testing.assert_allclose([h[1] for h in session.history], result.estimate[1, :k],
+                               rtol=1e-9, atol=1e-12)
+    assert [r["n"] for r in session.refits] == [n for n in (1, 8, 16) if n <= k]
+    assert all(r["r_hat"] == pytest.approx(result.refit_r_hat[1, r["n"] - 1], rel=1e-9)
+               for r in session.refits)

@@ -26,7 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from bayeval.data import load_dataset
-from bayeval.estimators import irt
+from bayeval.inference import irt
 from bayeval.models.irt import irt_2pl
 from bayeval.models.priors import PriorError, latent_sites, with_priors
 from bayeval.precision import enable_float64

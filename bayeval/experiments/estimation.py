@@ -10,10 +10,10 @@ cost–accuracy points of the two-condition rule over an ε2 grid (stopping n, R
 coverage at stopping).
 
 Methods are given as specs, ``name`` or ``name(key=value, …)`` (e.g.
-``bayesame(refit_every=0)``), so ablations run through the same code. ``irt`` (options of
-:func:`bayeval.methods.irt.simulate_irt`, e.g. ``irt(kind=beta3, refit_every=50)``)
-is the IRT baseline of METHODS.md §4: random selection with NUTS fits, run outside the
-jitted engine; its per-fit diagnostics are returned in ``mcmc_fits``.
+``bayesame(refit_every=0)``), so ablations run through the same code. ``irt`` (e.g.
+``irt(kind=beta3, refit_every=50)``) is the IRT baseline of METHODS.md §4: random
+selection with NUTS fits, each run's own, in the same engine; the diagnostics of the fits
+after each n are returned in ``mcmc_fits``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from bayeval.experiments.metrics import (
     stopping_points,
 )
 from bayeval.methods import accepts_parameter, make_method, parse_method_spec
-from bayeval.methods.irt import simulate_irt
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import concatenate, simulate
 
@@ -44,6 +43,19 @@ LABELS = {"bayesame": "BayesAME", "bayesame-rs": "BayesAME-RS", "random": "RS-Me
           "bayes-aipw": "Bayes-AIPW", "irt": "IRT-2PL", "irt(kind=beta3)": "IRT-β³",
           "bayesame-laplace": "BayesAME-Bernoulli (Laplace)"}
 EPSILON2_GRID = (0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03)
+
+
+def mcmc_fit_table(result) -> pd.DataFrame:
+    """One row per n after which runs were re-fitted by MCMC: how many, the worst split
+    R̂ and the divergent transitions in all (empty for methods without MCMC re-fits)."""
+    r_hat, divergences = result.refit_r_hat, result.refit_divergences
+    rows = []
+    for t in np.flatnonzero(np.isfinite(r_hat).any(axis=0)):
+        fitted = np.isfinite(r_hat[:, t])
+        rows.append({"n": int(t + 1), "runs": int(fitted.sum()),
+                     "max_r_hat": float(np.nanmax(r_hat[:, t])),
+                     "divergences": int(divergences[fitted, t].sum())})
+    return pd.DataFrame(rows)
 
 
 def label(spec: str) -> str:
@@ -78,21 +90,17 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
         for spec in methods:
             name, params = parse_method_spec(spec)
             t0 = time.time()
-            if name == "irt":
-                params.setdefault("log", log)
-                result, fits = simulate_irt([sp.reference.scores for sp in splits], targets,
-                                            n_steps=n_steps, **params)
-                if mcmc_fits is not None:
-                    mcmc_fits.append(fits.assign(dataset=dataset, regime=regime,
-                                                 method=label(spec)))
-            else:
-                if accepts_parameter(name, "bucket_capacity"):
-                    params.setdefault("bucket_capacity", capacity)
-                method = make_method(name, **params)
-                parts = [simulate(method, sp.reference.scores, targets,
-                                  s * n_targets + np.arange(n_targets), n_steps=n_steps)
-                         for s, sp in enumerate(splits)]
-                result = concatenate(parts)
+            if accepts_parameter(name, "bucket_capacity"):
+                params.setdefault("bucket_capacity", capacity)
+            method = make_method(name, **params)
+            parts = [simulate(method, sp.reference.scores, targets,
+                              s * n_targets + np.arange(n_targets), n_steps=n_steps)
+                     for s, sp in enumerate(splits)]
+            result = concatenate(parts)
+            fits = mcmc_fit_table(result)
+            if mcmc_fits is not None and len(fits):
+                mcmc_fits.append(fits.assign(dataset=dataset, regime=regime,
+                                             method=label(spec)))
             if runs_dir is not None:
                 runs_dir.mkdir(parents=True, exist_ok=True)
                 safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)

@@ -41,6 +41,8 @@ class MaintenanceInfo(NamedTuple):
     iterations: optimiser iterations of the re-fit (0 when none ran).
     grad_norm:  gradient norm at the optimiser's last iterate (NaN when none ran).
     compacted:  deferred updates were folded into the stored covariance.
+    r_hat:      for a re-fit by MCMC, the largest split R̂ of its draws (NaN otherwise).
+    divergences: for a re-fit by NUTS, its divergent transitions (0 otherwise).
     """
 
     refitted: Array
@@ -48,26 +50,34 @@ class MaintenanceInfo(NamedTuple):
     iterations: Array
     grad_norm: Array
     compacted: Array
+    r_hat: Array
+    divergences: Array
 
 
 def nothing_done() -> MaintenanceInfo:
     """The info of a step without maintenance."""
     no = jnp.zeros((), bool)
     return MaintenanceInfo(no, jnp.ones((), bool), jnp.zeros((), jnp.int32),
-                           jnp.full((), jnp.nan), no)
+                           jnp.full((), jnp.nan), no, jnp.full((), jnp.nan),
+                           jnp.zeros((), jnp.int32))
 
 
-def refitted(accepted: Array, iterations: Array, grad_norm: Array) -> MaintenanceInfo:
+def refitted(accepted: Array, iterations: Array, grad_norm: Array,
+             r_hat: Array = jnp.nan, divergences: Array = 0) -> MaintenanceInfo:
     """The info of a re-fit."""
     return MaintenanceInfo(jnp.ones((), bool), jnp.asarray(accepted, bool),
                            jnp.asarray(iterations, jnp.int32),
-                           jnp.asarray(grad_norm, jnp.float64), jnp.zeros((), bool))
+                           jnp.asarray(grad_norm, jnp.float64), jnp.zeros((), bool),
+                           jnp.asarray(r_hat, jnp.float64),
+                           jnp.asarray(divergences, jnp.int32))
 
 
 class Backend(NamedTuple):
     """A posterior backend: the pure functions described in the module docstring;
-    ``refit`` runs after every ``refit_every``-th observation (0: never), ``compact`` after
-    every ``compact_every``-th one where no re-fit is due (0: never)."""
+    ``refit`` runs after every ``refit_every``-th observation (0: never), or where
+    ``refit_due(n)`` says so when it is given (a schedule of its own, e.g. the IRT
+    baseline's fits after 1, 10, 25 and every 50 observations); ``compact`` after every
+    ``compact_every``-th one where no re-fit is due (0: never)."""
 
     name: str
     init: Callable[[Array, int], State]
@@ -77,6 +87,7 @@ class Backend(NamedTuple):
     refit_every: int = 0
     compact: Callable[[State], State] | None = None
     compact_every: int = 0
+    refit_due: Callable[[Array], Array] | None = None
 
 
 def no_refit(state: State, key: Array) -> tuple[State, MaintenanceInfo]:
@@ -93,8 +104,9 @@ def advance(backend: Backend, state: State, n: Array, key: Array,
     """After the n-th observation: re-fit when due, else compact when due, else nothing;
     returns the state and what was done.
 
-    A re-fit is due every ``backend.refit_every`` observations, or where ``refit_due``
-    (a boolean of ``n``, for a method with its own schedule) says so.
+    A re-fit is due every ``backend.refit_every`` observations, or where
+    ``backend.refit_due(n)`` says, or where ``refit_due`` (a boolean of ``n``, for a
+    method with its own schedule) says so.
 
     ``n`` must be the same for every run when this is traced under ``vmap`` (as in the
     lock-step simulation engine), so that the branch is a real one; ``refit`` / ``compact``
@@ -109,7 +121,9 @@ def advance(backend: Backend, state: State, n: Array, key: Array,
         branches.append(lambda s, k: (compact(s), quiet._replace(
             compacted=jnp.ones_like(quiet.compacted))))
         index = jnp.where(n % backend.compact_every == 0, len(branches) - 1, index)
-    if backend.refit_every:
+    if refit_due is None and backend.refit_due is not None:
+        refit_due = backend.refit_due(n)
+    if backend.refit_every or refit_due is not None:
         branches.append(refit)
         due = n % backend.refit_every == 0 if refit_due is None else refit_due
         index = jnp.where(due, len(branches) - 1, index)

@@ -47,7 +47,7 @@ THRESHOLDS = {"r_hat": 1.01, "ess_per_chain": 100.0, "divergences": 0, "bfmi": 0
 _COMPILED: dict[tuple, tuple] = {}  # compiled NUTS programs kept for jit_model_args=True
 
 
-def _compiled_nuts(model: Callable, args: tuple, kwargs: dict, num_warmup: int,
+def compiled_nuts(model: Callable, args: tuple, kwargs: dict, num_warmup: int,
                    num_samples: int, target_accept: float, max_tree_depth: int) -> tuple:
     """(run, postprocess, template) for ``model`` at these argument shapes and settings:
     ``run(keys, z0, args, kwargs)`` → ((z, diverging, energy) draws, last z) of every
@@ -89,12 +89,12 @@ def _compiled_nuts(model: Callable, args: tuple, kwargs: dict, num_warmup: int,
 def _run_compiled(model: Callable, args: tuple, kwargs: dict, num_warmup: int,
                   num_samples: int, num_chains: int, seed: int, init_params: dict | None,
                   target_accept: float, max_tree_depth: int):
-    """(samples, idata, last z) from the compiled program of :func:`_compiled_nuts`."""
+    """(samples, idata, last z) from the compiled program of :func:`compiled_nuts`."""
     import arviz as az
 
     args = jax.tree_util.tree_map(jax.numpy.asarray, args)
     kwargs = jax.tree_util.tree_map(jax.numpy.asarray, kwargs)
-    run, postprocess, template = _compiled_nuts(model, args, kwargs, num_warmup, num_samples,
+    run, postprocess, template = compiled_nuts(model, args, kwargs, num_warmup, num_samples,
                                                 target_accept, max_tree_depth)
     key_init, key_run = jax.random.split(jax.random.key(seed))
     if init_params is None:

@@ -6,6 +6,8 @@ policy + estimator + stopping into a :class:`~bayeval.methods.base.Method`:
 * :mod:`bayeval.methods.baselines` — RS-Mean and Bayes-AIPW (seed 000 §5.1);
 * :mod:`bayeval.methods.faq` — FAQ: factor model, hybrid policy, Pro-Active Inference
   (seed 001);
+* :mod:`bayeval.methods.irt` — the IRT baseline: random items, NUTS fits of the
+  ability (seed 000 item 7);
 * :mod:`bayeval.methods.multi_target` — multi-target BayesAME, several targets evaluated
   jointly (seed 000 §3.2);
 * :mod:`bayeval.methods.active` — Active PAI: any backend as predictor, the design-valid
@@ -15,7 +17,7 @@ Adding a method is one file: build a Method from parts and :func:`register_metho
 (``tutorials/new_method.py``).
 """
 
-from bayeval.methods import active, baselines, bayesame, faq, multi_target
+from bayeval.methods import active, baselines, bayesame, faq, irt, multi_target
 from bayeval.methods.active import active_pai
 from bayeval.methods.base import (
     LoopState,
@@ -44,6 +46,7 @@ __all__ = [
     "bayesame_rs",
     "faq",
     "faq_method",
+    "irt",
     "make_method",
     "method_names",
     "multi_target",

@@ -422,8 +422,7 @@ class JointMethod(Method):
                  compact: Callable | None = None, quiet: Any = None) -> tuple[State, Any]:
         """Compact every P observations; re-fit on :meth:`refit_due`'s schedule."""
         due = self.refit_due(n, *state.joint.observed.shape[-2:])  # (runs batched in front)
-        return advance(self.backend._replace(refit_every=int(due is not None)), state, n, key,
-                       refit, compact, quiet, refit_due=due)
+        return advance(self.backend, state, n, key, refit, compact, quiet, refit_due=due)
 
     @functools.cached_property
     def step(self) -> Callable:

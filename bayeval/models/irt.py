@@ -20,7 +20,7 @@ and the fit of new models' abilities with the items fixed (``discrimination`` an
 Sites: ``ability`` (M,), ``discrimination`` (N,), ``difficulty`` (N,) and the observed
 ``s``. Replace a prior by site name with :func:`bayeval.models.priors.with_priors`.
 :func:`expected_score` gives E[s | θ] and Var(s | θ) of every item, which the IRT
-estimator (:mod:`bayeval.estimators.irt`) averages over posterior draws.
+estimator (:mod:`bayeval.inference.irt`) averages over posterior draws.
 """
 
 from __future__ import annotations
