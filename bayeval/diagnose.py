@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,9 +63,10 @@ class Diagnosis:
 
 def diagnose_case(matrix: ScoreMatrix, target: str, model: str = "irt-2pl",
                   coreset: int = 100, seed: int = 0, chains: int = 4, warmup: int = 500,
-                  samples: int = 1000) -> Diagnosis:
+                  samples: int = 1000,
+                  progress: Callable[[str], None] | None = None) -> Diagnosis:
     """Run ``model``'s NUTS for ``target`` (held out of ``matrix``) given ``coreset``
-    of its items drawn at random with ``seed``."""
+    of its items drawn at random with ``seed``; ``progress`` hears each phase."""
     from bayeval.inference import irt
     from bayeval.inference.bucket_mcmc import bucket_gp_nuts
 
@@ -83,10 +85,14 @@ def diagnose_case(matrix: ScoreMatrix, target: str, model: str = "irt-2pl",
     items = np.sort(np.random.default_rng(seed).permutation(n_items)[:coreset])
     nuts = {"num_chains": chains, "num_warmup": warmup, "num_samples": samples,
             "seed": seed, "warn": False}
+    say = progress or (lambda text: None)
+    run = f"NUTS, {chains} chains × ({warmup} warm-up + {samples} draws)"
     start = time.perf_counter()
     if model.startswith("irt"):
         kind = model.removeprefix("irt-")
+        say(f"{model}: calibrating {n_items} items on {reference.shape[0]} reference models")
         items_fit = irt.calibrate(kind, reference)
+        say(f"{model}: {run} of the ability given {coreset} items (compiling first)")
         mask = np.zeros((1, n_items), bool)
         mask[0, items] = True
         result = irt.fit_ability(kind, items_fit, np.where(mask, row[None], np.nan), mask,
@@ -99,11 +105,14 @@ def diagnose_case(matrix: ScoreMatrix, target: str, model: str = "irt-2pl",
         more = np.random.default_rng(seed).permutation(np.flatnonzero(~mask[0]))[:50]
         mask_more = mask.copy()
         mask_more[0, more] = True
+        say(f"{model}: the re-fit after 50 more items (warm start)")
         refit = irt.fit_ability(kind, items_fit, np.where(mask_more, row[None], np.nan),
                                 mask_more, init=result, **{**nuts, "seed": seed + 1})
         refit_seconds = refit.seconds
     else:
         likelihood = model.removeprefix("gp-").replace("-", "_")
+        say(f"{model}: {run} of the bucket abilities given {coreset} items (compiling "
+            "first)")
         result, prediction = bucket_gp_nuts(reference, items, row[items], likelihood, **nuts)
         estimate, sd = float(prediction.mean), float(np.sqrt(prediction.var))
         refit_seconds = None

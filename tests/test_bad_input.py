@@ -119,6 +119,20 @@ CASES = [
     ("bench seeds zero", ["bench", "validity", "--seeds", "0"], "Invalid value for '--seeds'"),
     ("bench dataset unknown", ["bench", "estimation", "--datasets", "nope"],
      "unknown dataset 'nope'"),
+    ("bench dataset unknown after a known one", ["bench", "selection", "--datasets",
+                                                 "mrpc,zzz", "--out", "{tmp}/sel"],
+     "Invalid value for '--datasets': unknown dataset 'zzz' (bundled: "),
+    ("bench suite unknown", ["bench", "coverage", "--suite", "ifeval+zz", "--out",
+                             "{tmp}/cov"], "Invalid value for '--suite': unknown dataset 'zz'"),
+    ("select reference missing", ["select", "--reference", "{tmp}/missing.csv", "--budget",
+                                  "10%"], "{tmp}/missing.csv: no such file"),
+    ("select reference is a folder", ["select", "--reference", "{tmp}/adir", "--budget",
+                                      "10%"], "is a folder, not a score matrix file"),
+    ("targets with a single-target method", ["evaluate", "--dataset", "mrpc", "--targets",
+                                             "a,b", "--evaluator", "command", "--command",
+                                             "echo 1", "--method", "bayesame"],
+     "--targets needs a method that evaluates several targets jointly (bayesame-joint); "
+     "'bayesame' evaluates one"),
 ]
 
 

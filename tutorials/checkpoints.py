@@ -71,6 +71,10 @@ def main() -> None:
 
     def record(session, target, item, score):
         trace.append(np.array([v[0] for v in session.estimates().values()]))
+        if session.n_observed % 250 == 0:  # a run at the defaults takes minutes
+            done = int(np.sum(session.stopped_at > 0))
+            print(f"  … {session.n_observed} evaluations, {done}/{len(FAMILY)} variants "
+                  "stopped", flush=True)
 
     joint.run(evaluate, on_step=record)
     print(f"joint: {joint.n_observed} evaluations in all ({joint.stop_reason})")

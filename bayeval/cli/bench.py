@@ -20,9 +20,29 @@ from bayeval.cli.common import (
 )
 from bayeval.errors import BayevalError
 
+
+def bundled_names(value: str) -> str:
+    """Refuse, before any work, a --datasets / --suite value naming a dataset that is not
+    bundled (comma-separated, '+' joining a suite; 'all' where the command takes it)."""
+    from bayeval.data.bundled import list_datasets
+
+    known = list_datasets()
+    names = [d.strip() for part in value.split(",") for d in part.split("+") if d.strip()]
+    if not names:
+        raise typer.BadParameter("name at least one bundled dataset")
+    unknown = [d for d in names if d != "all" and d not in known]
+    if unknown:
+        raise typer.BadParameter(f"unknown dataset {unknown[0]!r} (bundled: "
+                                 f"{', '.join(known)})")
+    return value
+
+
 # options of the estimation-protocol benches (the BayesAME paper)
-DatasetsOption = Annotated[str, typer.Option("--datasets",
+DatasetsOption = Annotated[str, typer.Option("--datasets", callback=bundled_names,
                                              help="Comma-separated bundled datasets.")]
+AllDatasetsOption = Annotated[str, typer.Option(
+    "--datasets", callback=bundled_names,
+    help="Comma-separated bundled datasets, or 'all'.")]
 RegimesOption = Annotated[str, typer.Option(
     help="Comma-separated: interpolation, extrapolation.")]
 SeedsOption = Annotated[int, typer.Option(
@@ -76,7 +96,8 @@ def bench_estimation(
 
 @bench_app.command("inference")
 def bench_inference(
-    dataset: Annotated[str, typer.Option(help="Bundled dataset.")] = "ifeval",
+    dataset: Annotated[str, typer.Option(callback=bundled_names,
+                                         help="Bundled dataset.")] = "ifeval",
     regime: Annotated[str, typer.Option(help="interpolation or extrapolation.")
                       ] = "interpolation",
     methods: Annotated[str, typer.Option(
@@ -163,8 +184,7 @@ def bench_multitarget(
 
 @bench_app.command("selection")
 def bench_selection(
-    datasets: Annotated[str, typer.Option(
-        "--datasets", help="Comma-separated bundled datasets, or 'all'.")] = "all",
+    datasets: AllDatasetsOption = "all",
     runs: Annotated[int, typer.Option(help="Runs (seeds) per algorithm and budget.")] = 1000,
     max_budget: Annotated[float, typer.Option(
         help="Largest budget fraction of the grid (1%…100% plus 1.25…5.5%).")] = 1.0,
@@ -223,6 +243,7 @@ def bench_selection(
 @bench_app.command("coverage")
 def bench_coverage(
     suite: Annotated[str, typer.Option(
+        callback=bundled_names,
         help="Bundled dataset or suite of datasets sharing models (a+b).")] = "ifeval+musr",
     history: Annotated[str, typer.Option(
         help="'full' (fully observed history) or 'mcar' (--full-rows whole rows, every "
@@ -279,8 +300,7 @@ def bench_coverage(
 
 @bench_app.command("compression")
 def bench_compression(
-    datasets: Annotated[str, typer.Option(
-        "--datasets", help="Comma-separated bundled datasets, or 'all'.")] = "all",
+    datasets: AllDatasetsOption = "all",
     seeds: Annotated[int, typer.Option(help="Seeds (model splits) for random and "
                                             "BestRand.")] = 200,
     kmeans_seeds: Annotated[int, typer.Option(help="Seeds for the k-means baseline.")] = 20,

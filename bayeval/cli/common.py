@@ -8,7 +8,7 @@ import contextlib
 import os
 import sys
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -190,8 +190,19 @@ def progress_bar(verb: str) -> Progress:
                     transient=False)
 
 
-def fresh_source(dataset: str | None, reference: Path | None):
-    """(source record for the journal header, the matrix) of --dataset / --reference."""
+@contextlib.contextmanager
+def working(message: str) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr while work without a count runs (a NUTS run, a subset search);
+    yields ``say(text)`` that changes its text to the current phase."""
+    with err.status(message, spinner="dots") as status:
+        yield lambda text: status.update(text)
+
+
+def fresh_source(dataset: str | None, reference: Path | None,
+                 default: str = DEFAULT_DATASET):
+    """(source record for the journal header, the matrix) of --dataset / --reference
+    (``default``: the bundled dataset when neither is given); a missing file is said
+    before pandas and JAX load."""
     from bayeval.data.sources import load_source_matrix
 
     if dataset is not None and reference is not None:
@@ -199,7 +210,7 @@ def fresh_source(dataset: str | None, reference: Path | None):
     if reference is not None and not reference.exists():  # before pandas and JAX load
         raise DataError(f"{reference}: no such file")
     source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
-                              else {"dataset": dataset or DEFAULT_DATASET})
+                              else {"dataset": dataset or default})
     return source, load_source_matrix(source)
 
 

@@ -18,6 +18,7 @@ from bayeval.cli.common import (
     fail,
     fresh_source,
     out,
+    working,
 )
 from bayeval.errors import BayevalError
 
@@ -117,11 +118,13 @@ def _compress(method, dataset, reference, retention, size, probes, pool, candida
 
     _, matrix = fresh_source(dataset or ("arc_challenge" if reference is None else None),
                              reference)
-    subset = build_subset(
-        matrix, method.value, retention=retention, size=size, probes=_names(probes),
-        pool=pool, candidates=candidates, calibration=_names(calibration), step=step,
-        tau=tau, categories=None if categories is None else read_categories(categories),
-        holdout=holdout, seed=seed, task=task)
+    with working(f"{method.value}: choosing a subset of {matrix.name} "
+                 f"({matrix.n_models} models × {matrix.n_items} items)"):
+        subset = build_subset(
+            matrix, method.value, retention=retention, size=size, probes=_names(probes),
+            pool=pool, candidates=candidates, calibration=_names(calibration), step=step,
+            tau=tau, categories=None if categories is None else read_categories(categories),
+            holdout=holdout, seed=seed, task=task)
     if export_samples is not None:
         export_lm_eval_samples(subset)  # its doc indices are checked before anything is written
     subset.save(subset_file)

@@ -21,6 +21,7 @@ from bayeval.cli.common import (
     fresh_source,
     out,
     setup_jax,
+    working,
 )
 from bayeval.errors import BayevalError
 
@@ -73,10 +74,10 @@ def diagnose(
         _, matrix = fresh_source(dataset, reference)
         if target is None:
             target = str(np.random.default_rng(seed).choice(matrix.models))
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), working(f"{model} on {matrix.name}") as say:
             warnings.simplefilter("ignore")
             result = diagnose_case(matrix, target, model, coreset, seed, chains, warmup,
-                                   samples)
+                                   samples, progress=say)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     paths = plot_diagnosis(result, plot) if plot is not None else []

@@ -25,6 +25,7 @@ from bayeval.cli.common import (
     command_evaluator,
     evaluation_errors,
     evaluator_kind,
+    fresh_source,
     max_failures,
     out,
     progress_bar,
@@ -104,13 +105,13 @@ def select(
 
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
             seed, journal, resume, quiet) -> dict[str, Any]:
-    from bayeval.data.sources import load_source_matrix
-    from bayeval.evaluators import MatrixPairOracle
-    from bayeval.selection.session import SelectionSession
-
+    # options and the reference are checked before JAX starts (seconds of start-up)
     if resume:
         if journal is None:
             raise BayevalError("--resume needs --journal PATH (the selection to continue)")
+        from bayeval.data.sources import load_source_matrix
+        from bayeval.selection.session import SelectionSession
+
         session = resume_session(SelectionSession, journal, {
             "--dataset": dataset, "--reference": reference, "--models": models,
             "--items": items, "--evaluator": evaluator, "--command": command, "--seed": seed})
@@ -121,11 +122,7 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {model} {item}")
         matrix, source = None, None
         if kind == "oracle" or items is None or models is None:
-            if dataset is not None and reference is not None:
-                raise BayevalError("give either --dataset or --reference, not both")
-            source = ({"path": str(reference.resolve())} if reference is not None
-                      else {"dataset": dataset or "arc_challenge"})
-            matrix = load_source_matrix(source)
+            source, matrix = fresh_source(dataset, reference, default="arc_challenge")
         elif dataset is not None or reference is not None:
             raise BayevalError("--items and --models name everything a live run needs; drop "
                                "--dataset/--reference")
@@ -154,6 +151,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
             journal = Path(f"bayeval-select-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
                     "retries": retries, "source": source}
+        from bayeval.selection.session import SelectionSession
+
         session = SelectionSession(names, item_ids, n, seed=0 if seed is None else seed,
                                    journal=journal, extra=settings)
     with session:
@@ -166,6 +165,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         else:
             if matrix is None:
                 raise BayevalError(f"journal {journal}: no score matrix recorded for the oracle")
+            from bayeval.evaluators import MatrixPairOracle
+
             evaluate_fn = MatrixPairOracle(matrix)
         schedule = session.schedule
         total = int(schedule.sum() + schedule[-1])
