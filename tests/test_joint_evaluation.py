@@ -215,3 +215,36 @@ def test_joint_session_refuses_bad_input(synthetic):
         session.tell("q00", float("nan"), target="b")
     session.tell("q00", 0.5, target="b")
     assert session.done and session.ask() == []
+
+
+def test_active_pai_joint_draws_carry_their_probabilities(synthetic, tmp_path):
+    # the design in a random order, each item uniform over the target's items not yet
+    # asked (q = 1/40, 1/39, …); after it, each target's draw from the rule's weights over
+    # its own row; every q journaled, and no skip allowed
+    reference, targets = synthetic
+    method = make_method("active-pai-joint", epsilon=0.3, n_min=3, refit_every=0,
+                         adam_steps=5, pending=8)
+    path = tmp_path / "j.jsonl"
+    session = Session(reference, TARGETS, method, seed=2, journal=path)
+    for _ in range(14):
+        (t, item), = session.ask()
+        session.tell(item, float(targets[TARGETS.index(t), reference.item_index(item)]),
+                     target=t)
+    with pytest.raises(SessionError, match="cannot leave"):
+        (t, item), = session.ask()
+        session.skip(item, "failed", target=t)
+    session.close()
+    import json
+
+    told = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    design = told[:12]
+    assert [x["target"] for x in design] == TARGETS * 4
+    np.testing.assert_allclose([x["q"] for x in design], np.repeat(1 / (40 - np.arange(4)), 3))
+    from bayeval.methods.multi_target import INIT_STREAM
+
+    # the drawn order of the design items (bayesame-joint asks the same items sorted)
+    drawn = jax.random.permutation(jax.random.fold_in(jax.random.key(2), INIT_STREAM), 40)
+    assert [int(x["item"][1:]) for x in design[::3]] == [int(i) for i in drawn[:4]]
+    after = told[12:]
+    assert all(0 < x["q"] < 1 and np.isfinite(x["design"]) for x in after)
+    assert [x["target"] for x in after] == ["a", "b"]  # the round robin after the design

@@ -73,8 +73,9 @@ def evaluate(
              "optionally with parameters, e.g. 'active-pai(anytime=true)' (an interval "
              "valid whenever you stop; predictor=exact|laplace|factor) or "
              "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval). "
-             "With --targets: bayesame-joint (the default), e.g. "
-             "'bayesame-joint(selection=mean_ig)'.")
+             "With --targets: bayesame-joint (the default; e.g. "
+             "'bayesame-joint(selection=mean_ig)') or active-pai-joint (each target's "
+             "items drawn at random, a design-valid interval and stop per target).")
     ] = None,
     epsilon: Annotated[float | None, typer.Option(
         help="Stop once the 95% interval is at most this wide (with bayesame, also once "

@@ -46,7 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeval.acquisition import multi_target as mt
-from bayeval.acquisition.policies import argmax
+from bayeval.acquisition.base import probabilities
+from bayeval.acquisition.policies import argmax, sample
 from bayeval.data.matrix import infer_kind
 from bayeval.errors import BayevalError
 from bayeval.estimators.base import Draw, posterior
@@ -343,9 +344,12 @@ class JointMethod(Method):
             joint = joint_init(joint.phi, joint.sizes, joint.item_bucket, prior, T,
                                joint.pending.shape[0])
             D = cfg.design_size(N)
-            mask = mt.initial_design(jax.random.fold_in(key, INIT_STREAM), N,
-                                     cfg.init_fraction)
-            items = jnp.nonzero(mask, size=D)[0]
+            # the same items as acquisition.multi_target.initial_design; asked in item
+            # order, or in the drawn order where an estimator weighs each draw by its
+            # probability (then each design item is uniform over those not yet asked)
+            items = jax.random.permutation(jax.random.fold_in(key, INIT_STREAM), N)[:D]
+            if not self.estimator.needs_probabilities:
+                items = jnp.sort(items)
             design = (items[:, None] + N * jnp.arange(T)[None, :]).reshape(-1)
             plan = JointPlan(design.astype(jnp.int32), jnp.zeros(D * T, bool),
                              jnp.asarray(-1, jnp.int32))
@@ -356,14 +360,18 @@ class JointMethod(Method):
 
     def choose(self, loop: LoopState, available: Array, key: Array,
                k: int) -> tuple[Array, Draw]:
-        """The next cell: the first design cell not yet done, else the round robin's
-        (or mean-IG) choice among the targets still open."""
+        """The next cell: the first design cell not yet done, else the policy's draw from
+        the rule's weights over the open targets' cells (round robin: the turn's target
+        only). Its Draw is how it was drawn within its target's row: uniformly among the
+        row's available items in the design (a random order, for a design-based
+        estimator), from the rule's weights over the row after it (1 for argmax)."""
         if k != 1:
             raise BayevalError(f"{self.name} asks one (target, item) pair at a time, not {k}")
         prediction, plan = loop.prediction, loop.plan
         T, N = prediction.item_mean.shape
         avail = available.reshape(T, N)
         todo = ~plan.consumed & available[plan.design]
+        in_design = todo.any()
         design_cell = plan.design[jnp.argmax(todo)]
         has_items = avail.any(1)
         open_rows = ~loop.stopping.met & has_items
@@ -375,9 +383,15 @@ class JointMethod(Method):
             cells = cells & (jnp.arange(T)[:, None] == target)
         log_w = self.rule(prediction, cells)
         log_w = jnp.where(prediction.nearly_unique[0], log_w, 0.0)  # random if B < N − N0
-        pick = argmax(key, log_w.reshape(-1), cells.reshape(-1), 1)[0]
-        cell = jnp.where(todo.any(), design_cell, pick).astype(jnp.int32)
-        return cell[None], Draw(jnp.ones(1), jnp.full(1, jnp.nan))
+        pick = self.policy.draw(key, log_w.reshape(-1), cells.reshape(-1), 1)[0]
+        cell = jnp.where(in_design, design_cell, pick).astype(jnp.int32)
+        t, i = cell // N, cell % N
+        row = jnp.where(in_design, probabilities(jnp.zeros(N), avail[t]),
+                        probabilities(log_w[t], cells[t]))
+        q = row[i] if self.policy.name != "argmax" else jnp.where(in_design, row[i], 1.0)
+        design = (jnp.nan if self.estimator.design is None
+                  else self.estimator.design(_row(prediction, t), row))
+        return cell[None], Draw(jnp.reshape(q, (1,)), jnp.full(1, design))
 
     def record(self, loop: LoopState, item: Array, score: Array, draw: Draw) -> LoopState:
         """The observed target's estimator update, the backend's observe, and the plan:
@@ -497,7 +511,46 @@ def bayesame_joint(epsilon: float = 0.02, epsilon1: float = 0.005, window: int =
                        posterior(), config)
 
 
+def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
+                     beta: float = 0.0, temperature: float = 1.0, weights: str = "scheduled",
+                     floor: bool = True, anytime: bool = False, anytime_rounds: float = 0.25,
+                     p_min: float = 0.05, min_share: float = 1.0, recalibrate: float = 10.0,
+                     n_latent: int = 2, refit_every: int = 50, adam_steps: int = 200,
+                     init_fraction: float = 0.1, fit_pairs: int | None = 256,
+                     pending: int = PENDING, level: float = 0.95) -> JointMethod:
+    """Active PAI for several targets (METHODS.md §9 over the joint posterior of seed 000
+    §3.2): the joint coregional model as the predictor, each target's draws made at
+    random from active PAI's rule over its own items (the initial design in a random
+    order, uniform), one design-valid estimator and one stopping rule per target (after
+    ``n_min`` of its items, its interval at most ``epsilon`` wide). Whatever the joint
+    model gets wrong, each target's estimate is unbiased and its interval the design's."""
+    from bayeval.estimators import design_valid
+    from bayeval.methods.active import active_rule
+
+    if epsilon <= 0 or epsilon != epsilon:
+        raise BayevalError(f"epsilon must be positive, got {epsilon}")
+    if n_min < 1:
+        raise BayevalError(f"n_min must be ≥ 1, got {n_min}")
+    config = JointBayesAME(epsilon=epsilon, level=level, n_latent=n_latent,
+                           refit_every=refit_every, adam_steps=adam_steps,
+                           init_fraction=init_fraction, fit_pairs=fit_pairs, pending=pending)
+    one = active_rule(beta, temperature, tau, p_min)
+    estimator = design_valid.estimator(weights, floor, anytime, anytime_rounds, min_share,
+                                       p_min, recalibrate)
+    params = {"epsilon": epsilon, "n_min": n_min, "tau": tau, "beta": beta,
+              "temperature": temperature, "weights": weights, "floor": floor,
+              "anytime": anytime, "anytime_rounds": anytime_rounds, "p_min": p_min,
+              "min_share": min_share, "recalibrate": recalibrate, "n_latent": n_latent,
+              "refit_every": refit_every, "adam_steps": adam_steps,
+              "init_fraction": init_fraction, "fit_pairs": fit_pairs, "pending": pending,
+              "level": level}
+    return JointMethod("active-pai-joint", config.backend(), jax.vmap(one), sample,
+                       stop.all_of(stop.min_observations(n_min), stop.interval_width(epsilon)),
+                       params, level, estimator, config)
+
+
 register_method(METHOD_NAME, bayesame_joint)
+register_method("active-pai-joint", active_pai_joint)
 
 __all__: Sequence[str] = (
     "METHOD_NAME",
@@ -506,5 +559,6 @@ __all__: Sequence[str] = (
     "JointMethod",
     "JointPlan",
     "JointProgress",
+    "active_pai_joint",
     "bayesame_joint",
 )
