@@ -383,6 +383,10 @@ class Session(JournalFile):
     reference_source: how to load the reference again on resume, recorded in the header:
         ``{"dataset": name}`` or ``{"path": file}``, optionally with ``"held_out": [ids]``.
     extra: free JSON data stored in the header (the CLI keeps its evaluator settings here).
+
+    After each tell, ``history`` gets (n, estimate, lower, upper), or with several targets
+    (n, target, estimate, lower, upper) of the target told; ``stopped_at`` holds, per
+    target, the observation count at which its stopping rule was met (0: not yet).
     """
 
     def __init__(self, reference: ScoreMatrix, target_id: str | Sequence[str],
