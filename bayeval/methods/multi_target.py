@@ -393,6 +393,18 @@ class JointMethod(Method):
                   else self.estimator.design(_row(prediction, t), row))
         return cell[None], Draw(jnp.reshape(q, (1,)), jnp.full(1, design))
 
+    @property
+    def probability(self) -> Callable:
+        """Refused: the draw of a cell depends on the round-robin turn, which a journal
+        without the draw's probability does not record (every journal of a method with a
+        target axis records it)."""
+
+        def refuse(loop, available, item):
+            raise BayevalError(f"{self.name}: a draw's probability cannot be recomputed "
+                               "from the journal; it must be recorded with the tell")
+
+        return refuse
+
     def record(self, loop: LoopState, item: Array, score: Array, draw: Draw) -> LoopState:
         """The observed target's estimator update, the backend's observe, and the plan:
         the design cell done, the turn moved to this target."""
