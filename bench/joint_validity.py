@@ -9,9 +9,9 @@ models are the reference; each of ``--draws`` runs (seed = run) evaluates ``--ta
 models drawn from the pool jointly with ``active-pai-joint`` until every target has met
 its rule (all runs in one vmapped simulation). The same target rows are also run one by
 one with single-target ``active-pai`` at the same ε (seed = run · T + target), and the
-total items until every target has stopped are compared. Reported per dataset: runs × targets, the coverage
-of the 95% interval at each target's stop (with its binomial SE), the mean items per
-target at stop against N, and the mean width. A target that never met its rule is
+items per target at stop are compared. Reported per dataset: runs × targets, the
+coverage of the 95% interval at each target's stop (with its binomial SE), the mean items
+per target at stop against N, and the mean width. A target that never met its rule is
 reported, not dropped.
 """
 
