@@ -117,6 +117,8 @@ def test_command_evaluator_on_a_reference_file(tmp_path):
     records = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
     skipped = [x for x in records if x["event"] == "skip"]
     assert len(skipped) == r["items_skipped"] and all(x["item"].endswith("7") for x in skipped)
+    assert r["skipped_items"] == (f"the estimate is over all items: the {len(skipped)} "
+                                  "skipped ones are predicted by the model, not scored")
     assert all("model crashed" in x["reason"] for x in skipped)
     told = {x["item"]: x["score"] for x in records if x["event"] == "tell"}
     assert all(rte.row(target)[rte.item_index(i)] == s for i, s in told.items())

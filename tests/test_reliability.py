@@ -273,6 +273,9 @@ def test_the_result_sums_up_why_evaluations_failed(tmp_path):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["items_skipped"] > 0
+    assert result["skipped_items"] == (
+        f"the estimate is the mean of the scored items: it assumes the "
+        f"{result['items_skipped']} skipped ones score like them")
     assert result["failures"] == [{"reason": "command exited with status 1 (after 1 "
                                              "attempt(s))", "count": result["items_skipped"]}]
 

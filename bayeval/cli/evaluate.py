@@ -223,9 +223,21 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "items_evaluated": session.n_evaluated,
             "random_items_for_width": _random_items(value, upper - lower, session),
             "items_skipped": len(session.skipped),
+            "skipped_items": skipped_note(session.method.estimator.name, len(session.skipped)),
             "failures": failure_summary(session.skipped),
             "items": [item for item, _ in session.observations],
         }
+
+
+def skipped_note(estimator: str, skipped: int) -> str | None:
+    """What the estimate assumes about the items skipped after failures (None: none)."""
+    if not skipped:
+        return None
+    if estimator == "sample_mean":
+        return (f"the estimate is the mean of the scored items: it assumes the {skipped} "
+                "skipped ones score like them")
+    return (f"the estimate is over all items: the {skipped} skipped ones are predicted by "
+            "the model, not scored")
 
 
 def _target_row(session, matrix, settings, k: int, target: str) -> dict[str, Any]:
@@ -331,6 +343,8 @@ def _print_result(r: dict[str, Any]) -> None:
                                          f"{'saved' if saved >= 0 else 'more used'}")
     for failure in r.get("failures", []):
         table.add_row("failed", f"{failure['count']}× {failure['reason']}")
+    if r.get("skipped_items"):
+        table.add_row("skipped items", r["skipped_items"])
     table.add_row("stopped by", str(r["stopped"]))
     if r["journal"]:
         table.add_row("journal", r["journal"])
