@@ -128,6 +128,67 @@ def test_mixture_rho_makes_the_boundary_tightest_at_the_given_time():
         assert dv.mixture_rho(m, alpha) == pytest.approx(math.exp(best.x), rel=1e-4)
 
 
+def test_score_floor_interval_matches_a_grid_inversion():
+    # Independent reference: the set {θ0 : |θ̃ − θ0| ≤ z sqrt(max(V, F g(θ0))) / Σh} read
+    # off a grid of 400 001 points over [−0.2, 1.2], for centres near 0, near 1 and in
+    # the middle, with and without an empirical V; the bisection's ends must lie within
+    # two grid steps (7e-6) of the grid's, and never inside it (they err wide).
+    grid = np.linspace(-0.2, 1.2, 400_001)
+    step = grid[1] - grid[0]
+    z, p_min, total = 1.96, 0.05, 1.0
+    for centre, spread, floor in [(0.0, 0.0, 2e-4), (0.004, 1e-6, 3e-4), (0.03, 5e-5, 1e-4),
+                                  (0.5, 1e-4, 2e-4), (0.97, 0.0, 4e-4), (1.0, 2e-5, 1e-4),
+                                  (-0.01, 1e-5, 5e-4)]:
+        def half_at(x, spread=spread, floor=floor):
+            return z * jnp.sqrt(jnp.maximum(spread, floor * dv.score_floor_scale(x, p_min))
+                                / total**2)
+
+        inside = np.abs(centre - grid) <= np.asarray(half_at(jnp.asarray(grid)))
+        lo, hi = dv.invert_interval(jnp.asarray(centre), half_at,
+                                    half_at(jnp.asarray(0.5)))
+        assert grid[inside].min() - 2 * step <= float(lo) <= grid[inside].min() + 1e-12
+        assert grid[inside].max() - 1e-12 <= float(hi) <= grid[inside].max() + 2 * step
+
+
+def test_score_floor_with_no_residual_is_the_wilson_fpc_interval():
+    # A predictor of 0 everywhere, uniform draws and n scores all 0: no residual is seen,
+    # so V = 0 and the interval is the score floor's alone. Its upper end must match the
+    # Wilson–FPC upper end for 0 of n (the same inversion for a mean; the weights'
+    # Σ 1/|R_t|² stands in for (1 − n/N)/(nN), within 3% at these n) while that end is
+    # below p_min; the model floor instead gives ± a fixed half-width from p_min, which
+    # also caps the score floor's upper end (n = 40: Wilson's end 0.071 is above p_min).
+    n_items, z = 200, 1.96
+    pred = Prediction(jnp.asarray(0.0), jnp.asarray(0.0), jnp.zeros(n_items),
+                      jnp.zeros(n_items), jnp.zeros(n_items), jnp.asarray(0.0),
+                      jnp.asarray(True))
+    for n in (40, 100, 150):
+        ends = {}
+        for floor in ("score", "model"):
+            est = dv.estimator("scheduled", floor=floor, p_min=0.05, recalibrate=0.0)
+            state = est.init(n_items)
+            for t in range(n):
+                q = jnp.where(state.observed, 0.0, 1.0 / (n_items - t))
+                sigma2 = est.design(pred, q)
+                state = est.update(state, pred, t, 0.0, Draw(q[t], sigma2))
+            got = est.estimate(state, pred, z)
+            ends[floor] = (float(got.lower), float(got.upper))
+        wilson = dv_wilson_upper(n, n_items, z)
+        model_half = z * math.sqrt(0.05 * 0.95 * (1 - n / n_items) / n)
+        assert ends["score"][0] == pytest.approx(0.0, abs=1e-9)
+        assert ends["model"][0] == pytest.approx(-model_half, rel=0.03)
+        assert ends["model"][1] == pytest.approx(model_half, rel=0.03)
+        if wilson < 0.05:
+            assert ends["score"][1] == pytest.approx(wilson, rel=0.03)
+            assert ends["model"][1] - ends["model"][0] > 3 * ends["score"][1]
+        else:
+            assert ends["score"][1] == pytest.approx(ends["model"][1], rel=1e-9)
+
+
+def dv_wilson_upper(n: int, n_items: int, z: float) -> float:
+    from bayeval.estimators.interval import wilson_fpc_bounds
+    return float(wilson_fpc_bounds(jnp.asarray(0.0), jnp.asarray(float(n)), n_items, z)[1])
+
+
 @pytest.fixture(scope="module")
 def slice120(ifeval_slice):
     """40 reference models of IFEval on 120 items, and one held-out target."""
@@ -143,7 +204,7 @@ def test_variance_estimate_matches_the_spread_over_runs(slice120, weights):
     # without-replacement design (e.g. the i.i.d. p(1 − p)/n) would be ≈ 2× off here.
     # Both weightings: the scheduled one leans on the last rounds (N/|R_t| = 2 at the end)
     reference, target = slice120
-    method = make_method("active-pai", predictor="exact", refit_every=0, floor=False,
+    method = make_method("active-pai", predictor="exact", refit_every=0, floor="none",
                          epsilon=1e-3, weights=weights)
     runs = 600
     sim = simulate(method, reference.scores, np.repeat(target[None], runs, 0),

@@ -25,12 +25,27 @@ al. 2021; scheduled h_t = (N / |R_t|) / σ̂_t; or equal h_t = 1):
 
     θ̃_T = Σ h_t θ̂_t / Σ h_t,   V_T = Σ h_t² (θ̂_t − θ̃_T)²,   V̂_T = V_T / (Σ h_t)².
 
-The fixed-n interval is θ̃_T ∓ z sqrt(V̂_T). With ``floor`` (METHODS.md §9 "variance
-floor") V_T is raised to at least F_T = Σ h_t² σ̂_t², the model-predicted variance of
-θ̃_T times (Σ h)², which keeps the interval from collapsing when few residuals are
-non-zero (scores near 0 or 1). With ``anytime`` the interval is the asymptotic confidence
-sequence of Waudby-Smith et al. (2024) with the two-sided normal-mixture boundary of
-Howard et al. (2021):
+The fixed-n interval is θ̃_T ∓ z sqrt(V̂_T). With ``floor="model"`` (METHODS.md §9
+"variance floor") V_T is raised to at least F_T = Σ h_t² σ̂_t², the model-predicted
+variance of θ̃_T times (Σ h)², which keeps the interval from collapsing when few residuals
+are non-zero (scores near 0 or 1). That floor assumes every item's variance is at least
+p_min (1 − p_min), which for a model scoring 1% is five times too much. ``floor="score"``
+(the default) inverts a score-type floor instead, as the Wilson interval does for a mean:
+
+    {θ0 : |θ̃_T − θ0| ≤ z sqrt(max(V_T, F_T g(θ0))) / Σ h_t},
+    g(θ0) = min(1, θ0 (1 − θ0) / (p_min (1 − p_min))).
+
+Near 0 the rounds' variance comes from the rare items scored 1 that the prediction missed
+(near 1, the rare 0s); with a prediction of 0 everywhere it is θ (1 − θ) per item, so the
+floor F_T g(θ0) is the predicted variance at the candidate θ0, and for θ0 in
+[p_min, 1 − p_min] it is F_T itself (the model floor). With no residual seen the interval
+is Wilson's, [θ̃, ≈ z² (1 − n/N)/n], not a fixed width. The reported interval is the
+hull of that set (:func:`invert_interval`): towards the nearer bound of [0, 1] |θ̃ − θ0|
+grows while the floor shrinks, but a centre outside [0, 1] can leave the set and enter it
+again, so each side is read on a grid before the last crossing is bisected.
+
+With ``anytime`` the interval is the asymptotic confidence sequence of Waudby-Smith et
+al. (2024) with the two-sided normal-mixture boundary of Howard et al. (2021):
 
     θ̃_T ∓ sqrt((V + ρ) log((V + ρ) / (ρ α²))) / Σ h_t,
 
@@ -46,11 +61,15 @@ import math
 from typing import NamedTuple
 
 import jax.numpy as jnp
+from jax import lax
 
-from bayeval.estimators.base import Draw, Estimator, gaussian_estimate
+from bayeval.estimators.base import Draw, Estimator
 from bayeval.types import Array, Estimate, Prediction
 
 WEIGHTS = ("stabilised", "scheduled", "equal")
+FLOORS = ("score", "model", "none")
+SIDE_POINTS = 65  # points read on each side of the centre before the last crossing's bisection
+BISECTIONS = 40  # halvings of that crossing's bracket: reach / (64 · 2^40), below any digit
 
 
 class DesignValidState(NamedTuple):
@@ -112,6 +131,42 @@ def round_estimate(state: DesignValidState, prediction: Prediction, item: Array,
     return (state.observed_sum + unseen + (score - p[item]) / q) / p.shape[-1]
 
 
+def score_floor_scale(theta0: Array, p_min: float) -> Array:
+    """g(θ0) = min(1, θ0 (1 − θ0) / (p_min (1 − p_min))) of the module docstring, θ0
+    clipped to [0, 1]; 1 everywhere when p_min = 0 (no clip, no score floor)."""
+    if p_min <= 0.0:
+        return jnp.ones_like(theta0)
+    x = jnp.clip(theta0, 0.0, 1.0)
+    return jnp.minimum(1.0, x * (1.0 - x) / (p_min * (1.0 - p_min)))
+
+
+def invert_interval(centre: Array, half_at, reach: Array, points: int = SIDE_POINTS,
+                    steps: int = BISECTIONS) -> tuple[Array, Array]:
+    """The hull of {θ0 : |centre − θ0| ≤ half_at(θ0)} for a half-width ``half_at``
+    (vectorised over θ0) that is at most ``reach`` everywhere. On each side of the centre
+    the bracket [centre, centre ± reach] is read at ``points`` evenly spaced θ0, and the
+    last crossing out of the set is found by bisection between the last point inside and
+    the next; each end is the outer end of its final bracket, so the interval errs on the
+    wide side by < reach / ((points − 1) 2^steps)."""
+    fractions = jnp.linspace(0.0, 1.0, points)
+
+    def side(sign: float) -> Array:
+        xs = centre + sign * reach * fractions
+        inside = jnp.abs(centre - xs) <= half_at(xs)
+        last = jnp.max(jnp.where(inside, jnp.arange(points), 0))
+        inner, outer = xs[last], xs[jnp.minimum(last + 1, points - 1)]
+
+        def halve(_, ends):
+            inner, outer = ends
+            mid = 0.5 * (inner + outer)
+            inside = jnp.abs(centre - mid) <= half_at(mid)
+            return jnp.where(inside, mid, inner), jnp.where(inside, outer, mid)
+
+        return lax.fori_loop(0, steps, halve, (inner, outer))[1]
+
+    return side(-1.0), side(1.0)
+
+
 def mixture_rho(rounds: float, alpha: float) -> float:
     """The ρ that makes the two-sided normal-mixture boundary tightest at intrinsic time
     m = ``rounds``: d/dρ of (m + ρ) log((m + ρ)/(ρ α²)) vanishes at m/ρ = x with
@@ -130,7 +185,18 @@ def mixture_boundary(v: Array, rho: Array, alpha: float) -> Array:
     return jnp.sqrt((v + rho) * (jnp.log((v + rho) / rho) - 2.0 * math.log(alpha)))
 
 
-def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = False,
+def floor_kind(floor: bool | str) -> str:
+    """``floor`` as one of :data:`FLOORS` (True: ``"model"``, False: ``"none"``)."""
+    if floor is True:
+        return "model"
+    if floor is False:
+        return "none"
+    if floor not in FLOORS:
+        raise ValueError(f"floor must be one of {', '.join(FLOORS)}, got {floor!r}")
+    return floor
+
+
+def estimator(weights: str = "stabilised", floor: bool | str = "score", anytime: bool = False,
               anytime_rounds: float = 0.25, min_share: float = 1.0,
               p_min: float = 0.0, recalibrate: float = 10.0) -> Estimator:
     """The design-valid estimator of the module docstring.
@@ -140,7 +206,9 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
         schedule brings the weights close to inverse-variance ones (the finite-population
         correction of a mean) while Σ h_t² σ_t² stays a function of t alone, the
         stability that stabilised weights give the martingale CLT.
-    floor: raise V_T to the model-predicted F_T (near 0 and 1).
+    floor: ``"score"`` (invert the score-type floor F_T g(θ0)), ``"model"`` (raise V_T to
+        the model-predicted F_T) or ``"none"``; True and False are ``"model"`` and
+        ``"none"``.
     anytime: report the confidence sequence instead of the fixed-n interval.
     anytime_rounds: where the confidence sequence is tightest: a number of rounds, or a
         share of the N items when below 1.
@@ -158,6 +226,7 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
         raise ValueError(f"min_share must be in (0, 1], got {min_share}")
     if anytime_rounds <= 0:
         raise ValueError(f"anytime_rounds must be positive, got {anytime_rounds}")
+    floor = floor_kind(floor)
 
     def init(n_items: int) -> DesignValidState:
         zero = jnp.zeros((), jnp.float64)
@@ -196,23 +265,48 @@ def estimator(weights: str = "stabilised", floor: bool = True, anytime: bool = F
         total = jnp.where(started, state.h, 1.0)
         delta = state.hd / total
         spread = jnp.maximum(state.h2d2 - 2.0 * delta * state.h2d + delta**2 * state.h2, 0.0)
-        if floor:
+        if floor == "model":
             spread = jnp.maximum(spread, state.predicted)
         value = jnp.where(started, state.shift + delta, prediction.mean)
-        var = jnp.where(started, spread / total**2, 1.0)
-        if not anytime:
-            return gaussian_estimate(value, var, z)
-        alpha = math.erfc(z / math.sqrt(2.0))
-        n_items = state.observed.shape[-1]
-        m = anytime_rounds if anytime_rounds >= 1 else anytime_rounds * n_items
-        rho = mixture_rho(m, alpha) * jnp.where(started, state.first, 1.0)
-        half = jnp.where(started, mixture_boundary(spread, rho, alpha) / total, 1e3)
-        return Estimate(value, var, value - half, value + half)
+        if anytime:
+            alpha = math.erfc(z / math.sqrt(2.0))
+            n_items = state.observed.shape[-1]
+            m = anytime_rounds if anytime_rounds >= 1 else anytime_rounds * n_items
+            rho = mixture_rho(m, alpha) * jnp.where(started, state.first, 1.0)
 
-    name = f"design_valid({weights}{', floor' if floor else ''}{', anytime' if anytime else ''})"
+            def half_of(v: Array) -> Array:
+                return mixture_boundary(v, rho, alpha) / total
+        else:
+
+            def half_of(v: Array) -> Array:
+                return z * jnp.sqrt(v / total**2)
+
+        if floor == "score":
+            def half_at(theta0: Array) -> Array:
+                return half_of(jnp.maximum(spread, state.predicted
+                                           * score_floor_scale(theta0, p_min)))
+
+            lower, upper = invert_interval(value, half_at,
+                                           half_of(jnp.maximum(spread, state.predicted)))
+            centre = 0.5 * (lower + upper)
+            var = jnp.maximum(spread, state.predicted * score_floor_scale(centre, p_min))
+            if not anytime:  # the variance whose z-interval is as wide as the reported one
+                var = ((upper - lower) / (2.0 * z)) ** 2 * total**2
+        else:
+            half = half_of(spread)
+            lower, upper, var = value - half, value + half, spread
+        var = jnp.where(started, var / total**2, 1.0)
+        unstarted = 1e3 if anytime else z
+        lower = jnp.where(started, lower, value - unstarted)
+        upper = jnp.where(started, upper, value + unstarted)
+        return Estimate(value, var, lower, upper)
+
+    name = (f"design_valid({weights}{'' if floor == 'none' else f', {floor} floor'}"
+            f"{', anytime' if anytime else ''})")
     return Estimator(name, init, update, estimate, needs_probabilities=True, design=design,
                      without_replacement=True)
 
 
-__all__ = ["DesignValidState", "estimator", "item_variance", "mixture_boundary",
-           "mixture_rho", "predicted_variance", "recalibrated", "round_estimate"]
+__all__ = ["FLOORS", "DesignValidState", "estimator", "floor_kind", "invert_interval",
+           "item_variance", "mixture_boundary", "mixture_rho", "predicted_variance",
+           "recalibrated", "round_estimate", "score_floor_scale"]
