@@ -26,6 +26,7 @@ SETTINGS = {
     "bayesame-rs": {"refit_every": 6, "lbfgs_steps": 5, "window": 4, "epsilon": 0.4},
     "bayesame-laplace": {"refit_every": 6, "lbfgs_steps": 3, "relinearise_every": 4},
     "bayes-aipw": {"window": 4, "epsilon": 0.4},
+    "bq": {"epsilon": 0.3, "n_min": 5},
     # two targets: the design (2 × 4 pairs), re-fits after the 8th and 14th observation
     "bayesame-joint": {"refit_every": 6, "adam_steps": 5, "window": 4, "epsilon": 0.4,
                        "pending": 4},

@@ -11,13 +11,15 @@ policy + estimator + stopping into a :class:`~bayeval.methods.base.Method`:
 * :mod:`bayeval.methods.multi_target` — multi-target BayesAME, several targets evaluated
   jointly (seed 000 §3.2);
 * :mod:`bayeval.methods.active` — Active PAI: any backend as predictor, the design-valid
-  martingale estimator and its automatic stop (METHODS.md §9).
+  martingale estimator and its automatic stop (METHODS.md §9);
+* :mod:`bayeval.methods.quadrature` — Bayesian quadrature over the reference models
+  (``bq``, ProEval's surrogate and variance-reduction design).
 
 Adding a method is one file: build a Method from parts and :func:`register_method` it
 (``tutorials/new_method.py``).
 """
 
-from bayeval.methods import active, baselines, bayesame, faq, irt, multi_target
+from bayeval.methods import active, baselines, bayesame, faq, irt, multi_target, quadrature
 from bayeval.methods.active import active_pai
 from bayeval.methods.base import (
     LoopState,
@@ -51,6 +53,7 @@ __all__ = [
     "method_names",
     "multi_target",
     "parse_method_spec",
+    "quadrature",
     "random_sample_mean",
     "register_method",
     "split_method_specs",

@@ -7,9 +7,11 @@ Assembled from parts, with any backend as the predictor:
   = 5 leading principal axes of the reference scores, with online Laplace updates;
   :mod:`bayeval.inference.difficulty`), ``"exact"`` (the bucket GP of seed 000 with
   exact Gaussian inference), ``"laplace"`` (the bucket GP over logits, Bernoulli
-  likelihood) or ``"factor"`` (the logistic factor model of seed 001 with online Laplace
-  updates). The default was chosen by ``bench/active_predictors.py`` on training models
-  only (a seeded half of each bundled dataset's models; the other half is never read):
+  likelihood), ``"factor"`` (the logistic factor model of seed 001 with online Laplace
+  updates) or ``"linear"`` (the reference-linear GP of ``bq``,
+  :mod:`bayeval.inference.reference_linear`). The default was chosen by
+  ``bench/active_predictors.py`` on training models only (a seeded half of each bundled
+  dataset's models; the other half is never read):
   at ε = 0.05 over the nine datasets it saved 20.1% of
   RS-Mean's items on average against 17.7% for the exact bucket GP (more on each of the
   nine, within Monte-Carlo error on most), in half the time per run. ``refit_every`` = 0
@@ -47,11 +49,12 @@ from bayeval.inference.difficulty import CalibratedDifficulty
 from bayeval.inference.exact import ExactBucketGP
 from bayeval.inference.factor_laplace import FactorLaplace
 from bayeval.inference.laplace import LaplaceBucketGP
+from bayeval.inference.reference_linear import ReferenceLinearGP
 from bayeval.methods.base import Method, register_method
 from bayeval.stopping import rules as stop
 from bayeval.types import P_CLIP
 
-PREDICTORS = ("exact", "laplace", "factor", "difficulty")
+PREDICTORS = ("exact", "laplace", "factor", "difficulty", "linear")
 
 
 def predictor_backend(predictor: str, refit_every: int = 50,
@@ -68,6 +71,8 @@ def predictor_backend(predictor: str, refit_every: int = 50,
         return FactorLaplace().backend()
     if predictor == "difficulty":
         return CalibratedDifficulty(components).backend()
+    if predictor == "linear":
+        return ReferenceLinearGP().backend()
     raise ValueError(f"predictor must be one of {', '.join(PREDICTORS)}, got {predictor!r}")
 
 
