@@ -133,6 +133,10 @@ def plot(table: pd.DataFrame, path: Path) -> None:
         axes[0, c].set(title=name, xscale="log", ylabel="MAE")
         axes[1, c].axhline(0.95, color="grey", lw=0.8, ls="--")
         axes[1, c].set(xscale="log", xlabel="items evaluated", ylabel="coverage of 95%")
+    for ax in axes.ravel():
+        budgets = sorted(table.budget.unique())
+        ax.set_xticks(budgets, [str(b) for b in budgets])
+        ax.minorticks_off()
     axes[0, 0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
