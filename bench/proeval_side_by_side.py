@@ -158,7 +158,7 @@ def main() -> None:
     args = parser.parse_args()
     budgets = sorted(int(b) for b in args.budgets.split(","))
     chosen = split_method_specs(args.methods)
-    specs = [parse_method_spec(m) for m in chosen if m not in ("proeval", "faq")]
+    specs = [(m, *parse_method_spec(m)) for m in chosen if m not in ("proeval", "faq")]
     all_runs = []
     for name in [d.strip() for d in args.datasets.split(",") if d.strip()]:
         matrix = load_dataset(name)
@@ -174,9 +174,7 @@ def main() -> None:
             parts = {}
             if "proeval" in chosen:
                 parts["proeval"] = proeval_runs(reference, targets, budgets)
-            for spec, (name_, params) in zip([m for m in chosen
-                                              if m not in ("proeval", "faq")], specs,
-                                             strict=True):
+            for spec, name_, params in specs:
                 parts[spec] = bayeval_runs(name_, params, reference, targets, budgets,
                                            args.reps, capacity, 1_000_003 * s)
             for b in budgets if "faq" in chosen else []:  # its schedule depends on B

@@ -288,9 +288,10 @@ def estimator(weights: str = "stabilised", floor: bool | str = "score", anytime:
 
             lower, upper = invert_interval(value, half_at,
                                            half_of(jnp.maximum(spread, state.predicted)))
-            centre = 0.5 * (lower + upper)
-            var = jnp.maximum(spread, state.predicted * score_floor_scale(centre, p_min))
-            if not anytime:  # the variance whose z-interval is as wide as the reported one
+            if anytime:
+                centre = 0.5 * (lower + upper)
+                var = jnp.maximum(spread, state.predicted * score_floor_scale(centre, p_min))
+            else:  # the variance whose z-interval is as wide as the reported one
                 var = ((upper - lower) / (2.0 * z)) ** 2 * total**2
         else:
             half = half_of(spread)

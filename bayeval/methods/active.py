@@ -101,11 +101,7 @@ def active_pai(epsilon: float = 0.05, predictor: str = "difficulty", anytime: bo
                level: float = 0.95) -> Method:
     """Active PAI (module docstring): stop once ``n_min`` items are scored and the
     ``level`` interval is at most ``epsilon`` wide, or at ``budget`` items."""
-    if epsilon <= 0 or epsilon != epsilon:
-        raise ValueError(f"epsilon must be positive, got {epsilon}")
-    if n_min < 1:
-        raise ValueError(f"n_min must be ≥ 1, got {n_min}")
-    width = stop.all_of(stop.min_observations(n_min), stop.interval_width(epsilon))
+    width = stop.width_after(n_min, epsilon)
     stopping = width if budget is None else stop.any_of(width, stop.budget(budget))
     estimator = design_valid.estimator(weights, floor, anytime, anytime_rounds, min_share,
                                        p_min, recalibrate)

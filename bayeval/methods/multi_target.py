@@ -558,7 +558,7 @@ def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
               "init_fraction": init_fraction, "fit_pairs": fit_pairs, "pending": pending,
               "level": level}
     return JointMethod("active-pai-joint", config.backend(), jax.vmap(one), sample,
-                       stop.all_of(stop.min_observations(n_min), stop.interval_width(epsilon)),
+                       stop.width_after(n_min, epsilon),
                        params, level, estimator, config)
 
 

@@ -17,13 +17,8 @@ def bq(epsilon: float = 0.05, n_min: int = 30, noise: float = 0.3,
        level: float = 0.95) -> Method:
     """Bayesian quadrature (module docstring): stop once ``n_min`` items are scored and the
     ``level`` posterior interval is at most ``epsilon`` wide; ``noise`` is σ²."""
-    if epsilon <= 0 or epsilon != epsilon:
-        raise ValueError(f"epsilon must be positive, got {epsilon}")
-    if n_min < 1:
-        raise ValueError(f"n_min must be ≥ 1, got {n_min}")
-    stopping = stop.all_of(stop.min_observations(n_min), stop.interval_width(epsilon))
     return Method("bq", ReferenceLinearGP(noise).backend(), acq.variance_reduction(),
-                  acq.argmax, stopping,
+                  acq.argmax, stop.width_after(n_min, epsilon),
                   params={"epsilon": epsilon, "n_min": n_min, "noise": noise,
                           "level": level}, level=level)
 

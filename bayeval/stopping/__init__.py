@@ -8,6 +8,7 @@ from bayeval.stopping.rules import (
     interval_width,
     min_observations,
     two_condition,
+    width_after,
     window_range,
 )
 
@@ -19,5 +20,6 @@ __all__ = [
     "interval_width",
     "min_observations",
     "two_condition",
+    "width_after",
     "window_range",
 ]

@@ -61,6 +61,17 @@ def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
     return StoppingRule(f"window_range({epsilon:g}, W={window})", init, update)
 
 
+def width_after(n_min: int, epsilon: float) -> StoppingRule:
+    """Stop once ``n_min`` items are observed and the interval is at most ``epsilon``
+    wide (the design-valid methods' rule, METHODS.md §9 "Stopping"); refuses n_min < 1
+    and an ε that is not positive (NaN included)."""
+    if not epsilon > 0:
+        raise ValueError(f"epsilon must be positive, got {epsilon}")
+    if n_min < 1:
+        raise ValueError(f"n_min must be ≥ 1, got {n_min}")
+    return all_of(min_observations(n_min), interval_width(epsilon))
+
+
 def min_observations(n_min: int) -> StoppingRule:
     """Allows stopping only once ``n_min`` items are observed (use inside :func:`all_of`)."""
 
