@@ -190,9 +190,18 @@ def bench_selection(
         help="Largest budget fraction of the grid (1%…100% plus 1.25…5.5%).")] = 1.0,
     algorithms: Annotated[str, typer.Option(
         help="Comma-separated: SR, SySRs, UCB-E(a=0.1), UCB-E(a=1), UCB-E(a=10), "
-             "SyUCB-E(a=1), US, SyUS.")] = ",".join(
+             "SyUCB-E(a=1), US, SyUS, and HI-SySRs (history-informed SySRs; needs "
+             "--history-share).")] = ",".join(
         ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)", "US",
          "SyUS")),
+    history_share: Annotated[float, typer.Option(
+        min=0.0, max=0.9,
+        help="Share of each dataset's models held out as reference models (the history); "
+             "every algorithm then chooses among the other models only. 0: every model "
+             "is a candidate (the SySRs paper's protocol).")] = 0.0,
+    splits: Annotated[int, typer.Option(
+        min=1, help="Seeded reference/candidate splits the runs are spread over (with "
+                    "--history-share).")] = 4,
     out: Annotated[Path, typer.Option(help="Folder for accuracy.csv, selection.png, "
                                            "top_m.png, report.md and runs/.")
                    ] = Path("results/selection"),
@@ -201,13 +210,19 @@ def bench_selection(
     of identifying the best model, and the top-3/5/10 identification error, against the
     budget, with confidence budgets, for every algorithm
     on the bundled datasets. Each (dataset, algorithm) is saved under OUT/runs as soon as
-    it is done and reused by a rerun with the same runs and grid."""
+    it is done and reused by a rerun with the same runs and grid.
+
+    With --history-share, the models are split into references and candidates and
+    HI-SySRs (METHODS.md §10) uses the references' scores:
+
+        bayeval bench selection --history-share 0.5 --algorithms SySRs,HI-SySRs"""
     import pandas as pd
 
     from bayeval.data import list_datasets, load_dataset
     from bayeval.experiments.selection import (
         ALGORITHMS,
         BUDGET_GRID,
+        HISTORY_ALGORITHMS,
         TABLE_BUDGETS,
         cached_accuracy_table,
         write_report,
@@ -219,6 +234,11 @@ def bench_selection(
     unknown = [a for a in algos if a not in ALGORITHMS]
     if unknown:
         raise fail(f"unknown algorithm(s) {unknown} (known: {', '.join(ALGORITHMS)})")
+    if history_share == 0 and any(a in HISTORY_ALGORITHMS for a in algos):
+        raise fail(f"--algorithms {', '.join(HISTORY_ALGORITHMS)} needs --history-share "
+                   "(e.g. 0.5): the share of models whose scores form the history")
+    if history_share > 0 and splits > runs:
+        raise fail(f"--splits {splits} is more than --runs {runs}")
     grid = sorted({*(b for b in BUDGET_GRID if b <= max_budget + 1e-12),
                    *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
     tables = []
@@ -232,9 +252,10 @@ def bench_selection(
                 cache = out / "runs" / name / f"{algo}.csv"
                 tables.append(cached_accuracy_table(
                     scores, algo, grid, runs, cache, name,
-                    log=lambda line: err.print(line, highlight=False)))
+                    log=lambda line: err.print(line, highlight=False),
+                    history_share=history_share, splits=splits))
                 write_report(pd.concat(tables), out, runs)
-    except BayevalError as exc:
+    except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())
     err.print(f"wrote {out}/accuracy.csv, selection.png, top_m.png, report.md")

@@ -83,12 +83,18 @@ def select(
              "the oracle, bayeval-select-YYYYMMDD-HHMMSS.jsonl for a command.")] = None,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the selection recorded in --journal.")] = False,
+    history: Annotated[str | None, typer.Option(
+        help="Scores of earlier models on the same items (a bundled dataset name or a "
+             "score-matrix file): a factor model fitted on them guides the ranking "
+             "(HI-SySRs, METHODS.md §10). Rows named like a candidate are left out.")
+    ] = None,
     top: Annotated[int, typer.Option(help="Rows of the ranking to print.")] = 10,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
     """Find the best of several models with a budget of model–item evaluations
-    (synchronised successive rejects, SySRs).
+    (synchronised successive rejects, SySRs; with --history, HI-SySRs, which also reads
+    the scores of earlier models).
 
     With no options: simulate on the bundled ARC-Challenge matrix with 12% of its pairs,
     and print the ranking, the evaluations used and whether the true best was found.
@@ -96,15 +102,49 @@ def select(
     with evaluation_errors():
         check_options(seed=seed, timeout=timeout, retries=retries)
         result = _select(dataset, reference, models, items, budget, evaluator, command,
-                         timeout, retries, seed, journal, resume, quiet)
+                         timeout, retries, seed, journal, resume, quiet, history)
     if as_json:
         print(json.dumps(result))
     else:
         _print_selection(result, top)
 
 
+def _history(source: str, candidates: list[str], item_ids: list[str], quiet: bool):
+    """The factor model of the --history matrix's non-candidate rows on the selection's
+    items, and a one-line account of it."""
+    from bayeval.data.sources import load_source_matrix
+    from bayeval.errors import DataError
+    from bayeval.selection.history import fit_history
+
+    path = Path(source)
+    record = {"path": str(path.resolve())} if path.suffix else {"dataset": source}
+    if path.suffix and not path.exists():
+        raise DataError(f"--history {source}: no such file")
+    matrix = load_source_matrix(record)
+    index = {it: j for j, it in enumerate(matrix.items)}
+    missing = [it for it in item_ids if it not in index]
+    if missing:
+        raise DataError(f"--history {source}: {len(missing)} of the selection's items are "
+                        f"not in it, e.g. {missing[0]!r}")
+    keep = [i for i, m in enumerate(matrix.models) if m not in set(candidates)]
+    left_out = len(matrix.models) - len(keep)
+    if len(keep) < 5:
+        raise DataError(f"--history {source}: {len(keep)} of its models are not candidates; "
+                        "the factor model needs at least 5 earlier models")
+    scores = matrix.scores[np.asarray(keep, int)][:, [index[it] for it in item_ids]]
+    if not quiet:
+        from bayeval.cli.common import err
+
+        err.print(f"fitting the factor model on {len(keep)} history models "
+                  "(cross-validated rank)…", highlight=False)
+    fitted, cv = fit_history(scores)
+    note = (f"{len(keep)} models of {source} (k={cv.k}, λ={cv.weight_decay:g})"
+            + (f", {left_out} candidate row(s) left out" if left_out else ""))
+    return fitted, note
+
+
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
-            seed, journal, resume, quiet) -> dict[str, Any]:
+            seed, journal, resume, quiet, history=None) -> dict[str, Any]:
     # options and the reference are checked before JAX starts (seconds of start-up)
     if resume:
         if journal is None:
@@ -114,7 +154,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
 
         session = resume_session(SelectionSession, journal, {
             "--dataset": dataset, "--reference": reference, "--models": models,
-            "--items": items, "--evaluator": evaluator, "--command": command, "--seed": seed})
+            "--items": items, "--evaluator": evaluator, "--command": command, "--seed": seed,
+            "--history": history})
         settings = session.extra
         source = settings.get("source")
         matrix = load_source_matrix(source, journal) if source else None
@@ -149,12 +190,14 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         n = _parse_budget(budget, len(names) * len(item_ids))
         if journal is None and kind == "command":
             journal = Path(f"bayeval-select-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        fitted, history_note = (None, None) if history is None else _history(
+            history, names, item_ids, quiet)
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
-                    "retries": retries, "source": source}
+                    "retries": retries, "source": source, "history": history_note}
         from bayeval.selection.session import SelectionSession
 
         session = SelectionSession(names, item_ids, n, seed=0 if seed is None else seed,
-                                   journal=journal, extra=settings)
+                                   journal=journal, extra=settings, history=fitted)
     with session:
         if settings["evaluator"] == EvaluatorKind.command.value:
             runner = command_evaluator(settings["command"], settings["timeout"],
@@ -196,6 +239,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
             "best": session.best, "models": len(session.models), "items": len(session.items),
             "budget": session.budget, "evaluations": session.n_evaluations,
             "skipped": len(session.skipped), "phases": len(schedule), "seed": session.seed,
+            "method": "HI-SySRs" if session.history is not None else "SySRs",
+            "history": settings.get("history"),
             "ranking": [{"model": m, "mean": means[m][0], "evaluated": means[m][1],
                          **({"true_mean": truth[m]} if truth else {})} for m in ranking],
             "journal": str(session.journal_path) if session.journal_path else None}
@@ -232,5 +277,7 @@ def _print_selection(r: dict[str, Any], top: int) -> None:
     if "found_best" in r:
         out.print("the true best" if r["found_best"] else
                   f"[bold]not[/] the true best (that is {r['true_best']})", highlight=False)
+    if r.get("history"):
+        out.print(f"history: {r['history']}", highlight=False)
     if r["journal"]:
         out.print(f"journal: {r['journal']}", highlight=False)

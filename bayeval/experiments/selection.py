@@ -1,11 +1,18 @@
 """The best-model identification experiment of seed 002 (METHODS.md §7) on the bundled
-data.
+data, and the history-informed protocol of METHODS.md §10.
 
 Every model of a dataset is an arm; a run is correct when the chosen model has the best
 full-benchmark mean (any model tied for best counts). For each algorithm, budget fraction
 b = n / (K L) and run (key), one compiled program per dataset and algorithm: SR/SySRs take
 the phase schedule as data, UCB-E records its answer at every budget in one pass, US/SyUS
 read every budget off one item order.
+
+With ``history_share`` > 0 the models are split, by a seeded permutation per split, into
+references (that share) and candidates (the rest): every algorithm runs on the candidates
+only, and HI-SySRs (:mod:`~bayeval.selection.history`) also reads the factor model fitted
+on the references, its (k, λ) chosen on them alone. The runs are divided evenly over
+``splits`` splits; run r uses the same key, so the same item order and tie draws, for
+every algorithm.
 """
 
 from __future__ import annotations
@@ -19,12 +26,18 @@ import pandas as pd
 
 from bayeval.experiments.figures import panel_grid
 from bayeval.selection.bandits import ucb_e_rankings, uniform_rankings
+from bayeval.selection.history import History, fit_history, run_history_schedules
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import run_schedules
 from bayeval.types import Array
 
 ALGORITHMS = ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)",
-              "US", "SyUS")
+              "US", "SyUS", "HI-SySRs")
+HISTORY_ALGORITHMS = ("HI-SySRs",)
+# the factor ranks cross-validated for HI-SySRs in the bench: with a few hundred reference
+# models the 1-SE rule never chose more than 8 on the bundled data, and k = 32, 64 cost
+# most of the fit
+BENCH_RANKS = (2, 4, 8, 16)
 BUDGET_GRID = tuple(sorted({*(k / 100 for k in range(1, 101)),
                             0.0125, 0.015, 0.0175, 0.025, 0.035, 0.045, 0.055}))
 TABLE_BUDGETS = (0.08, 0.12, 0.16, 0.20, 0.25, 0.30, 0.35)
@@ -41,10 +54,11 @@ def _ucb_parameters(name: str) -> tuple[float, bool]:
 
 
 def ranker(scores: np.ndarray, algorithm: str, budgets: np.ndarray, top: int = TOP,
-           ) -> Callable[[Array], np.ndarray]:
+           history: History | None = None) -> Callable[[Array], np.ndarray]:
     """A compiled map from (R,) keys to (B, R, top): each run's top models, best first, at
-    each budget (evaluations): the elimination order for SR/SySRs (the model eliminated
-    last ranks first), the empirical means otherwise (seed 002, App. H.2)."""
+    each budget (evaluations): the elimination order for SR/SySRs/HI-SySRs (the model
+    eliminated last ranks first), the empirical means otherwise (seed 002, App. H.2).
+    HI-SySRs needs the reference models' ``history``."""
     scores_j = jnp.asarray(scores, jnp.float64)
     K, L = scores.shape
     top = min(top, K)
@@ -58,6 +72,15 @@ def ranker(scores: np.ndarray, algorithm: str, budgets: np.ndarray, top: int = T
         run = jax.jit(lambda keys: run_schedules(scores_j, keys, schedules, shared
                                                  ).order[..., ::-1][..., :top])
         return lambda keys: np.asarray(run(keys)).transpose(1, 0, 2)
+    elif algorithm in HISTORY_ALGORITHMS:
+        if history is None:
+            raise ValueError(f"{algorithm} needs a history (reference models)")
+        schedules = jnp.asarray(np.stack([phase_schedule(K, L, int(n)) for n in budgets]))
+
+        def run_h(keys):
+            order = run_history_schedules(scores_j, keys, schedules, history).order
+            return np.asarray(order[..., ::-1][..., :top]).transpose(1, 0, 2)
+        return run_h
     elif algorithm.startswith(("UCB-E", "SyUCB-E")):
         a, shared = _ucb_parameters(algorithm)
 
@@ -89,60 +112,121 @@ def top_m_correct(means: np.ndarray, ranked: np.ndarray, m: int) -> np.ndarray:
     return at_least & ((means[chosen] > threshold + tol).sum(axis=-1) == above.sum())
 
 
+def history_split(n_models: int, share: float, split: int, seed: int = 0
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(references, candidates): model indices of split ``split``, a seeded permutation
+    of which the first round(share · M) models are the references."""
+    n_ref = round(share * n_models)
+    if not 5 <= n_ref <= n_models - 2:
+        raise ValueError(f"a history share of {share:g} of {n_models} models leaves "
+                         f"{n_ref} references and {n_models - n_ref} candidates (need at "
+                         "least 5 and 2)")
+    perm = np.random.default_rng([seed, split]).permutation(n_models)
+    return np.sort(perm[:n_ref]), np.sort(perm[n_ref:])
+
+
+_FITS: dict[tuple, History] = {}
+
+
+def split_history(scores: np.ndarray, references: np.ndarray, split: int,
+                  ranks: Sequence[int] = BENCH_RANKS,
+                  log: Callable[[str], None] | None = None) -> History:
+    """The factor model of one split's reference rows, fitted once per process."""
+    ref = np.ascontiguousarray(scores[references])
+    key = (ref.tobytes(), ref.shape, split, tuple(ranks))
+    if key not in _FITS:
+        history, cv = fit_history(ref, seed=split, ks=ranks)
+        if log is not None:
+            log(f"split {split}: factor model k={cv.k}, λ={cv.weight_decay:g} on "
+                f"{len(references)} reference models")
+        _FITS.clear()  # one split at a time is all a bench needs
+        _FITS[key] = history
+    return _FITS[key]
+
+
 def accuracy_table(scores: np.ndarray, algorithms: Sequence[str] = ALGORITHMS,
                    fractions: Sequence[float] = BUDGET_GRID, runs: int = 1000, seed: int = 0,
                    chunk: int = 100, dataset: str = "",
-                   log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                   log: Callable[[str], None] | None = None, history_share: float = 0.0,
+                   splits: int = 1, ranks: Sequence[int] = BENCH_RANKS) -> pd.DataFrame:
     """One row per algorithm × budget fraction: best-model accuracy and top-m
     identification error (m in ``TOP_M``, where m ≤ K) over ``runs`` runs. Run r uses key
-    ``fold_in(key(seed), r)`` whatever the chunking."""
+    ``fold_in(key(seed), r)`` whatever the chunking. With ``history_share`` > 0, the runs
+    are spread evenly over ``splits`` reference/candidate splits (module docstring)."""
     scores = np.asarray(scores, dtype=np.float64)
-    K, L = scores.shape
-    means = scores.mean(axis=1)
+    if history_share <= 0:
+        if any(a in HISTORY_ALGORITHMS for a in algorithms):
+            raise ValueError(f"{', '.join(HISTORY_ALGORITHMS)} need a history share > 0")
+        parts = [(np.arange(scores.shape[0]), None, 0, runs)]
+    else:
+        if not 1 <= splits <= runs:
+            raise ValueError(f"splits must be in [1, runs], got {splits}")
+        bounds = np.linspace(0, runs, splits + 1).round().astype(int)
+        parts = []
+        for sp in range(splits):
+            refs, cands = history_split(scores.shape[0], history_share, sp, seed)
+            parts.append((cands, refs, int(bounds[sp]), int(bounds[sp + 1])))
+    K, L = len(parts[0][0]), scores.shape[1]
     budgets = np.maximum(np.round(np.asarray(fractions) * K * L).astype(np.int64), K)
     tops = [m for m in TOP_M if m <= K]
+    correct = {name: {m: np.zeros(len(budgets)) for m in (1, *tops)} for name in algorithms}
+    for sp, (cands, refs, first, last) in enumerate(parts):
+        part = scores[cands]
+        means = part.mean(axis=1)
+        for name in algorithms:
+            history = None
+            if name in HISTORY_ALGORITHMS:
+                history = split_history(scores, refs, sp, ranks, log)
+            # SR/SySRs hold (R, K, L) running sums and read (R, B, K) means per phase:
+            # smaller chunks stay in cache
+            size = min(chunk if name not in ("SR", "SySRs", *HISTORY_ALGORITHMS)
+                       else min(chunk, 20), last - first)
+            all_keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.key(seed), r))(
+                jnp.arange(first, first + -(-(last - first) // size) * size))
+            run = ranker(part, name, budgets, max(tops, default=1), history)
+            for start in range(0, last - first, size):  # fixed chunk shape: one compile
+                ranked = run(all_keys[start:start + size])[:, :min(size, last - first - start)]
+                for m in correct[name]:
+                    correct[name][m] += top_m_correct(means, ranked, m).sum(axis=1)
+            if log is not None:
+                where = f" (split {sp + 1}/{len(parts)})" if refs is not None else ""
+                log(f"{dataset} {name}{where}: {last - first} runs × {len(budgets)} budgets")
     rows = []
     for name in algorithms:
-        # SR/SySRs hold (R, K, L) running sums and read (R, B, K) means per phase: smaller
-        # chunks stay in cache
-        size = min(chunk if name not in ("SR", "SySRs") else min(chunk, 20), runs)
-        all_keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.key(seed), r))(
-            jnp.arange(-(-runs // size) * size))
-        run = ranker(scores, name, budgets, max(tops, default=1))
-        correct = {m: np.zeros(len(budgets)) for m in (1, *tops)}
-        for start in range(0, runs, size):  # fixed chunk shape: one compilation
-            ranked = run(all_keys[start:start + size])[:, :min(size, runs - start)]
-            for m in correct:
-                correct[m] += top_m_correct(means, ranked, m).sum(axis=1)
         for i, (f, n) in enumerate(zip(fractions, budgets, strict=True)):
             rows.append({"dataset": dataset, "algorithm": name, "budget": float(f),
-                         "evaluations": int(n), "accuracy": correct[1][i] / runs,
-                         **{f"top{m}_error": 1 - correct[m][i] / runs for m in tops}})
-        if log is not None:
-            log(f"{dataset} {name}: {runs} runs × {len(budgets)} budgets")
+                         "evaluations": int(n), "accuracy": correct[name][1][i] / runs,
+                         **{f"top{m}_error": 1 - correct[name][m][i] / runs for m in tops}})
     return pd.DataFrame(rows)
 
 
 def cached_accuracy_table(scores: np.ndarray, algorithm: str, fractions: Sequence[float],
                           runs: int, cache, dataset: str,
-                          log: Callable[[str], None] | None = None) -> pd.DataFrame:
+                          log: Callable[[str], None] | None = None,
+                          history_share: float = 0.0, splits: int = 1) -> pd.DataFrame:
     """:func:`accuracy_table` for one algorithm, saved to ``cache`` (a CSV path) as soon as
-    it is done and read back on a rerun with the same runs and budgets."""
+    it is done and read back on a rerun with the same runs, budgets and split settings."""
     from pathlib import Path
 
     cache = Path(cache)
     fractions = [float(f) for f in fractions]
+    setting = {"runs": runs, "history_share": float(history_share),
+               "splits": int(splits) if history_share > 0 else 1}
     if cache.exists():
         old = pd.read_csv(cache)
-        if ("runs" in old and len(old) == len(fractions) and (old.runs == runs).all()
-                and np.allclose(old.budget, fractions)):
+        # tables saved before the history protocol have all models as arms
+        defaults = {"runs": -1, "history_share": 0.0, "splits": 1}
+        same = len(old) == len(fractions) and all(
+            np.allclose(old[c] if c in old else defaults[c], v) for c, v in setting.items())
+        if same and np.allclose(old.budget, fractions):
             if log is not None:
                 log(f"{dataset} {algorithm}: reusing {cache}")
-            return old.drop(columns="runs")
-    table = accuracy_table(scores, [algorithm], fractions, runs, dataset=dataset, log=log)
+            return old.drop(columns=[c for c in setting if c in old])
+    table = accuracy_table(scores, [algorithm], fractions, runs, dataset=dataset, log=log,
+                           history_share=history_share, splits=setting["splits"])
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_suffix(".tmp")
-    table.assign(runs=runs).to_csv(tmp, index=False)
+    table.assign(**setting).to_csv(tmp, index=False)
     tmp.replace(cache)
     return table
 

@@ -61,17 +61,24 @@ def factor_start(mean: Array, cov: Array, item_factors: Array) -> FactorPosterio
     return FactorPosterior(mean, cov, latent_var, jnp.zeros((), jnp.int32))
 
 
+def rank_one_update(mean: Array, cov: Array, v: Array, z: Array
+                    ) -> tuple[Array, Array, Array, Array]:
+    """The update of (û, Σ) after observing ``z`` on an item of factor ``v`` (module
+    docstring); also returns Σ v and w / (1 + w vᵀ Σ v) (old Σ) for derived quantities."""
+    p = clip_probability(jax.nn.sigmoid(v @ mean))
+    w = p * (1.0 - p)
+    sv = cov @ v
+    denom = 1.0 + w * (v @ sv)
+    new_cov = cov - (w / denom) * jnp.outer(sv, sv)
+    new_mean = mean + (z - p) * (sv / denom)  # Σ_new v = Σ v / (1 + w vᵀΣv)
+    return new_mean, new_cov, sv, w / denom
+
+
 def laplace_update(state: FactorPosterior, item_factors: Array, item: Array,
                    z: Array) -> FactorPosterior:
     """The online Laplace update after observing ``z`` on ``item`` (module docstring)."""
-    v = item_factors[item]
-    p = clip_probability(jax.nn.sigmoid(v @ state.mean))
-    w = p * (1.0 - p)
-    sv = state.cov @ v
-    denom = 1.0 + w * (v @ sv)
-    cov = state.cov - (w / denom) * jnp.outer(sv, sv)
-    mean = state.mean + (z - p) * (sv / denom)  # Σ_new v = Σ v / (1 + w vᵀΣv)
-    latent_var = state.latent_var - (w / denom) * (item_factors @ sv) ** 2
+    mean, cov, sv, gain = rank_one_update(state.mean, state.cov, item_factors[item], z)
+    latent_var = state.latent_var - gain * (item_factors @ sv) ** 2
     return FactorPosterior(mean, cov, latent_var, state.n + 1)
 
 

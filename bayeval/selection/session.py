@@ -20,6 +20,13 @@ the tie draws and so the eliminations are those of
 :func:`~bayeval.selection.successive_rejects.synchronised_successive_rejects` with
 ``jax.random.key(seed)``.
 
+With ``history=`` (:func:`~bayeval.selection.history.fit_history` on the scores of earlier
+models, never the candidates) the models are ranked by the history-informed estimate of
+METHODS.md §10 instead of their plain means (HI-SySRs; the same as
+:func:`~bayeval.selection.history.run_history_schedules` with the same seed). The fitted
+history is saved beside the journal (``<journal>.history.npz``, its SHA-256 in the header)
+so that a resume uses the very same factors.
+
 A pair that cannot be evaluated is skipped (journaled with the reason); the model's mean
 is then over the items it has. A model with no score at all when its phase ends is
 eliminated first. Every ``tell`` and ``skip`` is an fsync-ed line of the journal
@@ -40,6 +47,13 @@ import numpy as np
 
 from bayeval.errors import JournalError, SessionError
 from bayeval.precision import require_float64
+from bayeval.selection.history import (
+    History,
+    arm_start,
+    load_history,
+    save_history,
+    step_and_estimate,
+)
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import item_orders
 from bayeval.session import JOURNAL_FORMAT, JOURNAL_VERSION, PairJournal
@@ -63,14 +77,17 @@ class SelectionSession(PairJournal):
 
     def __init__(self, models: Sequence[str], items: Sequence[str], budget: int, *,
                  seed: int = 0, journal: str | os.PathLike | None = None,
-                 extra: dict[str, Any] | None = None) -> None:
+                 extra: dict[str, Any] | None = None, history: History | None = None
+                 ) -> None:
         require_float64("SelectionSession")
         self._setup([str(m) for m in models], [str(i) for i in items], int(budget), int(seed),
-                    dict(extra or {}))
+                    dict(extra or {}), history)
+        if history is not None and journal is not None:
+            self._history_file = save_history(history, Path(journal))
         self._start_journal(journal)
 
     def _setup(self, models: list[str], items: list[str], budget: int, seed: int,
-               extra: dict[str, Any]) -> None:
+               extra: dict[str, Any], history: History | None = None) -> None:
         if len(models) < 2:
             raise SessionError(f"need at least two models to choose from, got {len(models)}")
         for kind, names in (("models", models), ("items", items)):
@@ -100,12 +117,23 @@ class SelectionSession(PairJournal):
         self.observations: list[tuple[str, str, float]] = []
         self.skipped: list[tuple[str, str, str]] = []
         self.notes: list[str] = []
+        self.history = history
+        self._history_file: dict[str, str] | None = None
+        if history is not None:
+            if history.item_factors.shape[0] != L:
+                raise SessionError(f"the history has {history.item_factors.shape[0]} items, "
+                                   f"the selection {L}")
+            start = arm_start(history)
+            self._arms = [start] * K
+            self._estimates = np.full(K, np.nan)
+            self._phase_scores: dict[tuple[int, int], float] = {}
         self._open_phase()
 
     def _header(self) -> dict[str, Any]:
         return {"format": JOURNAL_FORMAT, "version": JOURNAL_VERSION,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                "method": {"name": METHOD_NAME, "budget": self.budget},
+                "method": {"name": METHOD_NAME, "budget": self.budget,
+                           **({"history": self._history_file} if self._history_file else {})},
                 "models": self.models, "items": self.items, "seed": self.seed,
                 "extra": self.extra}
 
@@ -119,12 +147,15 @@ class SelectionSession(PairJournal):
             raise JournalError(f"journal {path} is not a model selection (it records "
                                f"{header.get('method', {}).get('name')!r})")
         session = cls.__new__(cls)
+        record = header.get("method", {}).get("history")
+        history = load_history(path, record) if record else None
         try:
             session._setup(list(header["models"]), list(header["items"]),
                            int(header["method"]["budget"]), int(header["seed"]),
-                           header.get("extra") or {})
+                           header.get("extra") or {}, history)
         except KeyError as exc:
             raise JournalError(f"journal {path} line 1: header lacks field {exc}") from None
+        session._history_file = record
         session._replay_journal(path, events, note, whole)
         return session
 
@@ -143,8 +174,28 @@ class SelectionSession(PairJournal):
                 return
             self._eliminate()
 
+    def _current_means(self) -> np.ndarray:
+        """Each model's estimate (−inf before its first score): the mean of its scores, or
+        with a history the control-variate estimate (★) of
+        :mod:`~bayeval.selection.history` as of the last phase end."""
+        if self.history is not None:
+            return np.where(self._counts > 0, self._estimates, -np.inf)
+        return np.where(self._counts > 0, self._sums / np.maximum(self._counts, 1), -np.inf)
+
+    def _advance_arms(self) -> None:
+        """Feed each surviving model its scores of the phase ending now, in the item order
+        (a skipped pair is left out of that model's estimate)."""
+        for j in self._phase_items(self.phase):
+            for i in np.flatnonzero(self.alive):
+                score = self._phase_scores.pop((int(i), int(j)), None)
+                if score is not None:
+                    self._arms[i], self._estimates[i] = step_and_estimate(
+                        self._arms[i], self.history, int(j), score)
+
     def _eliminate(self) -> None:
-        means = np.where(self._counts > 0, self._sums / np.maximum(self._counts, 1), -np.inf)
+        if self.history is not None:
+            self._advance_arms()
+        means = self._current_means()
         worst = np.min(np.where(self.alive, means, np.inf))
         tied = np.flatnonzero(self.alive & (means == worst))
         out = int(tied[np.argmax(self._ties[self.phase, tied])])
@@ -200,6 +251,8 @@ class SelectionSession(PairJournal):
     def _apply_tell(self, i: int, j: int, score: float) -> None:
         self._sums[i] += score
         self._counts[i] += 1
+        if self.history is not None:
+            self._phase_scores[(i, j)] = score
         self.observations.append((self.models[i], self.items[j], score))
         self._settle(i, j)
 
@@ -214,7 +267,12 @@ class SelectionSession(PairJournal):
         return self.models[int(np.argmax(self.alive))] if self.done else None
 
     def means(self) -> dict[str, tuple[float, int]]:
-        """{model: (mean of its scores so far, how many)} (NaN before its first score)."""
+        """{model: (estimate of its full mean, scores so far)} (NaN before its first
+        score): the mean of its scores, or with a history the estimate (★) as of the last
+        phase end."""
+        if self.history is not None:
+            return {m: (float(self._estimates[i]) if self._counts[i] else float("nan"),
+                        int(self._counts[i])) for i, m in enumerate(self.models)}
         return {m: (float(self._sums[i] / self._counts[i]) if self._counts[i] else
                     float("nan"), int(self._counts[i])) for i, m in enumerate(self.models)}
 
@@ -222,7 +280,7 @@ class SelectionSession(PairJournal):
         """Models best first: the survivors by current mean, then the eliminated ones,
         the last eliminated first (seed 002, App. H.2)."""
         alive = [int(i) for i in np.flatnonzero(self.alive)]
-        means = np.where(self._counts > 0, self._sums / np.maximum(self._counts, 1), -np.inf)
+        means = self._current_means()
         alive.sort(key=lambda i: -means[i])
         return [self.models[i] for i in alive] + self.eliminated[::-1]
 
