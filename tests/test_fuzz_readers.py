@@ -142,6 +142,11 @@ def test_lm_eval_sample_reader(lines, filter_name):
                                         "size", "weights", "method", "parameters", "seed",
                                         "task", "drift", "x"]), JSON_VALUE, max_size=8),
        st.booleans())
+# required fields present but null, or of the wrong kind (found by this test)
+@example({"benchmark": None, "method": None, "n_items": None, "items": None}, True)
+@example({"benchmark": None, "method": None, "n_items": None, "items": [None]}, True)
+@example({"benchmark": "b", "method": "m", "n_items": 3, "items": ["a"], "parameters": 5},
+         True)
 def test_subset_reader(fields, valid_header):
     if valid_header:
         fields = {"format": "bayeval-subset", "version": 1, **fields}

@@ -115,7 +115,24 @@ class Subset:
         missing = [k for k in ("benchmark", "n_items", "items", "method") if k not in data]
         if missing:
             raise DataError(f"subset file {path}: missing field(s) {', '.join(missing)}")
-        subset = cls(**fields)
+        kinds = {"benchmark": str, "method": str, "n_items": int, "items": list,
+                 "parameters": dict, "drift": dict, "calibration_models": list,
+                 "weights": list | None, "seed": int | None, "task": str | None}
+        for key, kind in kinds.items():
+            if key not in data:
+                continue
+            value = data[key]
+            if not isinstance(value, kind) or (isinstance(value, bool) and key != "task"):
+                expected = getattr(kind, "__name__", str(kind))
+                raise DataError(f"subset file {path}: field {key!r} must be a {expected}, "
+                                f"got {type(value).__name__}")
+        bad = [i for i in data["items"] if not isinstance(i, str | int) or isinstance(i, bool)]
+        if bad:
+            raise DataError(f"subset file {path}: item ids must be strings, got {bad[0]!r}")
+        try:
+            subset = cls(**fields)
+        except (TypeError, ValueError) as exc:  # an optional field of the wrong type
+            raise DataError(f"subset file {path}: malformed field ({exc})") from None
         if data.get("size", subset.size) != subset.size:
             raise DataError(f"subset file {path}: size {data['size']} but {subset.size} items")
         return subset
