@@ -194,3 +194,26 @@ def test_bad_input_is_a_one_line_error_that_touches_no_file(tmp_path, capsys, mo
 
 def test_there_are_at_least_forty_classes():
     assert len({c[0] for c in CASES}) == len(CASES) >= 40
+
+
+@pytest.mark.parametrize("args", [
+    ["evaluate", "--reference", "MISSING"], ["select", "--reference", "MISSING"],
+    ["compress", "--reference", "MISSING", "--out", "OUT"],
+    ["diagnose", "--reference", "MISSING"],
+    ["select", "--dataset", "rte", "--history", "MISSING"]])
+def test_a_missing_file_is_said_before_pandas_or_jax_load(tmp_path, args):
+    """The quick answer to a mistyped path (under a second here) comes from not loading
+    pandas or JAX first: checked as the modules loaded when the error is raised, not as a
+    time, so the test cannot depend on the machine's speed."""
+    import subprocess
+    import sys
+
+    args = [a.replace("MISSING", str(tmp_path / "nope.csv")).replace("OUT", str(
+        tmp_path / "x.json")) for a in args]
+    code = ("import sys\nfrom bayeval.cli import main\nsys.argv = ['bayeval', *"
+            f"{args!r}]\ntry:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+            "print(code, 'jax' in sys.modules, 'pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.split() == ["2", "False", "False"], done.stdout + done.stderr
+    assert "no such file" in done.stderr

@@ -203,12 +203,12 @@ def fresh_source(dataset: str | None, reference: Path | None,
     """(source record for the journal header, the matrix) of --dataset / --reference
     (``default``: the bundled dataset when neither is given); a missing file is said
     before pandas and JAX load."""
-    from bayeval.data.sources import load_source_matrix
-
     if dataset is not None and reference is not None:
         raise BayevalError("give either --dataset or --reference, not both")
     if reference is not None and not reference.exists():  # before pandas and JAX load
         raise DataError(f"{reference}: no such file")
+    from bayeval.data.sources import load_source_matrix
+
     source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
                               else {"dataset": dataset or default})
     return source, load_source_matrix(source)

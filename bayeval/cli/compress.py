@@ -110,14 +110,14 @@ def _names(option: str | None) -> list[str] | None:
 def _compress(method, dataset, reference, retention, size, probes, pool, candidates,
               calibration, step, tau, categories, holdout, seed, subset_file, export_samples,
               task):
-    from bayeval.compression.build import build_subset, read_categories
-    from bayeval.compression.subset import export_lm_eval_samples
-
     check_output(subset_file, "--out")  # both outputs checked before any work
     check_output(export_samples, "--export-samples")
 
     _, matrix = fresh_source(dataset or ("arc_challenge" if reference is None else None),
-                             reference)
+                             reference)  # a missing file is said before JAX loads
+    from bayeval.compression.build import build_subset, read_categories
+    from bayeval.compression.subset import export_lm_eval_samples
+
     with working(f"{method.value}: choosing a subset of {matrix.name} "
                  f"({matrix.n_models} models × {matrix.n_items} items)"):
         subset = build_subset(

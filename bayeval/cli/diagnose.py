@@ -66,12 +66,15 @@ def diagnose(
         check_options(seed=seed)
     except BayevalError as exc:
         raise fail(str(exc)) from None
+    try:
+        check_output(plot, "--plot", folder=True)  # before the NUTS run, not after
+        _, matrix = fresh_source(dataset, reference)  # a missing file: before JAX loads
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
     from bayeval.diagnose import diagnose_case, plot_diagnosis
 
     setup_jax()
     try:
-        check_output(plot, "--plot", folder=True)  # before the NUTS run, not after
-        _, matrix = fresh_source(dataset, reference)
         if target is None:
             target = str(np.random.default_rng(seed).choice(matrix.models))
         with warnings.catch_warnings(), working(f"{model} on {matrix.name}") as say:

@@ -145,6 +145,10 @@ def _history(source: str, candidates: list[str], item_ids: list[str], quiet: boo
 
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
             seed, journal, resume, quiet, history=None) -> dict[str, Any]:
+    if history is not None and Path(history).suffix and not Path(history).exists():
+        from bayeval.errors import DataError
+
+        raise DataError(f"--history {history}: no such file")  # before pandas and JAX
     # options and the reference are checked before JAX starts (seconds of start-up)
     if resume:
         if journal is None:
