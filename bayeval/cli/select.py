@@ -112,15 +112,11 @@ def select(
 def _history(source: str, candidates: list[str], item_ids: list[str], quiet: bool):
     """The factor model of the --history matrix's non-candidate rows on the selection's
     items, and a one-line account of it."""
-    from bayeval.data.sources import load_source_matrix
     from bayeval.errors import DataError
     from bayeval.selection.history import fit_history
 
-    path = Path(source)
-    record = {"path": str(path.resolve())} if path.suffix else {"dataset": source}
-    if path.suffix and not path.exists():
-        raise DataError(f"--history {source}: no such file")
-    matrix = load_source_matrix(record)
+    path = Path(source)  # a file name has a suffix; a bundled name has none
+    _, matrix = (fresh_source(None, path) if path.suffix else fresh_source(source, None))
     index = {it: j for j, it in enumerate(matrix.items)}
     missing = [it for it in item_ids if it not in index]
     if missing:

@@ -122,7 +122,7 @@ class Subset:
             if key not in data:
                 continue
             value = data[key]
-            if not isinstance(value, kind) or (isinstance(value, bool) and key != "task"):
+            if not isinstance(value, kind) or isinstance(value, bool):  # bool is an int
                 expected = getattr(kind, "__name__", str(kind))
                 raise DataError(f"subset file {path}: field {key!r} must be a {expected}, "
                                 f"got {type(value).__name__}")

@@ -65,22 +65,19 @@ def ranker(scores: np.ndarray, algorithm: str, budgets: np.ndarray, top: int = T
     budgets = np.asarray(budgets, dtype=np.int64)
     if np.any(np.diff(budgets) < 0):
         raise ValueError("budgets must be non-decreasing (UCB-E answers them in one pass)")
-    if algorithm in ("SR", "SySRs"):
+    if algorithm in ("SR", "SySRs", *HISTORY_ALGORITHMS):
         schedules = jnp.asarray(np.stack([phase_schedule(K, L, int(n)) for n in budgets]))
-        shared = algorithm == "SySRs"
+        if algorithm in HISTORY_ALGORITHMS:
+            if history is None:
+                raise ValueError(f"{algorithm} needs a history (reference models)")
 
-        run = jax.jit(lambda keys: run_schedules(scores_j, keys, schedules, shared
-                                                 ).order[..., ::-1][..., :top])
-        return lambda keys: np.asarray(run(keys)).transpose(1, 0, 2)
-    elif algorithm in HISTORY_ALGORITHMS:
-        if history is None:
-            raise ValueError(f"{algorithm} needs a history (reference models)")
-        schedules = jnp.asarray(np.stack([phase_schedule(K, L, int(n)) for n in budgets]))
-
-        def run_h(keys):
-            order = run_history_schedules(scores_j, keys, schedules, history).order
-            return np.asarray(order[..., ::-1][..., :top]).transpose(1, 0, 2)
-        return run_h
+            def orders(keys):  # run_history_schedules is compiled already
+                return run_history_schedules(scores_j, keys, schedules, history).order
+        else:
+            shared = algorithm == "SySRs"
+            orders = jax.jit(lambda keys: run_schedules(scores_j, keys, schedules, shared
+                                                        ).order)
+        return lambda keys: np.asarray(orders(keys)[..., ::-1][..., :top]).transpose(1, 0, 2)
     elif algorithm.startswith(("UCB-E", "SyUCB-E")):
         a, shared = _ucb_parameters(algorithm)
 

@@ -54,6 +54,7 @@ import numpy as np
 from bayeval.errors import DataError, JournalError
 from bayeval.inference.factor_laplace import item_probabilities, rank_one_update
 from bayeval.models.factor import CrossValidation, cross_validate, factor_prior, fit_factors
+from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import (
     SelectionResult,
     eliminate,
@@ -124,11 +125,15 @@ def arm_step(state: ArmState, item_factors: Array, item: Array, score: Array) ->
                     state.total + score, correction)
 
 
+def arm_sum(state: ArmState, n_items: int) -> Array:
+    """n μ̂_n of (★): the plain sum of the scores, corrected."""
+    return state.total - (n_items - state.n) * state.correction
+
+
 def arm_estimate(state: ArmState, n_items: int) -> Array:
     """μ̂_n of (★) (NaN before the first score)."""
     n = state.n
-    value = (state.total - (n_items - n) * state.correction) / jnp.maximum(n, 1)
-    return jnp.where(n > 0, value, jnp.nan)
+    return jnp.where(n > 0, arm_sum(state, n_items) / jnp.maximum(n, 1), jnp.nan)
 
 
 def corrected_sums(scores: Array, order: Array, history: History) -> Array:
@@ -143,7 +148,7 @@ def corrected_sums(scores: Array, order: Array, history: History) -> Array:
 
     def one(states, item):
         states = step(states, v, item, scores[:, item])
-        return states, states.total - (n_items - states.n) * states.correction
+        return states, arm_sum(states, n_items)
 
     _, sums = jax.lax.scan(one, states, order)
     return sums.T
@@ -168,8 +173,6 @@ def history_sysrs(scores: Array, key: Array, budget: int,
                   history: History | None) -> SelectionResult:
     """One run of history-informed SySRs with ``budget`` model–item evaluations over the
     candidates' full score matrix (a simulation); ``history=None`` is SySRs."""
-    from bayeval.selection.schedule import phase_schedule
-
     K, L = jnp.shape(scores)
     schedule = jnp.asarray(phase_schedule(K, L, budget))[None]
     if history is None:

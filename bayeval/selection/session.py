@@ -174,13 +174,19 @@ class SelectionSession(PairJournal):
                 return
             self._eliminate()
 
-    def _current_means(self) -> np.ndarray:
-        """Each model's estimate (−inf before its first score): the mean of its scores, or
-        with a history the control-variate estimate (★) of
+    def _estimate_array(self) -> np.ndarray:
+        """Each model's estimate of its full mean (NaN before its first score): the mean of
+        its scores, or with a history the control-variate estimate (★) of
         :mod:`~bayeval.selection.history` as of the last phase end."""
         if self.history is not None:
-            return np.where(self._counts > 0, self._estimates, -np.inf)
-        return np.where(self._counts > 0, self._sums / np.maximum(self._counts, 1), -np.inf)
+            return self._estimates.copy()
+        return np.where(self._counts > 0, self._sums / np.maximum(self._counts, 1), np.nan)
+
+    def _current_means(self) -> np.ndarray:
+        """:meth:`_estimate_array` with −inf for no estimate yet (such a model goes
+        first)."""
+        estimates = self._estimate_array()
+        return np.where(np.isnan(estimates), -np.inf, estimates)
 
     def _advance_arms(self) -> None:
         """Feed each surviving model its scores of the phase ending now, in the item order
@@ -270,11 +276,9 @@ class SelectionSession(PairJournal):
         """{model: (estimate of its full mean, scores so far)} (NaN before its first
         score): the mean of its scores, or with a history the estimate (★) as of the last
         phase end."""
-        if self.history is not None:
-            return {m: (float(self._estimates[i]) if self._counts[i] else float("nan"),
-                        int(self._counts[i])) for i, m in enumerate(self.models)}
-        return {m: (float(self._sums[i] / self._counts[i]) if self._counts[i] else
-                    float("nan"), int(self._counts[i])) for i, m in enumerate(self.models)}
+        estimates = self._estimate_array()
+        return {m: (float(estimates[i]), int(self._counts[i]))
+                for i, m in enumerate(self.models)}
 
     def ranking(self) -> list[str]:
         """Models best first: the survivors by current mean, then the eliminated ones,
