@@ -298,3 +298,25 @@ def test_a_journaled_draw_probability_is_checked_on_resume(small, tmp_path, q, o
     else:
         with pytest.raises(JournalError, match="draw probability"):
             Session.resume(journal, reference=ref)
+
+
+def test_rs_mean_at_the_whole_benchmark_is_the_point_not_nan():
+    """At n = N the finite-population interval is the observed mean itself. Compiled,
+    1 − n/N is 1 − n·(1/N) = −2⁻⁵² for 857 of the sizes 2..1999 (rte's 277 among them),
+    which made the variance negative and the Wilson bounds NaN; the factor is now
+    (N − n)/N clamped at 0."""
+    import jax
+    import jax.numpy as jnp
+
+    from bayeval.estimators.interval import finite_population_factor, wilson_fpc_bounds
+    from bayeval.estimators.sample_mean import _moments
+
+    sizes = jnp.arange(2, 2000, dtype=jnp.float64)
+    fpc = jax.jit(jax.vmap(lambda n: finite_population_factor(n, n)))(sizes)
+    assert float(fpc.min()) == 0.0 == float(fpc.max())
+    for n_items in (5, 277, 541):
+        full = jnp.float64(n_items)
+        lo, hi = jax.jit(lambda n, N=n_items: wilson_fpc_bounds(0.527, n, N, 1.96))(full)
+        assert float(lo) == float(hi) == 0.527
+        _, _, var = jax.jit(lambda n, N=n_items: _moments(n, 0.4 * n, 0.4 * n, N))(full)
+        assert float(var) == 0.0

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from bayeval.estimators.interval import finite_population_factor
 from bayeval.inference.base import Backend, no_refit
 from bayeval.types import Array, Prediction
 
@@ -74,7 +75,7 @@ def predict(state: AIPWState) -> Prediction:
     a_n = A0 + 0.5 * n
     cov_beta = (b_n / jnp.maximum(a_n - 1.0, 1e-3)) * state.precision_inv
     g = state.feature_sum / n_items - state.x_sum / n_safe
-    var = (1.0 - n / n_items) * s2 / n_safe + g @ cov_beta @ g
+    var = finite_population_factor(n, n_items) * s2 / n_safe + g @ cov_beta @ g
     early = n < 2
     estimate = jnp.where(early, jnp.where(n > 0, state.y_sum / n_safe, 0.5), estimate)
     var = jnp.where(early, 0.25, jnp.maximum(var, 0.0))

@@ -31,6 +31,13 @@ def gaussian_bounds(mean: Array, var: Array, z: float) -> tuple[Array, Array]:
     return mean - half, mean + half
 
 
+def finite_population_factor(n: Array, n_items: int) -> Array:
+    """1 − n/N, never below 0: XLA turns ``n / N`` into ``n · (1/N)``, which is
+    1 + 2⁻⁵² at n = N for some N (277, say), and a negative factor made the variance
+    negative and the Wilson bounds NaN there."""
+    return jnp.maximum((n_items - n) / n_items, 0.0)
+
+
 def wilson_fpc_bounds(mean: Array, n: Array, n_items: int, z: float) -> tuple[Array, Array]:
     """Wilson score interval for a proportion, with finite-population correction.
 
@@ -40,7 +47,7 @@ def wilson_fpc_bounds(mean: Array, n: Array, n_items: int, z: float) -> tuple[Ar
     rule does not stop early on an unlucky run of equal scores (see ``bench/coverage.py``).
     n = 0 gives [0, 1]; n = N gives [p̂, p̂].
     """
-    fpc = 1.0 - n / n_items
+    fpc = finite_population_factor(n, n_items)
     a = jnp.where(n > 0, z * z * fpc / jnp.maximum(n, 1.0), jnp.inf)
     finite = jnp.isfinite(a)
     a_safe = jnp.where(finite, a, 0.0)

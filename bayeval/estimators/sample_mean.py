@@ -23,7 +23,12 @@ from typing import NamedTuple
 import jax.numpy as jnp
 
 from bayeval.estimators.base import Draw, Estimator
-from bayeval.estimators.interval import gaussian_bounds, wilson_fpc_bounds, z_value
+from bayeval.estimators.interval import (
+    finite_population_factor,
+    gaussian_bounds,
+    wilson_fpc_bounds,
+    z_value,
+)
 from bayeval.inference.base import Backend, no_refit
 from bayeval.types import Array, Estimate, Prediction
 
@@ -76,7 +81,7 @@ def _moments(n: Array, total: Array, total_sq: Array, n_items: int) -> tuple[Arr
     mean = jnp.where(n > 0, total / jnp.maximum(n, 1.0), 0.5)
     s2 = jnp.where(n >= 2, jnp.maximum(total_sq - n * mean * mean, 0.0) / jnp.maximum(n - 1.0, 1.0),
                    0.25)
-    return mean, s2, (1.0 - n / n_items) * s2 / jnp.maximum(n, 1.0)
+    return mean, s2, finite_population_factor(n, n_items) * s2 / jnp.maximum(n, 1.0)
 
 
 def predict(state: SampleMeanState) -> Prediction:
