@@ -4,8 +4,10 @@ the number of XLA "constant folding" alarms it writes to stderr.
     python bench/diagnose_timing.py --commits 036d780,HEAD
 
 Each commit is unpacked with ``git archive`` and run with its folder first on
-``PYTHONPATH`` (see bench/bad_input_table.py), one after the other in this process's
-machine, so the times are comparable with each other, not with another machine's.
+``PYTHONPATH`` (see bench/bad_input_table.py), the commits alternating ``--repeats`` times
+on this machine with a fresh ``HOME`` each run (no compilation cache carried over), so the
+times are comparable with each other, not with another machine's. Run it on an idle
+machine: another process on the cores changes the times.
 """
 
 from __future__ import annotations
@@ -33,14 +35,20 @@ def main() -> None:
     parser.add_argument("--commits", default="036d780,HEAD")
     parser.add_argument("--args", default="--model gp-bernoulli --coreset 50",
                         help="diagnose's arguments")
+    parser.add_argument("--repeats", type=int, default=2,
+                        help="runs of each commit, alternating between the commits")
     opts = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as root:
+        trees = []
         for commit in opts.commits.split(","):
             tree = Path(root) / commit.replace("/", "_")
             tree.mkdir()
-            sha = unpack_commit(commit, tree)
-            env = {"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "HOME": str(tree),
+            trees.append((unpack_commit(commit, tree), tree))
+        for _, (sha, tree) in [(r, t) for r in range(opts.repeats) for t in trees]:
+            # HOME in the unpacked tree: no JAX compilation cache shared between runs
+            home = Path(tempfile.mkdtemp(dir=root))
+            env = {"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin", "HOME": str(home),
                    "JAX_PLATFORMS": "cpu"}
             start = time.perf_counter()
             done = subprocess.run([sys.executable, "-c", RUN.format(argv=opts.args.split())],

@@ -28,7 +28,7 @@ import numpy as np
 
 from bayeval.inference.laplace import CLIP, LIKELIHOOD
 from bayeval.inference.mcmc import MCMCResult, run_nuts
-from bayeval.models.bucket_gp import N0, bucket_gp_model, bucket_layout
+from bayeval.models.bucket_gp import N0, bucket_gp_model, bucket_layout, prior_scale_tril
 from bayeval.types import Prediction
 
 
@@ -88,10 +88,13 @@ def bucket_gp_nuts(reference_scores: np.ndarray, items: np.ndarray, scores: np.n
     # the matrices are arguments of one compiled program, not constants folded into it
     # (a B × B kernel baked in took XLA seconds per dot product to fold)
     nuts.setdefault("jit_model_args", True)
-    result = run_nuts(_program(likelihood), jnp.asarray(layout.phi),
-                      jnp.asarray(layout.sizes), jnp.asarray(layout.item_bucket[items]),
-                      jnp.asarray(observed_scores), alpha=alpha, beta=beta,
-                      sigma2=layout.sigma2, **nuts)
+    # α and β are fixed: the prior's Cholesky factor is computed once here, not at every
+    # gradient evaluation of the run
+    phi = jnp.asarray(layout.phi)
+    result = run_nuts(_program(likelihood), phi, jnp.asarray(layout.sizes),
+                      jnp.asarray(layout.item_bucket[items]), jnp.asarray(observed_scores),
+                      alpha=alpha, beta=beta, sigma2=layout.sigma2,
+                      scale_tril=prior_scale_tril(phi, alpha, beta), **nuts)
     observed = np.zeros(n_items, bool)
     observed[items] = True
     full = np.zeros(n_items)

@@ -137,6 +137,14 @@ def logit_mean(phi: Array) -> Array:
     return jnp.log(p) - jnp.log1p(-p)
 
 
+def prior_scale_tril(phi: Array, alpha: Array | float, beta: Array | float,
+                     kernel: Callable[[Array, Array, Array], Array] = squared_exponential
+                     ) -> Array:
+    """Cholesky factor of the bucket GP's prior covariance k(φ, φ) + jitter·I."""
+    cov = kernel(phi, alpha, beta) + JITTER * jnp.eye(phi.shape[0])
+    return jnp.linalg.cholesky(cov)
+
+
 def bucket_gp_model(phi: Array, sizes: Array, obs_bucket: Array | None = None,
                     obs: Array | None = None, *,
                     alpha: float | dist.Distribution = 1.0,
@@ -145,12 +153,15 @@ def bucket_gp_model(phi: Array, sizes: Array, obs_bucket: Array | None = None,
                     mean: Callable[[Array], Array] | None = None,
                     kernel: Callable[[Array, Array, Array], Array] = squared_exponential,
                     likelihood: str = "gaussian", centred: bool = True,
-                    ) -> None:
+                    scale_tril: Array | None = None) -> None:
     """NumPyro program of the bucket GP.
 
     Sites: ``alpha``, ``beta``, ``sigma2`` (sampled when given a distribution, else
     deterministic), ``theta`` (B,) the bucket latent scores (logits for the non-Gaussian
     likelihoods), and ``s`` the observed scores of items in buckets ``obs_bucket``.
+    ``scale_tril``: the Cholesky factor of the prior covariance, when ``alpha`` and
+    ``beta`` are fixed and the caller factorised it once (:func:`prior_scale_tril`):
+    then no B × B factorisation runs at each gradient evaluation of a NUTS run.
     """
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"unknown likelihood {likelihood!r} (known: {', '.join(LIKELIHOODS)})")
@@ -161,12 +172,13 @@ def bucket_gp_model(phi: Array, sizes: Array, obs_bucket: Array | None = None,
         loc = mean(phi)
     else:
         loc = phi.mean(axis=1) if likelihood == "gaussian" else logit_mean(phi)
-    cov = kernel(phi, alpha_v, beta_v) + JITTER * jnp.eye(phi.shape[0])
+    if scale_tril is None:
+        scale_tril = prior_scale_tril(phi, alpha_v, beta_v, kernel)
     if centred:
-        theta = numpyro.sample("theta", dist.MultivariateNormal(loc, covariance_matrix=cov))
+        theta = numpyro.sample("theta", dist.MultivariateNormal(loc, scale_tril=scale_tril))
     else:
         z = numpyro.sample("theta_z", dist.Normal(jnp.zeros(phi.shape[0]), 1.0).to_event(1))
-        theta = numpyro.deterministic("theta", loc + jnp.linalg.cholesky(cov) @ z)
+        theta = numpyro.deterministic("theta", loc + scale_tril @ z)
     if obs_bucket is None:
         return
     scale = jnp.sqrt(sizes[obs_bucket] * sigma2_v)
