@@ -61,6 +61,67 @@ def test_csv_reader(rows, layout):
     _outcome(lambda p: read_csv(p, layout=layout), path)
 
 
+# cells of a mostly valid matrix: numbers, missing markers in several cases, and a few
+# that only the row-by-row reader accepts (true) or that are out of range
+GOOD_CELL = st.one_of(st.sampled_from(["0", "1", "0.5", "", "nan", "NaN", "NA", "n/a", "None",
+                                       "null", "true", "False", "1e400", "-1", "2", " 1",
+                                       "0.25 ", "inf", '"0.5"', "1e-3", ".5"]),
+                      st.floats(0, 1).map(repr))
+ID = st.one_of(st.sampled_from(["m1", "m2", " m1", "a,b", "", "model"]), st.text(max_size=4))
+
+
+def _same_outcome(read, path: Path) -> None:
+    """The column-wise fast path and the row-by-row reader agree: the same matrix (ids,
+    scores, kind) or the same one-line error."""
+    from unittest import mock
+
+    import bayeval.data.io as io_module
+
+    fast = _outcome(read, path)
+    with mock.patch.object(io_module, "_fast_csv", lambda *a: None), \
+            mock.patch.object(io_module, "_fast_frame", lambda *a: None):
+        slow = _outcome(read, path)
+    if isinstance(slow, ScoreMatrix):
+        assert isinstance(fast, ScoreMatrix), fast
+        assert list(fast.models) == list(slow.models) and list(fast.items) == list(slow.items)
+        np.testing.assert_array_equal(fast.scores, slow.scores)
+        assert fast.kind == slow.kind
+    else:
+        assert type(fast) is type(slow) and str(fast) == str(slow)
+
+
+@FUZZ
+@given(st.lists(ID, min_size=1, max_size=4, unique=True),
+       st.lists(st.tuples(ID, st.lists(GOOD_CELL, min_size=4, max_size=4)), max_size=5),
+       st.booleans())
+def test_fast_csv_reader_equals_the_row_by_row_reader(item_ids, rows, long):
+    path = _tmp(".csv")
+    if long:
+        lines = ["model,item,score"] + [f"{m},{r[0]},{r[1]}" for m, r in rows]
+    else:
+        lines = [",".join(["model", *item_ids])] + [
+            ",".join([m, *r[:len(item_ids)]]) for m, r in rows]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _same_outcome(read_csv, path)
+
+
+@FUZZ
+@given(st.integers(1, 3), st.lists(st.lists(st.one_of(
+    st.floats(0, 1), st.just(float("nan")), st.sampled_from([2.0, -1.0])), min_size=3,
+    max_size=3), min_size=0, max_size=4), st.booleans())
+def test_fast_frame_reader_equals_the_row_by_row_reader(n_items, rows, long):
+    from bayeval.data.io import from_frame
+
+    if long:
+        frame = pd.DataFrame({"model": [f"m{i % 2}" for i in range(len(rows))],
+                              "item": [f"i{i}" for i in range(len(rows))],
+                              "score": [r[0] for r in rows]})
+    else:
+        frame = pd.DataFrame({"model": [f"m{i}" for i in range(len(rows))],
+                              **{f"i{j}": [r[j] for r in rows] for j in range(n_items)}})
+    _same_outcome(lambda _: from_frame(frame), Path("frame"))
+
+
 @pytest.mark.parametrize(("suffix", "read"), [(".csv", read_csv), (".parquet", read_parquet)])
 @FUZZ
 @given(data=st.binary(max_size=300))

@@ -9,11 +9,17 @@ CSV and parquet come in two layouts:
 ``read_matrix`` picks the reader from the file suffix and the layout from the header
 (columns ``model``, ``item``, ``score`` mean long). Every malformed input raises a
 :class:`~bayeval.errors.DataError` whose one-line message names the file and the place.
+
+A matrix's metadata (``task``, ``metric``, ``subtasks``, ``source``, ...) travels with it:
+in ``.npz`` as scalar arrays, in parquet as the schema's ``bayeval`` key, in CSV as a
+sidecar ``NAME.csv.meta.json`` written beside it and read when present, so that a CSV of
+harness scores still knows its lm-evaluation-harness task when a subset is exported.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import math
 import os
 import zipfile
@@ -167,9 +173,67 @@ def _detect_layout(header: list[str]) -> Layout:
     return "long" if [h.strip().lower() for h in header] == list(_LONG_COLUMNS) else "wide"
 
 
+# the missing markers of _MISSING as pyarrow's exact-match null values, in common cases
+_NULLS = sorted({v for m in _MISSING for v in (m, m.upper(), m.capitalize())}
+                | {"N/A", "NaN"})
+
+
+def _fast_csv(path: Path, header: list[str], layout: Layout, source: str,
+              kind: Kind | None) -> ScoreMatrix | None:
+    """The matrix of a well-formed CSV, parsed by pyarrow's C++ reader and checked
+    column-wise; None when anything is off (a ragged row, a cell that is not a plain
+    number, a duplicate pair), so that the row-by-row reader names the place."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    names = [f"c{j}" for j in range(len(header))]
+    if layout == "long":
+        types = {names[0]: pa.string(), names[1]: pa.string(), names[2]: pa.float64()}
+    else:
+        types = {n: pa.float64() for n in names}
+        types[names[0]] = pa.string()
+    try:
+        table = pacsv.read_csv(
+            path, read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(column_types=types, null_values=_NULLS,
+                                                 strings_can_be_null=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, OSError):
+        return None
+    if table.num_rows == 0:
+        return None
+    ids = [str(m).strip() for m in table.column(0).to_pylist()]
+    if layout == "long":
+        items = [str(i).strip() for i in table.column(1).to_pylist()]
+        return _long_from_arrays(ids, items, table.column(2).to_numpy(zero_copy_only=False),
+                                 source, kind)
+    values = np.column_stack([table.column(j).to_numpy(zero_copy_only=False)
+                              for j in range(1, len(names))]) if len(names) > 1 else None
+    if values is None:
+        return None
+    return ScoreMatrix(values.astype(np.float64), ids, header[1:], kind=kind, name=source)
+
+
+def _long_from_arrays(models: list[str], items: list[str], scores: np.ndarray, source: str,
+                      kind: Kind | None) -> ScoreMatrix | None:
+    """A long table's matrix by factorising the id columns; None on a repeated
+    (model, item) pair, which the row-by-row reader reports with both lines."""
+    m_codes, m_ids = pd.factorize(pd.Index(models))
+    i_codes, i_ids = pd.factorize(pd.Index(items))
+    pairs = m_codes.astype(np.int64) * len(i_ids) + i_codes
+    if np.unique(pairs).size != pairs.size:
+        return None
+    matrix = np.full((len(m_ids), len(i_ids)), np.nan)
+    matrix[m_codes, i_codes] = scores
+    return ScoreMatrix(matrix, list(m_ids), list(i_ids), kind=kind, name=source)
+
+
 def read_csv(path: str | os.PathLike, layout: Layout | None = None,
              kind: Kind | None = None) -> ScoreMatrix:
-    """Read a wide or long CSV (layout detected from the header unless given)."""
+    """Read a wide or long CSV (layout detected from the header unless given).
+
+    A well-formed file is parsed by pyarrow's CSV reader and validated column-wise; a
+    malformed one is read again row by row, whose one-line error names the line."""
     path = Path(path)
     source = str(path)
     try:
@@ -181,10 +245,19 @@ def read_csv(path: str | os.PathLike, layout: Layout | None = None,
             except StopIteration:
                 raise DataError(f"{source}: empty file") from None
             layout = layout or _detect_layout(header)
-            rows = ((n, r) for n, r in enumerate(reader, start=2) if r)
-            if layout == "long":
-                return _long_from_rows(rows, source, kind)
-            return _wide_from_rows(rows, header, source, kind)
+            fast = None
+            if (layout == "wide" and len(header) >= 2 and len(set(header)) == len(header)
+                    ) or (layout == "long" and len(header) == 3):
+                fast = _fast_csv(path, header, layout, source, kind)
+            if fast is not None:
+                matrix = fast
+            else:
+                rows = ((n, r) for n, r in enumerate(reader, start=2) if r)
+                if layout == "long":
+                    matrix = _long_from_rows(rows, source, kind)
+                else:
+                    matrix = _wide_from_rows(rows, header, source, kind)
+        return _with_metadata(matrix, _read_sidecar(path))
     except FileNotFoundError:
         raise DataError(f"{source}: no such file") from None
     except (UnicodeDecodeError, csv.Error) as exc:
@@ -192,8 +265,42 @@ def read_csv(path: str | os.PathLike, layout: Layout | None = None,
 
 
 def write_csv(matrix: ScoreMatrix, path: str | os.PathLike, layout: Layout = "wide") -> None:
-    """Write a matrix as CSV; NaN cells are empty (wide) or absent (long)."""
+    """Write a matrix as CSV; NaN cells are empty (wide) or absent (long); its metadata
+    and kind go to the sidecar ``NAME.csv.meta.json``."""
     to_frame(matrix, layout).to_csv(Path(path), index=False, na_rep="")
+    sidecar = _sidecar(path)
+    if matrix.metadata:
+        sidecar.write_text(json.dumps({"metadata": matrix.metadata}, indent=1) + "\n")
+    elif sidecar.exists():  # a stale sidecar of an earlier matrix at this path
+        sidecar.unlink()
+
+
+def _sidecar(path: str | os.PathLike) -> Path:
+    return Path(f"{path}.meta.json")
+
+
+def _read_sidecar(path: Path) -> dict[str, str]:
+    """The metadata of a CSV's sidecar (``{}`` when there is none); a malformed one is a
+    one-line error naming it."""
+    sidecar = _sidecar(path)
+    if not sidecar.is_file():
+        return {}
+    try:
+        data = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{sidecar}: not a readable metadata file ({_one_line(exc, 60)})"
+                        ) from None
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    if not isinstance(meta, dict):
+        raise DataError(f"{sidecar}: no 'metadata' object")
+    return {str(k): str(v) for k, v in meta.items()}
+
+
+def _with_metadata(matrix: ScoreMatrix, meta: dict[str, str]) -> ScoreMatrix:
+    if not meta:
+        return matrix
+    return ScoreMatrix(matrix.scores, matrix.models, matrix.items, kind=matrix.kind,
+                       name=matrix.name, metadata={**meta, **matrix.metadata})
 
 
 # ---------------------------------------------------------------------------------- parquet
@@ -210,17 +317,46 @@ def to_frame(matrix: ScoreMatrix, layout: Layout = "wide") -> pd.DataFrame:
     raise DataError(f"layout must be 'wide' or 'long', got {layout!r}")
 
 
+def _fast_frame(frame: pd.DataFrame, header: list[str], layout: Layout, name: str,
+                kind: Kind | None) -> ScoreMatrix | None:
+    """The matrix of a DataFrame whose score columns are already numbers (or booleans),
+    taken column-wise; None otherwise (text cells are parsed row by row, as a CSV's)."""
+    numeric = [pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
+               for c in frame.columns]
+    if len(frame) == 0 or len(set(header)) != len(header):
+        return None
+    if layout == "long":
+        if len(header) != 3 or not numeric[2] or not all(
+                isinstance(v, str) for col in (0, 1) for v in frame.iloc[:, col]):
+            return None
+        return _long_from_arrays([v.strip() for v in frame.iloc[:, 0]],
+                                 [v.strip() for v in frame.iloc[:, 1]],
+                                 frame.iloc[:, 2].to_numpy(dtype=np.float64, na_value=np.nan),
+                                 name, kind)
+    if len(header) < 2 or not all(numeric[1:]) or not all(
+            isinstance(v, str) for v in frame.iloc[:, 0]):
+        return None
+    values = frame.iloc[:, 1:].to_numpy(dtype=np.float64, na_value=np.nan)
+    return ScoreMatrix(values, [v.strip() for v in frame.iloc[:, 0]], header[1:], kind=kind,
+                       name=name)
+
+
 def from_frame(frame: pd.DataFrame, layout: Layout | None = None, kind: Kind | None = None,
                name: str = "frame") -> ScoreMatrix:
-    """A ScoreMatrix from a wide or long DataFrame (rows are counted from 1)."""
+    """A ScoreMatrix from a wide or long DataFrame (rows are counted from 1): numeric
+    columns are taken whole; a frame with text cells is parsed row by row, whose one-line
+    error names the row."""
     header = [str(c) for c in frame.columns]
     layout = layout or _detect_layout(header)
+    if layout == "wide" and (not header or header[0].strip().lower() != "model"):
+        raise DataError(f"{name}: a wide table needs a first column 'model' "
+                        f"(found {header[:3]}) or columns model, item, score for long")
+    fast = _fast_frame(frame, header, layout, name, kind)
+    if fast is not None:
+        return fast
     rows = ((n, list(r)) for n, r in enumerate(frame.itertuples(index=False), start=1))
     if layout == "long":
         return _long_from_rows(rows, name, kind, where_row="row")
-    if not header or header[0].strip().lower() != "model":
-        raise DataError(f"{name}: a wide table needs a first column 'model' "
-                        f"(found {header[:3]}) or columns model, item, score for long")
     return _wide_from_rows(rows, header, name, kind, where_row="row")
 
 
@@ -236,13 +372,34 @@ def read_parquet(path: str | os.PathLike, layout: Layout | None = None,
         raise DataError(f"{path}: not a readable parquet file ({type(exc).__name__})") from None
     if frame.index.name == "model":
         frame = frame.reset_index()
-    return from_frame(frame, layout, kind, name=str(path))
+    return _with_metadata(from_frame(frame, layout, kind, name=str(path)),
+                          _parquet_metadata(path))
+
+
+def _parquet_metadata(path: Path) -> dict[str, str]:
+    """The matrix metadata written under the parquet schema's ``bayeval`` key."""
+    import pyarrow.parquet as pq
+
+    try:
+        stored = (pq.read_schema(path).metadata or {}).get(b"bayeval")
+        meta = json.loads(stored) if stored else {}
+    except Exception:  # an unreadable key is no metadata, the scores were read
+        return {}
+    return {str(k): str(v) for k, v in meta.items()} if isinstance(meta, dict) else {}
 
 
 def write_parquet(matrix: ScoreMatrix, path: str | os.PathLike,
                   layout: Layout = "wide") -> None:
-    """Write a matrix as parquet in wide or long layout."""
-    to_frame(matrix, layout).to_parquet(Path(path), index=False)
+    """Write a matrix as parquet in wide or long layout, its metadata under the schema's
+    ``bayeval`` key."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(to_frame(matrix, layout), preserve_index=False)
+    if matrix.metadata:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               b"bayeval": json.dumps(matrix.metadata)})
+    pq.write_table(table, Path(path))
 
 
 # ---------------------------------------------------------------------------------- dispatch
