@@ -66,9 +66,17 @@ def test_session_and_simulator_make_the_same_run(world, name):
     drawn = [reference.item_index(item) for item, _ in session.observations]
     np.testing.assert_array_equal(drawn, sim.items[0, :n])
     history = np.array([h[1:] for h in session.history])
-    np.testing.assert_allclose(history[:, 0], sim.estimate[0, :n], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(history[:, 1], np.clip(sim.lower[0, :n], 0, 1), atol=1e-9)
-    np.testing.assert_allclose(history[:, 2], np.clip(sim.upper[0, :n], 0, 1), atol=1e-9)
+    # irt re-fits the ability by NUTS, warm-started from the last re-fit: the simulator's
+    # vmapped program and the session's unbatched one round float64 sums in another
+    # order, and the sampler's trajectories carry that from ~3e-9 relative at the first
+    # re-fit to ~2e-6 at the second (jax 0.10; far below NUTS's own Monte Carlo error of
+    # ~1e-2), so irt's estimates are held to 1e-4 while its draws stay identical; every
+    # other method is exact up to 1e-9
+    rtol, atol = (1e-4, 1e-5) if name == "irt" else (1e-9, 1e-9)
+    np.testing.assert_allclose(history[:, 0], sim.estimate[0, :n], rtol=rtol,
+                               atol=min(atol, 1e-12) if name != "irt" else atol)
+    np.testing.assert_allclose(history[:, 1], np.clip(sim.lower[0, :n], 0, 1), atol=atol)
+    np.testing.assert_allclose(history[:, 2], np.clip(sim.upper[0, :n], 0, 1), atol=atol)
 
 
 def _same_run_with_two_targets(method, reference, target, seed):
@@ -111,7 +119,7 @@ LAYERS = [
     {"inference"},
     {"acquisition", "stopping", "estimators", "compression"},
     {"methods"},
-    {"session", "simulate", "evaluators", "selection"},
+    {"session", "simulate", "evaluators", "harness", "selection"},
     {"experiments", "diagnose"},
     {"cli"},
 ]
