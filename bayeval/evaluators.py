@@ -152,7 +152,7 @@ class CommandEvaluator:
         try:
             stdout, stderr = proc.communicate(timeout=self.timeout)
         except subprocess.TimeoutExpired:
-            _kill_group(proc)
+            kill_group(proc)
             raise EvaluationError(f"item {item!r}: command timed out after "
                                   f"{self.timeout:g}s (its process group was killed)") from None
         if proc.returncode != 0:
@@ -202,7 +202,7 @@ def _quoted_placeholders(command: str) -> list[str]:
     return found
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen) -> None:
     """Kill ``proc``'s whole process group and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)

@@ -844,12 +844,31 @@ class Session(JournalFile):
         ``evaluator(target, item)`` with several targets (whose result is then
         :meth:`estimates`). An item whose evaluation raises :class:`EvaluationError` is
         skipped with the reason journaled, never scored; ``max_failures`` failures in a
-        row stop the run with :class:`EvaluatorFailedError`."""
+        row stop the run with :class:`EvaluatorFailedError`. An evaluator with
+        ``evaluate_batch(items)`` (:mod:`bayeval.harness`) gets each batch of ``batch``
+        asked items in one call."""
+        batched = getattr(evaluator, "evaluate_batch", None)
         while not self.done:
             asked = self.ask(1 if self.several else batch)
             if not asked:
                 break
+            if batched is not None and not self.several:
+                # one evaluator call for the batch (one harness launch, say); each result
+                # is then told or skipped as one evaluation would be
+                for a, result in zip(asked, batched(list(asked)), strict=True):
+                    self._run_one(_answer(result), (a,), on_step, max_failures)
+                continue
             for a in asked:
                 self._run_one(evaluator, tuple(a) if self.several else (a,), on_step,
                               max_failures)
         return self.estimates() if self.several else self.estimate()
+
+
+def _answer(result: float | EvaluationError) -> Callable[..., float]:
+    """An evaluator that gives one precomputed result of a batch (raising it if it is an
+    error), so that a batch's results pass through the one evaluate-or-skip step."""
+    def give(*_: str) -> float:
+        if isinstance(result, EvaluationError):
+            raise result
+        return result
+    return give

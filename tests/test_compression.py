@@ -98,7 +98,7 @@ def test_baselines():
 def test_subset_file_and_lm_eval_export(tmp_path):
     items = [f"arc_challenge-{j:05d}" for j in (7, 1, 1100)]
     subset = Subset("arc_challenge", 1172, items, "mince", {"step": 50, "tau": 0.01}, 42,
-                    ["m1", "m2"], {"held_out_max": 0.02})
+                    ["m1", "m2"], {"held_out_max": 0.02}, task="arc_challenge")
     path = subset.save(tmp_path / "arc.subset.json")
     again = Subset.load(path)
     assert again == subset and json.loads(path.read_text())["size"] == 3
@@ -106,10 +106,16 @@ def test_subset_file_and_lm_eval_export(tmp_path):
     # lm_eval --samples: {"task_name": [doc indices]}
     assert samples == {"arc_challenge": [1, 7, 1100]}
     assert json.loads((tmp_path / "samples.json").read_text()) == samples
-    assert export_lm_eval_samples(again, task="leaderboard_arc_challenge") == {
-        "leaderboard_arc_challenge": [1, 7, 1100]}
+    assert export_lm_eval_samples(again, task="arc_easy") == {"arc_easy": [1, 7, 1100]}
+    # a key the installed harness does not know would be ignored by it (a full run): refused
+    with pytest.raises(DataError, match="'leaderboard_arc_challenge' is not a task "
+                                        "lm-evaluation-harness knows"):
+        export_lm_eval_samples(again, task="leaderboard_arc_challenge")
+    # a subset that names no harness task (a CSV's path as benchmark) is refused too
+    with pytest.raises(DataError, match="no lm-evaluation-harness task name"):
+        export_lm_eval_samples(Subset("/data/scores.csv", 1172, items, "random"))
     with pytest.raises(DataError, match="doc index"):
-        Subset("b", 5, ["abc"], "random").doc_indices()
+        Subset("b", 5, ["abc"], "random", task="b").harness_samples()
     with pytest.raises(DataError, match="sum to 1"):
         Subset("b", 5, ["b-1", "b-2"], "kmeans", weights=[0.5, 0.6])
     (tmp_path / "bad.json").write_text('{"format": "bayeval-subset", "version": 1}')
@@ -130,7 +136,7 @@ def test_cli_compress_writes_subset_and_samples(tmp_path):
         out, samples = tmp_path / f"{method}.json", tmp_path / f"{method}_samples.json"
         result = runner.invoke(app, ["compress", "--method", method, "--dataset", "rte",
                                      "--out", str(out), "--export-samples", str(samples),
-                                     "--json", *extra])
+                                     "--task", "rte", "--json", *extra])
         assert result.exit_code == 0, result.output
         r = json.loads(result.stdout)
         subset = Subset.load(out)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -144,3 +146,28 @@ def test_unknown_suffix_and_missing_file(tmp_path):
         read_matrix(tmp_path / "a.xlsx")
     with pytest.raises(DataError, match="no such file"):
         read_matrix(tmp_path / "missing.csv")
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".npz"])
+def test_metadata_travels_with_the_matrix(tmp_path, small, suffix):
+    """The harness task, metric and subtask split survive a CSV (sidecar NAME.csv.meta.json)
+    or parquet (schema key) round trip, so a subset exported from the file keeps the
+    harness's task name instead of the file path."""
+    from bayeval.compression.build import build_subset
+    from bayeval.data.lm_eval import harness_task
+
+    meta = {"source": "lm-evaluation-harness", "task": "toy_add", "metric": "acc",
+            "subtasks": "toy_add:8"}
+    scores = np.nan_to_num(small.scores)  # compress needs a complete matrix
+    matrix = ScoreMatrix(scores, small.models, [f"toy_add-{j:05d}" for j in range(8)],
+                         metadata=meta)
+    path = tmp_path / f"scores{suffix}"
+    write_matrix(matrix, path)
+    again = read_matrix(path)
+    assert {k: again.metadata[k] for k in meta} == meta and harness_task(again) == "toy_add"
+    subset = build_subset(again, "random", size=3, seed=0)
+    assert subset.task == "toy_add" and subset.metric == "acc"
+    assert list(subset.harness_samples()) == ["toy_add"]
+    if suffix == ".csv":  # a matrix without metadata written over it drops the stale sidecar
+        write_matrix(ScoreMatrix(small.scores, small.models, small.items), path)
+        assert not Path(f"{path}.meta.json").exists() and read_matrix(path).metadata == {}

@@ -41,6 +41,7 @@ JOINT_METHOD = "bayesame-joint"  # the default with --targets
 class EvaluatorKind(StrEnum):
     oracle = "oracle"
     command = "command"
+    lm_eval = "lm-eval"
 
 
 def setup_jax() -> None:
@@ -130,11 +131,35 @@ def command_evaluator(command: str, timeout: float, retries: int):
 
 
 def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout: float,
-                   retries: int, usage: str) -> str:
+                   retries: int, usage: str, lm_eval_args: str | None = None,
+                   harness: bool = False) -> str:
     """The kind of ``--evaluator`` (oracle by default), with ``--command`` checked before
     any work: required, and accepted by the CommandEvaluator, for ``command``; refused
-    otherwise. ``usage``: the command's form for the error, e.g. ``'CMD {item}'``."""
+    otherwise. ``usage``: the command's form for the error, e.g. ``'CMD {item}'``.
+    ``harness``: whether this command offers ``--evaluator lm-eval`` (it needs
+    ``--lm-eval-args`` and an installed lm-evaluation-harness)."""
     kind = (evaluator or EvaluatorKind.oracle).value
+    if kind == EvaluatorKind.lm_eval.value:
+        if not harness:
+            raise BayevalError("--evaluator lm-eval evaluates one model's items (bayeval "
+                               "evaluate); use command here")
+        if not lm_eval_args:
+            raise BayevalError("--evaluator lm-eval needs --lm-eval-args '--model … "
+                               "[--model_args …] [--include_path …]'")
+        import importlib.util
+
+        if importlib.util.find_spec("lm_eval") is None:
+            raise BayevalError("--evaluator lm-eval: lm-evaluation-harness is not installed "
+                               f"in this Python ({sys.executable}); pip install lm-eval")
+        from bayeval.errors import EvaluationError
+        from bayeval.harness import LmEvalCommand
+
+        try:  # its arguments are refused before any journal
+            LmEvalCommand(lm_eval_args, "task", timeout=timeout)
+        except EvaluationError as exc:
+            raise BayevalError(str(exc)) from None
+    elif lm_eval_args is not None:
+        raise BayevalError("--lm-eval-args is only used with --evaluator lm-eval")
     if kind == EvaluatorKind.command.value:
         if not command:
             raise BayevalError(f"--evaluator command needs --command {usage!r}")
@@ -150,6 +175,13 @@ def make_evaluator(settings: dict[str, Any], matrix, targets: list[str],
     several (the command gets ``{target}``; the oracle reads each target's row)."""
     from bayeval.evaluators import MatrixOracle
 
+    if settings["evaluator"] == EvaluatorKind.lm_eval.value:
+        from bayeval.harness import LmEvalCommand
+
+        return LmEvalCommand(settings["lm_eval_args"], settings["task"],
+                             [tuple(x) for x in settings.get("subtasks") or []],
+                             settings.get("metric"), settings.get("filter"),
+                             timeout=settings["timeout"])
     if settings["evaluator"] == EvaluatorKind.command.value:
         runner = command_evaluator(settings["command"], settings["timeout"],
                                    settings["retries"])
@@ -177,10 +209,18 @@ def resume_session(session_class, journal: Path, given: dict[str, Any]):
 
 def resume_from(session_class, journal: Path, given: dict[str, Any]):
     """(session, its evaluator settings, the whole source matrix) from ``journal``."""
-    from bayeval.data.sources import load_source_matrix
-
     session = resume_session(session_class, journal, given)
-    return session, session.extra, load_source_matrix(session.reference_source or {})
+    return session, session.extra, load_source(session.reference_source or {}, journal)
+
+
+def field_table():
+    """The two-column table of a command's result: bold field names, then values."""
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    return table
 
 
 def progress_bar(verb: str) -> Progress:
@@ -198,20 +238,58 @@ def working(message: str) -> Iterator[Callable[[str], None]]:
         yield lambda text: status.update(text)
 
 
+LM_EVAL_PREFIX = "lm-eval:"
+
+
 def fresh_source(dataset: str | None, reference: Path | None,
-                 default: str = DEFAULT_DATASET):
+                 default: str = DEFAULT_DATASET, task: str | None = None,
+                 metric: str | None = None, filter_name: str | None = None,
+                 harness_evaluator: bool = False):
     """(source record for the journal header, the matrix) of --dataset / --reference
-    (``default``: the bundled dataset when neither is given); a missing file is said
-    before pandas and JAX load."""
+    (``default``: the bundled dataset when neither is given); ``--reference lm-eval:DIR``
+    reads lm-evaluation-harness logs of ``task`` (with ``metric``, ``filter_name``; these
+    also serve ``harness_evaluator``, the lm-eval evaluator). A missing file is said before
+    pandas and JAX load."""
     if dataset is not None and reference is not None:
         raise BayevalError("give either --dataset or --reference, not both")
-    if reference is not None and not reference.exists():  # before pandas and JAX load
-        raise DataError(f"{reference}: no such file")
+    harness = reference is not None and str(reference).startswith(LM_EVAL_PREFIX)
+    if not (harness or harness_evaluator) and (metric is not None or filter_name is not None):
+        raise BayevalError("--metric and --filter read lm-evaluation-harness logs: give "
+                           "--reference lm-eval:OUTPUT_DIR")
+    source: dict[str, Any]
+    if harness:
+        folder = Path(str(reference)[len(LM_EVAL_PREFIX):])
+        if not folder.is_dir():
+            raise DataError(f"{folder}: no such folder (--reference lm-eval:OUTPUT_DIR "
+                            "names the harness's --output_path)")
+        if not task:
+            raise BayevalError("--reference lm-eval:DIR needs --task NAME (the harness "
+                               "task or group to read)")
+        source = {"lm_eval": str(folder.resolve()), "task": task, "metric": metric,
+                  "filter": filter_name}
+    elif reference is not None:
+        if not reference.exists():  # before pandas and JAX load
+            raise DataError(f"{reference}: no such file")
+        source = {"path": str(reference.resolve())}
+    else:
+        source = {"dataset": dataset or default}
+    matrix = load_source(source)
+    if harness:
+        source["metric"] = matrix.metadata.get("metric", metric)  # resumes read the same
+    return source, matrix
+
+
+def load_source(source: dict[str, Any], journal: Path | str = "journal"):
+    """The whole matrix of a source record, its reader's warnings (a subset run passed
+    over, say) printed as one line each."""
     from bayeval.data.sources import load_source_matrix
 
-    source: dict[str, Any] = ({"path": str(reference.resolve())} if reference is not None
-                              else {"dataset": dataset or default})
-    return source, load_source_matrix(source)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        matrix = load_source_matrix(source, journal)
+    for w in caught:
+        err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
+    return matrix
 
 
 bench_app = typer.Typer(help="Experiments that reproduce the papers' tables.",
@@ -226,12 +304,27 @@ RetriesOption = Annotated[int, typer.Option(
 SeedOption = Annotated[int | None, typer.Option(help="Random seed (default 0).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+REFERENCE_HELP = ("A score matrix file (.npz, .csv or .parquet, wide or long) instead of a "
+                  "bundled dataset, or lm-eval:OUTPUT_DIR for lm-evaluation-harness "
+                  "--log_samples output (with --task).")
+ReferenceOption = Annotated[Path | None, typer.Option(help=REFERENCE_HELP)]
+TaskOption = Annotated[str | None, typer.Option(
+    help="lm-evaluation-harness task or group to read with --reference lm-eval:DIR "
+         "(e.g. leaderboard_ifeval, leaderboard_musr).")]
+MetricOption = Annotated[str | None, typer.Option(
+    help="With --reference lm-eval:DIR: the per-sample metric (default: the log's first, "
+         "e.g. acc).")]
+FilterOption = Annotated[str | None, typer.Option(
+    "--filter", help="With --reference lm-eval:DIR: the harness filter to read when a task "
+                     "logs several (e.g. strict-match).")]
 
 
 def max_failures(settings: dict[str, Any]) -> int | None:
     """Failures in a row that stop a run: a command evaluator stops after
     FAILURES_IN_A_ROW; the oracle never does (a missing cell is a skip, not a fault)."""
-    return FAILURES_IN_A_ROW if settings.get("evaluator") == "command" else None
+    live = settings.get("evaluator") in (EvaluatorKind.command.value,
+                                         EvaluatorKind.lm_eval.value)
+    return FAILURES_IN_A_ROW if live else None
 
 
 def check_options(*, epsilon: float | None = None, max_items: int | None = None,

@@ -9,13 +9,16 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from bayeval.cli.common import (
+    FilterOption,
+    MetricOption,
+    ReferenceOption,
     app,
     check_output,
     comma_list,
     fail,
+    field_table,
     fresh_source,
     out,
     working,
@@ -39,8 +42,7 @@ def compress(
              "random, kmeans, stratified: baselines.")] = CompressionMethod.bestrand,
     dataset: Annotated[str | None, typer.Option(
         help="Bundled dataset (see `bayeval datasets`). Default: arc_challenge.")] = None,
-    reference: Annotated[Path | None, typer.Option(
-        help="A score matrix file instead of a bundled dataset.")] = None,
+    reference: ReferenceOption = None,
     retention: Annotated[float | None, typer.Option(
         help="Subset size as a fraction of the items (default 0.1; not for mince).")] = None,
     size: Annotated[int | None, typer.Option(help="Subset size in items (not for mince).")
@@ -69,7 +71,15 @@ def compress(
         help="Also write the lm-evaluation-harness --samples file {task: [doc indices]}.")
     ] = None,
     task: Annotated[str | None, typer.Option(
-        help="Task name for the --samples file (default: the matrix's task).")] = None,
+        help="lm-evaluation-harness task: the one to read with --reference lm-eval:DIR, "
+             "and the key of the --samples file (default: the matrix's harness task, e.g. "
+             "leaderboard_ifeval for the bundled ifeval). Checked against the harness's "
+             "task list when it is installed.")] = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
+    include_path: Annotated[Path | None, typer.Option(
+        help="Folder of local harness task YAMLs (as lm_eval --include_path), for the "
+             "task check of --export-samples.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")
                        ] = False,
 ) -> None:
@@ -79,15 +89,14 @@ def compress(
     try:
         result = _compress(method, dataset, reference, retention, size, probes, pool,
                            candidates, calibration, step, tau, categories, holdout, seed,
-                           subset_file, export_samples, task)
+                           subset_file, export_samples, task, metric, filter_name,
+                           include_path)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     if as_json:
         print(json.dumps(result))
         return
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table = field_table()
     table.add_row("benchmark", f"{result['benchmark']} ({result['n_items']} items)")
     table.add_row("method", f"{result['method']} {result['parameters']}")
     table.add_row("subset", f"{result['size']} items ({result['size'] / result['n_items']:.1%})")
@@ -109,14 +118,19 @@ def _names(option: str | None) -> list[str] | None:
 
 def _compress(method, dataset, reference, retention, size, probes, pool, candidates,
               calibration, step, tau, categories, holdout, seed, subset_file, export_samples,
-              task):
+              task, metric, filter_name, include_path):
     check_output(subset_file, "--out")  # both outputs checked before any work
     check_output(export_samples, "--export-samples")
 
     _, matrix = fresh_source(dataset or ("arc_challenge" if reference is None else None),
-                             reference)  # a missing file is said before JAX loads
+                             reference, task=task, metric=metric, filter_name=filter_name)
     from bayeval.compression.build import build_subset, read_categories
     from bayeval.compression.subset import export_lm_eval_samples
+    from bayeval.data.lm_eval import harness_task
+
+    if export_samples is not None and not (task or harness_task(matrix)):
+        raise BayevalError(f"--export-samples: {matrix.name} records no lm-evaluation-harness "
+                           "task; give the harness's task name (--task NAME)")
 
     with working(f"{method.value}: choosing a subset of {matrix.name} "
                  f"({matrix.n_models} models × {matrix.n_items} items)"):
@@ -126,10 +140,11 @@ def _compress(method, dataset, reference, retention, size, probes, pool, candida
             tau=tau, categories=None if categories is None else read_categories(categories),
             holdout=holdout, seed=seed, task=task)
     if export_samples is not None:
-        export_lm_eval_samples(subset)  # its doc indices are checked before anything is written
+        # its doc indices and task key are checked before anything is written
+        export_lm_eval_samples(subset, include_path=include_path)
     subset.save(subset_file)
     result = {**subset.to_json(), "file": str(subset_file)}
     if export_samples is not None:
-        export_lm_eval_samples(subset, export_samples)
+        export_lm_eval_samples(subset, export_samples, check=False)
         result["samples_file"] = str(export_samples)
     return result

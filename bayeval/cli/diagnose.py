@@ -14,6 +14,10 @@ from rich.table import Table
 
 from bayeval.cli.common import (
     DEFAULT_DATASET,
+    FilterOption,
+    MetricOption,
+    ReferenceOption,
+    TaskOption,
     app,
     check_options,
     check_output,
@@ -31,9 +35,10 @@ def diagnose(
     dataset: Annotated[str | None, typer.Option(
         help=f"Bundled dataset (see `bayeval datasets`). Default: {DEFAULT_DATASET}.")
                        ] = None,
-    reference: Annotated[Path | None, typer.Option(
-        help="Score matrix file (.npz, .csv or .parquet) instead of a bundled dataset.")
-                         ] = None,
+    reference: ReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     target: Annotated[str | None, typer.Option(
         help="Model of the matrix to hold out as the target (default: one drawn with "
              "--seed).")] = None,
@@ -68,7 +73,9 @@ def diagnose(
         raise fail(str(exc)) from None
     try:
         check_output(plot, "--plot", folder=True)  # before the NUTS run, not after
-        _, matrix = fresh_source(dataset, reference)  # a missing file: before JAX loads
+        # a missing file: before JAX loads
+        _, matrix = fresh_source(dataset, reference, task=task, metric=metric,
+                                 filter_name=filter_name)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     from bayeval.diagnose import diagnose_case, plot_diagnosis

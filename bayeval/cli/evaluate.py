@@ -18,10 +18,14 @@ from bayeval.cli.common import (
     DEFAULT_METHOD,
     JOINT_METHOD,
     EvaluatorKind,
+    FilterOption,
     JsonOption,
+    MetricOption,
     QuietOption,
+    ReferenceOption,
     RetriesOption,
     SeedOption,
+    TaskOption,
     TimeoutOption,
     app,
     check_options,
@@ -29,6 +33,7 @@ from bayeval.cli.common import (
     evaluation_errors,
     evaluator_kind,
     failure_summary,
+    field_table,
     fresh_source,
     make_evaluator,
     max_failures,
@@ -46,9 +51,10 @@ def evaluate(
     dataset: Annotated[str | None, typer.Option(
         help="Bundled dataset to use as reference (see `bayeval datasets`). "
              f"Default: {DEFAULT_DATASET}.")] = None,
-    reference: Annotated[Path | None, typer.Option(
-        help="Reference score matrix file (.npz, .csv or .parquet, wide or long) instead "
-             "of a bundled dataset.")] = None,
+    reference: ReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     target: Annotated[str | None, typer.Option(
         help="Model to evaluate. With the oracle evaluator: a model of the matrix, held out "
              "from the reference (default: one drawn with --seed). With a command: any "
@@ -59,7 +65,17 @@ def evaluate(
              "a command, {target} in it is replaced by the model's name.")] = None,
     evaluator: Annotated[EvaluatorKind | None, typer.Option(
         help="oracle: simulate with the target's known row; command: run --command for "
-             "each item.")] = None,
+             "each item; lm-eval: run lm-evaluation-harness once per batch of --batch "
+             "items (lm_eval run --lm-eval-args --tasks TASK --samples …), reading the "
+             "reference's metric back.")] = None,
+    lm_eval_args: Annotated[str | None, typer.Option(
+        help="With --evaluator lm-eval: the harness's model options, e.g. '--model hf "
+             "--model_args pretrained=gpt2 --include_path tasks/' (bayeval adds --tasks, "
+             "--samples, --log_samples and --output_path).")] = None,
+    batch: Annotated[int | None, typer.Option(
+        help="Items asked and evaluated together (default 20 with --evaluator lm-eval: "
+             "one harness launch per batch; else 1). Draw probabilities stay those of "
+             "the state before the batch.")] = None,
     command: Annotated[str | None, typer.Option(
         help="Shell command that evaluates one item and prints its score (0..1) as the "
              "last line; {item} (unquoted: it is passed quoted, as one argument) becomes the "
@@ -104,10 +120,13 @@ def evaluate(
     with evaluation_errors():
         check_options(epsilon=epsilon, max_items=max_items, seed=seed, timeout=timeout,
                       retries=retries)
+        if batch is not None and batch < 1:
+            raise BayevalError(f"--batch must be ≥ 1, got {batch}")
         if targets is not None and target is not None:
             raise BayevalError("give either --target or --targets, not both")
         result = _evaluate(dataset, reference, target, targets, evaluator, command, timeout,
-                           retries, method, epsilon, max_items, seed, journal, resume, quiet)
+                           retries, method, epsilon, max_items, seed, journal, resume, quiet,
+                           (task, metric, filter_name), lm_eval_args, batch)
     if as_json:
         print(json.dumps(result))
     elif "targets" in result:
@@ -117,7 +136,8 @@ def evaluate(
 
 
 def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, retries,
-              method, epsilon, max_items, seed, journal, resume, quiet) -> dict[str, Any]:
+              method, epsilon, max_items, seed, journal, resume, quiet,
+              harness=(None, None, None), lm_eval_args=None, batch=None) -> dict[str, Any]:
     """One evaluation run, of one target (--target) or several jointly (--targets)."""
     # options and the reference are checked before JAX starts (seconds of start-up)
     if resume:
@@ -130,12 +150,19 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "--dataset": dataset, "--reference": reference, "--target": target,
             "--targets": targets, "--evaluator": evaluator, "--command": command,
             "--method": method, "--epsilon": epsilon, "--max-items": max_items,
-            "--seed": seed})
+            "--seed": seed, "--task": harness[0], "--metric": harness[1],
+            "--filter": harness[2], "--lm-eval-args": lm_eval_args})
     else:
-        source, matrix = fresh_source(dataset, reference)
         several = targets is not None
         usage = "CMD {target} {item}" if several else "CMD {item}"
-        kind = evaluator_kind(evaluator, command, timeout, retries, usage)
+        kind = evaluator_kind(evaluator, command, timeout, retries, usage, lm_eval_args,
+                              harness=True)
+        if kind == EvaluatorKind.lm_eval.value and several:
+            raise BayevalError("--evaluator lm-eval evaluates one model (--target), not "
+                               "--targets")
+        source, matrix = fresh_source(dataset, reference, task=harness[0],
+                                      metric=harness[1], filter_name=harness[2],
+                                      harness_evaluator=kind == EvaluatorKind.lm_eval.value)
         seed = 0 if seed is None else seed
         if several:
             names = comma_list(targets)
@@ -143,8 +170,8 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                 raise BayevalError("--targets needs at least one model name")
         elif target is not None:
             names = [target]
-        elif kind == "command":
-            raise BayevalError("--evaluator command needs --target NAME for the new model")
+        elif kind != "oracle":
+            raise BayevalError(f"--evaluator {kind} needs --target NAME for the new model")
         else:
             names = [str(np.random.default_rng(seed).choice(matrix.models))]
         known = set(matrix.models)
@@ -164,12 +191,15 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         ref = matrix.drop_models(held) if held else matrix
         if held:
             source["held_out"] = held
-        if journal is None and kind == "command":
+        if journal is None and kind != "oracle":
             stem = "joint" if several else "".join(
                 c if c.isalnum() or c in "-_." else "_" for c in names[0])
             journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
-                    "retries": retries}
+                    "retries": retries,
+                    "batch": batch or (20 if kind == EvaluatorKind.lm_eval.value else 1)}
+        if kind == EvaluatorKind.lm_eval.value:
+            settings.update(_harness_settings(matrix, lm_eval_args, *harness))
         from bayeval.methods import make_method, parse_method_spec
 
         name, params = parse_method_spec(method or (JOINT_METHOD if several
@@ -187,7 +217,8 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                           reference_source=source, extra=settings)
     with session:
         evaluate_fn = make_evaluator(settings, matrix, session.target_ids, session.several)
-        _run_with_progress(session, evaluate_fn, quiet, max_failures(settings))
+        _run_with_progress(session, evaluate_fn, quiet, max_failures(settings),
+                           batch if batch is not None else settings.get("batch", 1))
         if session.n_observed == 0:
             raise EvaluationError(f"no item was evaluated ({len(session.skipped)} failed); "
                                   "there is no estimate to report")
@@ -226,7 +257,27 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "skipped_items": skipped_note(session.method.estimator.name, len(session.skipped)),
             "failures": failure_summary(session.skipped),
             "items": [item for item, _ in session.observations],
+            "harness_launches": getattr(evaluate_fn, "launches", None),
         }
+
+
+def _harness_settings(matrix, lm_eval_args: str, task: str | None, metric: str | None,
+                      filter_name: str | None) -> dict[str, Any]:
+    """The lm-eval evaluator's settings, journaled for a resume: the harness task (``--task``,
+    else the matrix's), its subtasks, and the metric and filter of the reference's scores."""
+    from bayeval.data.lm_eval import harness_task, parse_subtasks
+
+    name = task or harness_task(matrix)
+    if not name:
+        raise BayevalError(f"--evaluator lm-eval: {matrix.name} records no "
+                           "lm-evaluation-harness task; give --task NAME")
+    metric = metric or matrix.metadata.get("metric")
+    if not metric:
+        raise BayevalError(f"--evaluator lm-eval: {matrix.name} records no metric; give "
+                           "--metric NAME (the per-sample field the reference scores are)")
+    return {"lm_eval_args": lm_eval_args, "task": name, "metric": metric,
+            "filter": filter_name or matrix.metadata.get("filter"),
+            "subtasks": [list(x) for x in parse_subtasks(matrix.metadata.get("subtasks"))]}
 
 
 def skipped_note(estimator: str, skipped: int) -> str | None:
@@ -288,9 +339,10 @@ def _print_joint_result(r: dict[str, Any]) -> None:
               f"stopped: {r['stopped']}" + (f"; journal {r['journal']}" if r["journal"] else ""))
 
 
-def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None) -> None:
+def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None,
+                       batch: int = 1) -> None:
     if quiet:
-        session.run(evaluate_fn, max_failures=limit)
+        session.run(evaluate_fn, batch=batch, max_failures=limit)
         return
     T = len(session.target_ids)
     with progress_bar("evaluating") as progress:
@@ -308,13 +360,11 @@ def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None) -> 
                 status += f"  (skipped {item})"
             progress.update(task, completed=s.n_observed, status=status)
 
-        session.run(evaluate_fn, on_step=on_step, max_failures=limit)
+        session.run(evaluate_fn, batch=batch, on_step=on_step, max_failures=limit)
 
 
 def _print_result(r: dict[str, Any]) -> None:
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table = field_table()
     width = r["upper"] - r["lower"]
     table.add_row("target", r["target"])
     table.add_row("reference", f"{r['reference']} ({r['reference_models']} models × "
@@ -345,6 +395,8 @@ def _print_result(r: dict[str, Any]) -> None:
         table.add_row("failed", f"{failure['count']}× {failure['reason']}")
     if r.get("skipped_items"):
         table.add_row("skipped items", r["skipped_items"])
+    if r.get("harness_launches") is not None:
+        table.add_row("harness runs", f"{r['harness_launches']} (one per batch)")
     table.add_row("stopped by", str(r["stopped"]))
     if r["journal"]:
         table.add_row("journal", r["journal"])

@@ -15,10 +15,14 @@ from rich.table import Table
 
 from bayeval.cli.common import (
     EvaluatorKind,
+    FilterOption,
     JsonOption,
+    MetricOption,
     QuietOption,
+    ReferenceOption,
     RetriesOption,
     SeedOption,
+    TaskOption,
     TimeoutOption,
     app,
     check_options,
@@ -26,6 +30,7 @@ from bayeval.cli.common import (
     evaluation_errors,
     evaluator_kind,
     fresh_source,
+    load_source,
     max_failures,
     out,
     progress_bar,
@@ -57,8 +62,10 @@ def select(
     dataset: Annotated[str | None, typer.Option(
         help="Bundled dataset whose models and items to use (see `bayeval datasets`); with "
              "the oracle its scores answer. Default: arc_challenge.")] = None,
-    reference: Annotated[Path | None, typer.Option(
-        help="A score matrix file instead of a bundled dataset.")] = None,
+    reference: ReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     models: Annotated[str | None, typer.Option(
         help="Comma-separated candidate models (default: every model of the matrix).")
     ] = None,
@@ -102,7 +109,8 @@ def select(
     with evaluation_errors():
         check_options(seed=seed, timeout=timeout, retries=retries)
         result = _select(dataset, reference, models, items, budget, evaluator, command,
-                         timeout, retries, seed, journal, resume, quiet, history)
+                         timeout, retries, seed, journal, resume, quiet, history,
+                         (task, metric, filter_name))
     if as_json:
         print(json.dumps(result))
     else:
@@ -140,7 +148,8 @@ def _history(source: str, candidates: list[str], item_ids: list[str], quiet: boo
 
 
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
-            seed, journal, resume, quiet, history=None) -> dict[str, Any]:
+            seed, journal, resume, quiet, history=None,
+            harness: tuple = (None, None, None)) -> dict[str, Any]:
     if history is not None and Path(history).suffix and not Path(history).exists():
         from bayeval.errors import DataError
 
@@ -149,21 +158,21 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
     if resume:
         if journal is None:
             raise BayevalError("--resume needs --journal PATH (the selection to continue)")
-        from bayeval.data.sources import load_source_matrix
         from bayeval.selection.session import SelectionSession
 
         session = resume_session(SelectionSession, journal, {
             "--dataset": dataset, "--reference": reference, "--models": models,
             "--items": items, "--evaluator": evaluator, "--command": command, "--seed": seed,
-            "--history": history})
+            "--history": history, "--task": harness[0], "--metric": harness[1],
+            "--filter": harness[2]})
         settings = session.extra
         source = settings.get("source")
-        matrix = load_source_matrix(source, journal) if source else None
+        matrix = load_source(source, journal) if source else None
     else:
         kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {model} {item}")
         matrix, source = None, None
         if kind == "oracle" or items is None or models is None:
-            source, matrix = fresh_source(dataset, reference, default="arc_challenge")
+            source, matrix = fresh_source(dataset, reference, "arc_challenge", *harness)
         elif dataset is not None or reference is not None:
             raise BayevalError("--items and --models name everything a live run needs; drop "
                                "--dataset/--reference")

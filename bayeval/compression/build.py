@@ -21,6 +21,7 @@ from bayeval.compression.baselines import kmeans_subset, stratified_subset, unif
 from bayeval.compression.bestrand import bestrand
 from bayeval.compression.mince import freeze_subset, mince_sizing
 from bayeval.compression.subset import Subset
+from bayeval.data.lm_eval import harness_task, parse_subtasks
 from bayeval.data.matrix import ScoreMatrix
 from bayeval.errors import BayevalError
 
@@ -29,11 +30,14 @@ METHODS = ("bestrand", "mince", "random", "kmeans", "stratified")
 
 def held_out_drift(scores: np.ndarray, rows: np.ndarray, items: np.ndarray,
                    weights: np.ndarray | None) -> dict[str, float]:
-    """Max and mean |subset estimate − full mean| over the models ``rows``."""
+    """Max, mean, root-mean-square and 95th percentile of |subset estimate − full mean|
+    over the models ``rows`` (the percentile is what ``bayeval estimate`` reports as a
+    weighted subset's empirical interval)."""
     w = np.full(len(items), 1 / len(items)) if weights is None else np.asarray(weights)
-    error = scores[rows][:, items] @ w - scores[rows].mean(axis=1)
-    return {"held_out_max": float(np.abs(error).max()),
-            "held_out_mean": float(np.abs(error).mean()), "held_out_models": len(rows)}
+    error = np.abs(scores[rows][:, items] @ w - scores[rows].mean(axis=1))
+    return {"held_out_max": float(error.max()), "held_out_mean": float(error.mean()),
+            "held_out_rmse": float(np.sqrt(np.mean(error ** 2))),
+            "held_out_q95": float(np.quantile(error, 0.95)), "held_out_models": len(rows)}
 
 
 def read_categories(path: str | os.PathLike) -> dict[str, str]:
@@ -131,7 +135,9 @@ def build_subset(matrix: ScoreMatrix, method: str = "bestrand", *,
     return Subset(matrix.name, L, [str(matrix.items[j]) for j in items], method, params,
                   seed, [names[i] for i in used], drift,
                   None if weights is None else [float(x) for x in weights],
-                  task or matrix.metadata.get("task"))
+                  task or harness_task(matrix), [[n, c] for n, c in parse_subtasks(
+                      matrix.metadata.get("subtasks"))] or None,
+                  matrix.metadata.get("metric"))
 
 
 __all__ = ["METHODS", "build_subset", "held_out_drift", "read_categories"]

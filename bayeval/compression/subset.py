@@ -12,17 +12,21 @@ A subset file is one JSON object::
 weighted mean (stratified and k-means subsets); otherwise the estimate is the plain mean.
 
 lm-evaluation-harness runs a subset with ``lm_eval ... --samples FILE`` where FILE holds
-``{"task_name": [doc indices]}``. Item ids carry the doc index as their trailing integer
-(``<task>-<doc_id>``, as :func:`bayeval.data.lm_eval.read_lm_eval_samples` and the bundled
-matrices name them); :func:`export_lm_eval_samples` writes that file.
+``{"task_name": [doc indices]}``. Item ids carry the doc index: ``<task>-<doc_id>`` for a
+single task, ``<subtask>/<doc_id>`` for a group read from logs, or a column index split
+over ``subtasks`` (``[[name, documents], ...]``, as the bundled MuSR records its three);
+:func:`bayeval.data.lm_eval.harness_samples` maps them and
+:func:`export_lm_eval_samples` writes the file, after checking every key against the
+harness's task list when lm-evaluation-harness is installed: the harness ignores a key it
+does not run and would evaluate the whole benchmark.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +35,6 @@ from bayeval.errors import DataError
 
 SUBSET_FORMAT = "bayeval-subset"
 SUBSET_VERSION = 1
-_DOC_INDEX = re.compile(r"(?:^|[-_:/])(\d+)$")
 
 
 @dataclass
@@ -48,6 +51,8 @@ class Subset:
     drift: dict[str, Any] = field(default_factory=dict)
     weights: list[float] | None = None
     task: str | None = None
+    subtasks: list[list[Any]] | None = None
+    metric: str | None = None
 
     def __post_init__(self) -> None:
         self.items = [str(i) for i in self.items]
@@ -70,18 +75,18 @@ class Subset:
     def size(self) -> int:
         return len(self.items)
 
-    def doc_indices(self) -> list[int]:
-        """The lm-evaluation-harness doc index of every item (its id's trailing integer)."""
-        out = []
-        for item in self.items:
-            match = _DOC_INDEX.search(item)
-            if match is None:
-                raise DataError(f"item {item!r} carries no doc index (ids look like "
-                                "'<task>-<doc_id>')")
-            out.append(int(match.group(1)))
-        if len(set(out)) != len(out):
-            raise DataError("two items of the subset map to the same doc index")
-        return out
+    def harness_samples(self, task: str | None = None) -> dict[str, list[int]]:
+        """``{task: [doc indices]}`` of the items for ``lm_eval --samples`` (the task:
+        ``task``, else the subset's); a subset that names no task is refused, since its
+        benchmark name (a file path, say) is no harness task."""
+        from bayeval.data.lm_eval import harness_samples
+
+        name = task or self.task
+        if not name:
+            raise DataError(f"subset of {self.benchmark}: no lm-evaluation-harness task name "
+                            "(the matrix records none); give one (--task NAME)")
+        return harness_samples(self.items, name, [(str(n), int(c)) for n, c in
+                                                  self.subtasks or []])
 
     def to_json(self) -> dict[str, Any]:
         body = asdict(self)
@@ -117,7 +122,8 @@ class Subset:
             raise DataError(f"subset file {path}: missing field(s) {', '.join(missing)}")
         kinds = {"benchmark": str, "method": str, "n_items": int, "items": list,
                  "parameters": dict, "drift": dict, "calibration_models": list,
-                 "weights": list | None, "seed": int | None, "task": str | None}
+                 "weights": list | None, "seed": int | None, "task": str | None,
+                 "subtasks": list | None, "metric": str | None}
         for key, kind in kinds.items():
             if key not in data:
                 continue
@@ -138,12 +144,73 @@ class Subset:
         return subset
 
 
+def known_harness_tasks(include_path: str | os.PathLike | None = None) -> set[str] | None:
+    """Every task, group and tag name lm-evaluation-harness knows (with the tasks under
+    ``include_path``), or None when the harness is not installed.
+
+    Indexing the harness's own tasks reads some 15 000 YAML files (seconds): the names are
+    kept per harness version in ``$XDG_CACHE_HOME/bayeval/`` (``~/.cache/bayeval/``); an
+    ``include_path`` is indexed alone, every time."""
+    try:
+        import lm_eval
+        from lm_eval.tasks import TaskManager
+    except ImportError:
+        return None
+    known = set(_default_harness_tasks(str(getattr(lm_eval, "__version__", "unknown"))))
+    if include_path is not None:
+        known |= set(TaskManager(include_path=str(include_path),
+                                 include_defaults=False).all_tasks)
+    return known
+
+
+@functools.cache
+def _default_harness_tasks(version: str) -> tuple[str, ...]:
+    from lm_eval.tasks import TaskManager
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    cache = Path(base) / "bayeval" / f"lm-eval-{version}-tasks.json"
+    try:
+        names = json.loads(cache.read_text())
+        if isinstance(names, list) and names:
+            return tuple(str(n) for n in names)
+    except (OSError, ValueError):
+        pass
+    names = sorted(TaskManager().all_tasks)
+    try:  # written whole or not at all: several processes may fill the cache at once
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(names))
+        os.replace(tmp, cache)
+    except OSError:
+        pass
+    return tuple(names)
+
+
+def check_harness_keys(samples: dict[str, list[int]],
+                       include_path: str | os.PathLike | None = None) -> None:
+    """Refuse a ``--samples`` key the installed harness does not know: it would ignore the
+    key and run the whole benchmark. Without the harness installed nothing is checked."""
+    known = known_harness_tasks(include_path)
+    if known is None:
+        return
+    unknown = [k for k in samples if k not in known]
+    if unknown:
+        where = f" (with --include-path {include_path})" if include_path else ""
+        raise DataError(f"task {unknown[0]!r} is not a task lm-evaluation-harness "
+                        f"knows{where}; the harness would ignore it and run the whole "
+                        "benchmark: give the harness's task name (--task)")
+
+
 def export_lm_eval_samples(subset: Subset, path: str | os.PathLike | None = None,
-                           task: str | None = None) -> dict[str, list[int]]:
+                           task: str | None = None, check: bool = True,
+                           include_path: str | os.PathLike | None = None,
+                           ) -> dict[str, list[int]]:
     """``{task: [doc indices]}`` for ``lm_eval --samples``; written to ``path`` if given.
-    The task name is ``task``, else the subset's, else its benchmark's."""
-    name = task or subset.task or subset.benchmark
-    samples = {name: sorted(subset.doc_indices())}
+    The task name is ``task``, else the subset's; with ``check`` every key is checked
+    against the harness's task list when lm-evaluation-harness is installed."""
+    samples = subset.harness_samples(task)
+    if check:
+        check_harness_keys(samples, include_path)
     if path is not None:
         Path(path).write_text(json.dumps(samples) + "\n")
     return samples

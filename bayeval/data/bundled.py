@@ -16,6 +16,18 @@ from bayeval.errors import DataError
 _PACKAGE = "bayeval.data"
 _FOLDER = "bundled"
 
+# The lm-evaluation-harness task of each bundled matrix that the harness produced, and
+# the documents of its subtasks in column order: the leaderboard's MuSR is a group of three
+# (250, 256 and 250 documents). ``harness_task`` names it for ``lm_eval --tasks`` and the
+# ``--samples`` keys (bayeval.data.lm_eval.harness_samples); HELM and GLUE matrices were not
+# made by the harness and name none.
+HARNESS_TASKS: dict[str, tuple[str, str]] = {
+    "ifeval": ("leaderboard_ifeval", "leaderboard_ifeval:541"),
+    "musr": ("leaderboard_musr", "leaderboard_musr_murder_mysteries:250,"
+             "leaderboard_musr_object_placements:256,leaderboard_musr_team_allocation:250"),
+    "arc_challenge": ("arc_challenge", "arc_challenge:1172"),
+}
+
 
 def list_datasets() -> list[str]:
     """Names of the bundled datasets, sorted."""
@@ -37,6 +49,8 @@ def load_dataset(name: str) -> ScoreMatrix:
         with np.load(p, allow_pickle=False) as archive:
             arrays = {k: archive[k] for k in archive.files}
     meta = {k: str(v) for k, v in arrays.items() if np.ndim(v) == 0}
+    if name in HARNESS_TASKS:
+        meta["harness_task"], meta["subtasks"] = HARNESS_TASKS[name]
     return ScoreMatrix(arrays["scores"], number_repeated_ids(arrays["models"]), arrays["items"],
                        name=name, metadata=meta)
 

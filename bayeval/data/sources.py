@@ -1,5 +1,6 @@
 """Where a reference matrix comes from, as a journal header records it: a bundled dataset
-(``{"dataset": name}``) or a file (``{"path": file, "kind": …}``), optionally with the
+(``{"dataset": name}``), a file (``{"path": file, "kind": …}``) or lm-evaluation-harness
+logs (``{"lm_eval": folder, "task": …, "metric": …, "filter": …}``), optionally with the
 models held out of it (``"held_out": [ids]``)."""
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ def load_source_matrix(source: dict[str, Any] | None,
         return load_dataset(source["dataset"])
     if "path" in source:
         return read_matrix(source["path"], kind=source.get("kind"))
+    if "lm_eval" in source:
+        from bayeval.data.lm_eval import read_lm_eval_samples
+
+        return read_lm_eval_samples(source["lm_eval"], source["task"], source.get("metric"),
+                                    source.get("filter"))
     raise JournalError(f"journal {journal}: unknown reference source {source}")
 
 

@@ -1,0 +1,65 @@
+"""``bayeval estimate``: a model's score and interval from its run on a frozen subset
+(:mod:`bayeval.compression.estimate`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bayeval.cli.common import FilterOption, MetricOption, app, fail, field_table, out
+from bayeval.errors import BayevalError
+
+
+@app.command()
+def estimate(
+    subset: Annotated[Path, typer.Option(
+        help="The subset file `bayeval compress` wrote.")],
+    samples: Annotated[Path, typer.Option(
+        help="The --output_path of the harness run on the subset (lm_eval … --samples "
+             "FILE --log_samples).")],
+    model: Annotated[str | None, typer.Option(
+        help="The model's folder under --samples when it holds several models' runs.")
+    ] = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
+    level: Annotated[float, typer.Option(help="Interval level.")] = 0.95,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")
+                       ] = False,
+) -> None:
+    """Estimate a model's full-benchmark score from its lm-evaluation-harness run on a
+    subset: the subset's mean (uniform subsets: random, mince, bestrand) with a Wilson–FPC
+    interval, or its weighted mean (stratified, kmeans) with an empirical interval from
+    the models held out when the subset was built."""
+    try:
+        if not 0 < level < 1:
+            raise BayevalError(f"--level must be in (0, 1), got {level:g}")
+        if not subset.is_file():
+            raise BayevalError(f"--subset {subset}: no such file")
+        if not samples.is_dir():
+            raise BayevalError(f"--samples {samples}: no such folder (the harness's "
+                               "--output_path)")
+        from bayeval.compression.estimate import read_subset_run, subset_estimate
+        from bayeval.compression.subset import Subset
+
+        frozen = Subset.load(subset)
+        scores = read_subset_run(samples, frozen, model, metric, filter_name)
+        result = subset_estimate(frozen, scores, level)
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = field_table()
+    table.add_row("benchmark", f"{result['benchmark']} ({result['n_items']} items)")
+    table.add_row("subset", f"{result['method']}: {result['items']} items "
+                            f"({result['items'] / result['n_items']:.1%})")
+    table.add_row("estimate", f"{result['estimate']:.4f}")
+    if result["lower"] is not None:
+        table.add_row(f"{level:.0%} interval", f"[{result['lower']:.4f}, "
+                                               f"{result['upper']:.4f}]  (width "
+                                               f"{result['upper'] - result['lower']:.4f})")
+    table.add_row("interval", result["interval"])
+    out.print(table)

@@ -1,0 +1,316 @@
+"""lm-evaluation-harness end to end, the real harness with ``--model dummy`` on the local
+task of ``tests/fixtures/lm_eval`` (40 three-choice documents): its logs as a reference,
+``evaluate --evaluator lm-eval`` launching it once per batch, a compressed subset exported
+and run by the harness, and ``bayeval estimate`` on that run. Plus the traps of reading
+harness output: a subset run beside a full one, a dataset-version mismatch, a group task,
+and an export key the harness does not know.
+
+The dummy model answers at random (seeded per run by the harness's ``random_seed``), so
+the reference models differ from one another; nothing here judges accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bayeval.data import read_lm_eval_samples
+from bayeval.data.lm_eval import SubsetRunWarning, harness_samples
+from bayeval.errors import DataError
+
+pytest.importorskip("lm_eval")
+
+FIXTURE = Path(__file__).parent / "fixtures" / "lm_eval"
+TASK = "toy_add"
+OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def _harness_logs(folder: Path, models: int) -> None:
+    """Reference logs written by the harness itself (its EvaluationTracker, as the CLI's
+    --log_samples does), in process so that eight models cost one harness start."""
+    from lm_eval import simple_evaluate
+    from lm_eval.loggers import EvaluationTracker
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=str(folder), include_defaults=False)  # no 15k YAMLs
+    for k in range(models):
+        tracker = EvaluationTracker(output_path=str(folder / "logs"))
+        result = simple_evaluate(model="dummy", model_args=f"pretrained=org/model-{k}",
+                                 tasks=[TASK], log_samples=True, task_manager=manager,
+                                 evaluation_tracker=tracker, random_seed=k)
+        samples = result.pop("samples")
+        tracker.save_results_aggregated(results=result, samples=samples)
+        tracker.save_results_samples(task_name=TASK, samples=samples[TASK])
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    """A folder holding the task (the harness reads its data file relative to the folder
+    it runs in) and eight dummy models' logs."""
+    folder = tmp_path_factory.mktemp("harness")
+    for path in FIXTURE.iterdir():
+        shutil.copy(path, folder / path.name)
+    old = {k: os.environ.get(k) for k in OFFLINE}
+    os.environ.update(OFFLINE)
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        _harness_logs(folder, 8)
+    finally:
+        os.chdir(cwd)
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return folder
+
+
+def _bayeval(folder: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bayeval.cli", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **OFFLINE})
+
+
+def _in_process(folder: Path, capsys, *args: str) -> str:
+    """``bayeval ARGS`` through the console entry point in this process; its stdout."""
+    from bayeval.cli import main
+
+    cwd = os.getcwd()
+    os.chdir(folder)
+    capsys.readouterr()
+    try:
+        with pytest.raises(SystemExit) as done:
+            main(list(args))
+    finally:
+        os.chdir(cwd)
+    captured = capsys.readouterr()
+    assert done.value.code == 0, captured.err
+    return captured.out
+
+
+def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
+    reference = read_lm_eval_samples(workdir / "logs", TASK)
+    assert reference.n_models == 8 and reference.n_items == 40
+    assert reference.models[0] == "org/model-0"  # the results file's model_name
+    assert reference.metadata["metric"] == "acc"  # the log's first metric by default
+
+    # evaluate: the harness launched once per batch of 20 asked items
+    done = _bayeval(workdir, "evaluate", "--reference", "lm-eval:logs", "--task", TASK,
+                    "--evaluator", "lm-eval", "--lm-eval-args",
+                    "--model dummy --model_args pretrained=org/new --include_path .",
+                    "--target", "org/new", "--batch", "20", "--journal", "run.jsonl",
+                    "--json", "-q")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["items_evaluated"] >= 20
+    assert result["harness_launches"] == math.ceil(result["items_evaluated"] / 20)
+    assert result["lower"] <= result["estimate"] <= result["upper"]
+    told = [json.loads(line) for line in (workdir / "run.jsonl").read_text().splitlines()[1:]]
+    assert len([r for r in told if r["event"] == "tell"]) == result["items_evaluated"]
+    assert {r["score"] for r in told if r["event"] == "tell"} <= {0.0, 1.0}
+
+    # compress → the --samples file → the harness evaluates exactly those docs (bayeval's
+    # own commands in process from here: their subprocess path is the one above)
+    _in_process(workdir, capsys, "compress", "--reference", "lm-eval:logs", "--task", TASK,
+                "--method", "random", "--size", "12", "--out", "sub.json",
+                "--export-samples", "samples.json", "--include-path", ".", "--json")
+    wanted = json.loads((workdir / "samples.json").read_text())
+    assert list(wanted) == [TASK] and len(wanted[TASK]) == 12
+    subprocess.run([sys.executable, "-m", "lm_eval", "run", "--model", "dummy",
+                    "--model_args", "pretrained=org/new", "--include_path", ".", "--tasks",
+                    TASK, "--samples", "samples.json", "--log_samples", "--output_path",
+                    "subrun"], cwd=workdir, check=True, capture_output=True, timeout=300,
+                   env={**os.environ, **OFFLINE})
+    [log] = (workdir / "subrun").rglob(f"samples_{TASK}_*.jsonl")
+    logged = [json.loads(line) for line in log.read_text().splitlines()]
+    assert sorted(r["doc_id"] for r in logged) == wanted[TASK]
+
+    # estimate: the subset's mean with its Wilson–FPC interval
+    estimate = json.loads(_in_process(workdir, capsys, "estimate", "--subset", "sub.json",
+                                      "--samples", "subrun", "--json"))
+    assert estimate["estimate"] == pytest.approx(np.mean([r["acc"] for r in logged]))
+    assert estimate["lower"] <= estimate["estimate"] <= estimate["upper"]
+    assert estimate["interval"].startswith("design-based")
+
+
+def _copy_logs(workdir: Path, into: Path, models: int = 3) -> Path:
+    for k in range(models):
+        shutil.copytree(workdir / "logs" / f"org__model-{k}", into / f"org__model-{k}")
+    return into
+
+
+def test_a_subset_run_never_replaces_the_full_run(workdir, tmp_path):
+    logs = _copy_logs(workdir, tmp_path)
+    full = read_lm_eval_samples(logs, TASK)
+    folder = logs / "org__model-1"
+    [samples] = folder.glob(f"samples_{TASK}_*.jsonl")
+    # a newer run of 5 docs (lm_eval --samples) written into the same folder
+    later = "2099-01-01T00-00-00.000000"
+    lines = samples.read_text().splitlines()[:5]
+    (folder / f"samples_{TASK}_{later}.jsonl").write_text("\n".join(lines) + "\n")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = read_lm_eval_samples(logs, TASK)
+    np.testing.assert_array_equal(again.scores, full.scores)  # the full run was kept
+    [w] = [w for w in caught if issubclass(w.category, SubsetRunWarning)]
+    assert "not the newer run of 2099-01-01" in str(w.message) and "(5: a subset run)" in str(
+        w.message)
+
+
+def test_a_doc_hash_mismatch_names_the_first_document(workdir, tmp_path):
+    logs = _copy_logs(workdir, tmp_path)
+    [samples] = (logs / "org__model-2").glob(f"samples_{TASK}_*.jsonl")
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    records[7]["doc_hash"] = "f" * 64  # another version of doc 7's text
+    samples.write_text("".join(json.dumps(r) + "\n" for r in records))
+    with pytest.raises(DataError, match=rf"doc {records[7]['doc_id']} of {TASK} has doc_hash "
+                                        r"ffffffffffff… but model 'org/model-\d' logged "):
+        read_lm_eval_samples(logs, TASK)
+
+
+def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path):
+    logs = _copy_logs(workdir, tmp_path, models=2)
+    # the group "toy_group" of two subtasks, as the harness records a group's run
+    for k in range(2):
+        folder = logs / f"org__model-{k}"
+        [samples] = folder.glob(f"samples_{TASK}_*.jsonl")
+        [results] = folder.glob("results_*.json")
+        stamp = samples.name[len(f"samples_{TASK}_"):-len(".jsonl")]
+        records = [json.loads(line) for line in samples.read_text().splitlines()]
+        for name, part in (("toy_a", records[:25]), ("toy_b", records[25:])):
+            rows = [{**r, "doc_id": i} for i, r in enumerate(part)]
+            (folder / f"samples_{name}_{stamp}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in rows))
+        samples.unlink()
+        data = json.loads(results.read_text())
+        data["group_subtasks"] = {"toy_group": ["toy_a", "toy_b"]}
+        data["n-samples"] = {"toy_a": {"original": 25, "effective": 25},
+                             "toy_b": {"original": 15, "effective": 15}}
+        results.write_text(json.dumps(data))
+    group = read_lm_eval_samples(logs, "toy_group")
+    assert group.n_items == 40 and group.items[0] == "toy_a/0" and group.items[-1] == "toy_b/14"
+    assert group.metadata["subtasks"] == "toy_a:25,toy_b:15"
+    picked = [group.items[3], group.items[30], group.items[26]]
+    assert harness_samples(picked, "toy_group") == {"toy_a": [3], "toy_b": [1, 5]}
+    with pytest.raises(DataError, match="doc 15 is beyond the 15 documents of toy_b"):
+        harness_samples(["toy_b/15"], "toy_group", [("toy_a", 25), ("toy_b", 15)])
+
+
+def test_the_bundled_musr_exports_to_its_three_subtasks():
+    from bayeval.data import load_dataset
+
+    musr = load_dataset("musr")
+    samples = harness_samples(["musr-00000", "musr-00249", "musr-00250", "musr-00755"],
+                              "leaderboard_musr", [(n, int(c)) for n, c in (
+                                  p.split(":") for p in musr.metadata["subtasks"].split(","))])
+    assert samples == {"leaderboard_musr_murder_mysteries": [0, 249],
+                       "leaderboard_musr_object_placements": [0],
+                       "leaderboard_musr_team_allocation": [249]}
+
+
+def test_an_export_key_the_harness_does_not_know_is_refused(workdir, tmp_path):
+    # a CSV of the bundled rte: no harness task recorded, a made-up --task refused
+    done = _bayeval(tmp_path, "compress", "--dataset", "rte", "--method", "random",
+                    "--size", "10", "--out", "sub.json", "--export-samples", "s.json",
+                    "--task", "rte_made_up")
+    assert done.returncode == 2
+    assert "'rte_made_up' is not a task lm-evaluation-harness knows" in done.stderr
+    assert not (tmp_path / "sub.json").exists() and not (tmp_path / "s.json").exists()
+    done = _bayeval(tmp_path, "compress", "--dataset", "rte", "--method", "random",
+                    "--size", "10", "--out", "sub.json", "--export-samples", "s.json")
+    assert done.returncode == 2 and "records no lm-evaluation-harness task" in done.stderr
+
+
+FAKE_HARNESS = r'''
+import json, sys, time
+from pathlib import Path
+args = sys.argv[1:]
+mode = args[args.index("--model_args") + 1]
+if mode == "fail":
+    print("Traceback: model not found", file=sys.stderr)
+    sys.exit(3)
+if mode == "hang":
+    time.sleep(60)
+samples = json.loads(args[args.index("--samples") + 1])
+out = Path(args[args.index("--output_path") + 1]) / "org__fake"
+out.mkdir(parents=True)
+for task, docs in samples.items():
+    keep = docs[1:] if mode == "drop-first" else docs
+    lines = [{"doc_id": d, "filter": "none", "metrics": ["acc"], "acc": float(d % 2)}
+             for d in keep]
+    (out / f"samples_{task}_2026-01-01T00-00-00.000000.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in lines))
+'''
+
+
+def _fake(tmp_path: Path, mode: str, timeout: float = 30.0):
+    from bayeval.harness import LmEvalCommand
+
+    script = tmp_path / "fake_lm_eval.py"
+    script.write_text(FAKE_HARNESS)
+    return LmEvalCommand(f"--model fake --model_args {mode}", "toy", [("toy", 8)],
+                         timeout=timeout, executable=[sys.executable, str(script)])
+
+
+def test_one_launch_per_batch_and_each_doc_read_back(tmp_path):
+    evaluator = _fake(tmp_path, "ok")
+    items = ["toy-00003", "toy-00006", "toy-00001"]
+    assert evaluator.samples_for(items)[0] == {"toy": [1, 3, 6]}
+    assert evaluator.evaluate_batch(items) == [1.0, 0.0, 1.0]  # d % 2, in the asked order
+    out_of_range = evaluator.evaluate_batch(["toy-00009"])
+    assert "doc 9 is beyond the 8 documents of toy" in str(out_of_range[0])
+    assert evaluator.launches == 1 and evaluator.metric == "acc"
+    dropped = _fake(tmp_path, "drop-first").evaluate_batch(items)  # doc 3 not logged
+    # the first asked doc of the sorted list (1) is not logged: that item alone fails
+    assert dropped[:2] == [1.0, 0.0] and "logged no score for doc 1 of toy" in str(dropped[2])
+
+
+def test_a_failing_or_hanging_harness_fails_the_batch_and_stops_the_run(tmp_path, small):
+    from bayeval.errors import EvaluationError, EvaluatorFailedError
+    from bayeval.session import Session
+
+    failed = _fake(tmp_path, "fail").evaluate_batch(["toy-00001", "toy-00002"])
+    assert all(isinstance(r, EvaluationError) for r in failed)
+    assert "lm_eval exited with status 3: Traceback: model not found" in str(failed[0])
+    hung = _fake(tmp_path, "hang", timeout=1.0).evaluate_batch(["toy-00001"])
+    assert "timed out after 1s (its process group was killed)" in str(hung[0])
+    # in a session: three failures in a row stop it, each skip journaled, nothing scored
+    ref = small.drop_models(["m0"])
+    items = [f"toy-{j:05d}" for j in range(ref.n_items)]
+    ref = type(ref)(ref.scores, ref.models, items)
+    with Session(ref, "new", "random", journal=tmp_path / "run.jsonl") as session:
+        with pytest.raises(EvaluatorFailedError, match="failed 3 times in a row"):
+            session.run(_fake(tmp_path, "fail"), batch=5, max_failures=3)
+        assert session.n_observed == 0 and len(session.skipped) == 3
+
+
+def test_in_process_evaluator_keeps_the_model_and_matches_the_session(workdir, tmp_path):
+    from bayeval.harness import LmEvalInProcess
+    from bayeval.session import Session
+
+    cwd = os.getcwd()
+    os.chdir(workdir)  # the task's data file is relative to the folder the harness runs in
+    try:
+        from lm_eval.tasks import TaskManager
+
+        evaluator = LmEvalInProcess("dummy", TASK, random_seed=3, task_manager=TaskManager(
+            include_path=str(workdir), include_defaults=False))
+        lm = evaluator.lm
+        reference = read_lm_eval_samples(workdir / "logs", TASK)
+        with Session(reference, "org/new", "random", max_items=20) as session:
+            session.run(evaluator, batch=10)
+        assert evaluator.launches == 2 and evaluator.lm is lm
+        assert session.n_observed == 20
+        assert {s for _, s in session.observations} <= {0.0, 1.0}
+    finally:
+        os.chdir(cwd)
