@@ -79,7 +79,7 @@ def main() -> None:
                 done = subprocess.run(
                     [sys.executable, "-c", TIME, str(path), name.split(".")[0],
                      str(opts.repeats)], env={"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"},
-                    capture_output=True, text=True, check=True)
+                    cwd=tree, capture_output=True, text=True, check=True)  # cwd: sys.path[0]
                 r = json.loads(done.stdout)
                 rows.append((sha, name, r["bayeval"], r["pandas"]))
                 print(f"{sha} {name}: bayeval {r['bayeval']:.2f} s, pandas {r['pandas']:.2f} s",

@@ -202,11 +202,10 @@ def _fast_csv(path: Path, header: list[str], layout: Layout, source: str,
         return None
     if table.num_rows == 0:
         return None
-    ids = [str(m).strip() for m in table.column(0).to_pylist()]
     if layout == "long":
-        items = [str(i).strip() for i in table.column(1).to_pylist()]
-        return _long_from_arrays(ids, items, table.column(2).to_numpy(zero_copy_only=False),
-                                 source, kind)
+        return _long_from_arrays(table.column(0).to_pandas(), table.column(1).to_pandas(),
+                                 table.column(2).to_numpy(zero_copy_only=False), source, kind)
+    ids = [str(m).strip() for m in table.column(0).to_pylist()]
     values = np.column_stack([table.column(j).to_numpy(zero_copy_only=False)
                               for j in range(1, len(names))]) if len(names) > 1 else None
     if values is None:
@@ -214,14 +213,15 @@ def _fast_csv(path: Path, header: list[str], layout: Layout, source: str,
     return ScoreMatrix(values.astype(np.float64), ids, header[1:], kind=kind, name=source)
 
 
-def _long_from_arrays(models: list[str], items: list[str], scores: np.ndarray, source: str,
+def _long_from_arrays(models: pd.Series, items: pd.Series, scores: np.ndarray, source: str,
                       kind: Kind | None) -> ScoreMatrix | None:
-    """A long table's matrix by factorising the id columns; None on a repeated
-    (model, item) pair, which the row-by-row reader reports with both lines."""
-    m_codes, m_ids = pd.factorize(pd.Index(models))
-    i_codes, i_ids = pd.factorize(pd.Index(items))
+    """A long table's matrix by factorising the (stripped) id columns, in the order ids
+    first appear; None on a repeated (model, item) pair, which the row-by-row reader
+    reports with both lines."""
+    m_codes, m_ids = pd.factorize(models.str.strip())
+    i_codes, i_ids = pd.factorize(items.str.strip())
     pairs = m_codes.astype(np.int64) * len(i_ids) + i_codes
-    if np.unique(pairs).size != pairs.size:
+    if pairs.size and np.bincount(pairs, minlength=len(m_ids) * len(i_ids)).max() > 1:
         return None
     matrix = np.full((len(m_ids), len(i_ids)), np.nan)
     matrix[m_codes, i_codes] = scores
@@ -327,18 +327,24 @@ def _fast_frame(frame: pd.DataFrame, header: list[str], layout: Layout, name: st
         return None
     if layout == "long":
         if len(header) != 3 or not numeric[2] or not all(
-                isinstance(v, str) for col in (0, 1) for v in frame.iloc[:, col]):
+                _all_text(frame.iloc[:, col]) for col in (0, 1)):
             return None
-        return _long_from_arrays([v.strip() for v in frame.iloc[:, 0]],
-                                 [v.strip() for v in frame.iloc[:, 1]],
+        return _long_from_arrays(frame.iloc[:, 0], frame.iloc[:, 1],
                                  frame.iloc[:, 2].to_numpy(dtype=np.float64, na_value=np.nan),
                                  name, kind)
-    if len(header) < 2 or not all(numeric[1:]) or not all(
-            isinstance(v, str) for v in frame.iloc[:, 0]):
+    if len(header) < 2 or not all(numeric[1:]) or not _all_text(frame.iloc[:, 0]):
         return None
     values = frame.iloc[:, 1:].to_numpy(dtype=np.float64, na_value=np.nan)
     return ScoreMatrix(values, [v.strip() for v in frame.iloc[:, 0]], header[1:], kind=kind,
                        name=name)
+
+
+def _all_text(column: pd.Series) -> bool:
+    """Whether every cell of ``column`` is a string (a string dtype without missing cells,
+    or an object column of str), checked without a Python loop where the dtype says it."""
+    if pd.api.types.is_string_dtype(column.dtype) and not isinstance(column.dtype, np.dtype):
+        return not bool(column.isna().any())
+    return bool(column.map(type).eq(str).all()) if column.dtype == object else False
 
 
 def from_frame(frame: pd.DataFrame, layout: Layout | None = None, kind: Kind | None = None,
