@@ -143,6 +143,14 @@ def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
     assert estimate["interval"].startswith("design-based")
 
 
+def test_select_reads_harness_logs(workdir, capsys):
+    """The same reference in bayeval select (oracle: the logged rows are the candidates)."""
+    result = json.loads(_in_process(workdir, capsys, "select", "--reference", "lm-eval:logs",
+                                    "--task", TASK, "--budget", "50%", "--json", "-q"))
+    assert result["models"] == 8 and result["items"] == 40 and len(result["ranking"]) == 8
+    assert result["best"].startswith("org/model-")  # the results files' model_name
+
+
 def _copy_logs(workdir: Path, into: Path, models: int = 3) -> Path:
     for k in range(models):
         shutil.copytree(workdir / "logs" / f"org__model-{k}", into / f"org__model-{k}")
