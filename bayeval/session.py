@@ -160,7 +160,8 @@ class JournalFile:
             raise JournalError(f"journal {path} is a folder; give a file path, e.g. "
                                f"{path / 'run.jsonl'}")
         if not path.parent.is_dir():
-            raise JournalError(f"journal {path}: folder {path.parent} does not exist")
+            what = "is a file, not a folder" if path.parent.exists() else "does not exist"
+            raise JournalError(f"journal {path}: {path.parent} {what}")
         if path.exists() and path.stat().st_size > 0:
             raise JournalError(f"journal {path} already exists; continue it with "
                                f"{type(self).__name__}.resume / --resume, or choose another "

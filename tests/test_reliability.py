@@ -214,7 +214,7 @@ def test_outputs_are_checked_before_any_work(tmp_path):
     out = tmp_path / "subset.json"
     cases = [
         (["compress", "--dataset", "mrpc", "--out", str(out), "--export-samples",
-          str(tmp_path / "missing" / "s.json")], "folder", out),
+          str(tmp_path / "missing" / "s.json")], "missing does not exist", out),
         (["compress", "--dataset", "mrpc", "--out", str(tmp_path)], "is a folder", None),
         (["diagnose", "--plot", str(tmp_path / "afile"), "--coreset", "5"],
          "is a file, not a folder", None),

@@ -362,7 +362,8 @@ def check_output(path: Path | None, flag: str, folder: bool = False) -> None:
     if path.is_dir():
         raise BayevalError(f"{flag} {path}: is a folder; give a file path")
     if not path.parent.is_dir():
-        raise BayevalError(f"{flag} {path}: folder {path.parent} does not exist")
+        what = "is a file, not a folder" if path.parent.exists() else "does not exist"
+        raise BayevalError(f"{flag} {path}: {path.parent} {what}")
     if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
         raise BayevalError(f"{flag} {path}: not writable")
 
