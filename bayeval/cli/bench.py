@@ -10,11 +10,15 @@ import numpy as np
 import typer
 
 from bayeval.cli.common import (
+    FilterOption,
+    MetricOption,
+    TaskOption,
     bench_app,
     comma_floats,
     comma_list,
     err,
     fail,
+    fresh_source,
     progress_bar,
     setup_jax,
 )
@@ -43,6 +47,27 @@ DatasetsOption = Annotated[str, typer.Option("--datasets", callback=bundled_name
 AllDatasetsOption = Annotated[str, typer.Option(
     "--datasets", callback=bundled_names,
     help="Comma-separated bundled datasets, or 'all'.")]
+BenchReferenceOption = Annotated[Path | None, typer.Option(
+    "--reference", help="Your own score matrix (.npz, .csv or .parquet, or lm-eval:DIR "
+                        "with --task) to run on, instead of the bundled --datasets.")]
+
+
+def bench_sources(datasets: str, reference: Path | None, task: str | None = None,
+                  metric: str | None = None, filter_name: str | None = None) -> list:
+    """What a bench runs on: the user's matrix of --reference (checked and read before any
+    work), or the bundled names of --datasets ('all': every bundled dataset)."""
+    if reference is not None:
+        _, matrix = fresh_source(None, reference, task=task, metric=metric,
+                                 filter_name=filter_name)
+        return [matrix]
+    if task is not None or metric is not None or filter_name is not None:
+        raise BayevalError("--task, --metric and --filter read lm-evaluation-harness logs: "
+                           "give --reference lm-eval:OUTPUT_DIR")
+    from bayeval.data import list_datasets
+
+    return list_datasets() if datasets == "all" else comma_list(datasets)
+
+
 RegimesOption = Annotated[str, typer.Option(
     help="Comma-separated: interpolation, extrapolation.")]
 SeedsOption = Annotated[int, typer.Option(
@@ -55,6 +80,10 @@ SplitSeedOption = Annotated[int, typer.Option(help="Seed of the target draw.")]
 @bench_app.command("estimation")
 def bench_estimation(
     datasets: DatasetsOption = "ifeval",
+    reference: BenchReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     regimes: RegimesOption = "interpolation,extrapolation",
     methods: Annotated[str, typer.Option(
         help="Comma-separated method specs: name or name(key=value, ...), e.g. "
@@ -73,10 +102,11 @@ def bench_estimation(
     from bayeval.experiments.estimation import run_estimation, write_report
     from bayeval.methods import split_method_specs
 
-    setup_jax()
     all_curves, all_stops = [], []
     try:
-        for name in [d.strip() for d in datasets.split(",") if d.strip()]:
+        sources = bench_sources(datasets, reference, task, metric, filter_name)
+        setup_jax()
+        for name in sources:
             curves, stops = run_estimation(
                 name, regimes=[r.strip() for r in regimes.split(",")],
                 methods=split_method_specs(methods), n_targets=targets,
@@ -98,6 +128,10 @@ def bench_estimation(
 def bench_inference(
     dataset: Annotated[str, typer.Option(callback=bundled_names,
                                          help="Bundled dataset.")] = "ifeval",
+    reference: BenchReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     regime: Annotated[str, typer.Option(help="interpolation or extrapolation.")
                       ] = "interpolation",
     methods: Annotated[str, typer.Option(
@@ -117,10 +151,11 @@ def bench_inference(
     from bayeval.experiments.inference import run_inference_comparison, write_report
     from bayeval.methods import split_method_specs
 
-    setup_jax()
     try:
+        [source] = bench_sources(dataset, reference, task, metric, filter_name)
+        setup_jax()
         curves, fits, timing = run_inference_comparison(
-            dataset, regime, split_method_specs(methods), seeds=seeds, n_targets=targets,
+            source, regime, split_method_specs(methods), seeds=seeds, n_targets=targets,
             n_steps=steps, reference_fraction=reference_fraction,
             log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs")
     except BayevalError as exc:
@@ -133,6 +168,10 @@ def bench_inference(
 @bench_app.command("multitarget")
 def bench_multitarget(
     datasets: DatasetsOption = "ifeval",
+    reference: BenchReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     regimes: RegimesOption = "interpolation,extrapolation",
     targets: Annotated[int, typer.Option(help="Targets evaluated jointly.")] = 5,
     seeds: SeedsOption = 10,
@@ -153,18 +192,19 @@ def bench_multitarget(
     target stops at ε2, RMSE and coverage then, and RMSE against total evaluations."""
     import pandas as pd
 
-    from bayeval.data import load_dataset
+    from bayeval.data.sources import bench_dataset
     from bayeval.experiments.multitarget import run_multitarget, write_report
 
-    setup_jax()
-    names = [d.strip() for d in datasets.split(",") if d.strip()]
     n_items = {}
     all_costs, all_curves = [], []
     try:
-        for name in names:
-            n_items[name] = load_dataset(name).n_items
+        sources = bench_sources(datasets, reference, task, metric, filter_name)
+        setup_jax()
+        for source in sources:
+            name, matrix = bench_dataset(source)
+            n_items[name] = matrix.n_items
             costs, curves = run_multitarget(
-                name, regimes=[r.strip() for r in regimes.split(",")], n_targets=targets,
+                matrix, regimes=[r.strip() for r in regimes.split(",")], n_targets=targets,
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
                 epsilon2=epsilon, joint_params={"refit_every": refit_every,
                                                 "selection": selection},
@@ -185,6 +225,10 @@ def bench_multitarget(
 @bench_app.command("selection")
 def bench_selection(
     datasets: AllDatasetsOption = "all",
+    reference: BenchReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     runs: Annotated[int, typer.Option(help="Runs (seeds) per algorithm and budget.")] = 1000,
     max_budget: Annotated[float, typer.Option(
         help="Largest budget fraction of the grid (1%…100% plus 1.25…5.5%).")] = 1.0,
@@ -218,7 +262,7 @@ def bench_selection(
         bayeval bench selection --history-share 0.5 --algorithms SySRs,HI-SySRs"""
     import pandas as pd
 
-    from bayeval.data import list_datasets, load_dataset
+    from bayeval.data.sources import bench_dataset
     from bayeval.experiments.selection import (
         ALGORITHMS,
         BUDGET_GRID,
@@ -228,8 +272,6 @@ def bench_selection(
         write_report,
     )
 
-    names = list_datasets() if datasets == "all" else [
-        d.strip() for d in datasets.split(",") if d.strip()]
     algos = [a.strip() for a in algorithms.split(",") if a.strip()]
     unknown = [a for a in algos if a not in ALGORITHMS]
     if unknown:
@@ -243,8 +285,8 @@ def bench_selection(
                    *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
     tables = []
     try:
-        for name in names:
-            matrix = load_dataset(name)
+        for source in bench_sources(datasets, reference, task, metric, filter_name):
+            name, matrix = bench_dataset(source)
             scores = matrix.scores
             if np.isnan(scores).any():
                 raise BayevalError(f"{name}: the score matrix has missing entries")
@@ -266,6 +308,10 @@ def bench_coverage(
     suite: Annotated[str, typer.Option(
         callback=bundled_names,
         help="Bundled dataset or suite of datasets sharing models (a+b).")] = "ifeval+musr",
+    reference: BenchReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     history: Annotated[str, typer.Option(
         help="'full' (fully observed history) or 'mcar' (--full-rows whole rows, every "
              "other entry kept with probability --p-obs).")] = "full",
@@ -301,9 +347,13 @@ def bench_coverage(
         raise fail(f"--grid must be 'full' or 'default', got {grid!r}")
     search = GRID if grid == "full" else {
         **GRID, **{name: (value,) for name, value in DEFAULT.items()}}
-    setting = Setting(suite, history, full_rows, p_obs, split_seed, seeds, val_seeds,
-                      factor_selection=factor_selection)
     try:
+        from bayeval.data.sources import bench_dataset
+
+        [source] = bench_sources(suite, reference, task, metric, filter_name)
+        label, matrix = bench_dataset(source)
+        setting = Setting(label, history, full_rows, p_obs, split_seed, seeds, val_seeds,
+                          factor_selection=factor_selection)
         with progress_bar("simulating") as bar:
             task = bar.add_task("runs", total=None, status="")
 
@@ -312,7 +362,8 @@ def bench_coverage(
 
             run_setting(setting, budget_list, out, grid=search, progress=progress,
                         log=lambda line: bar.console.print(
-                            f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False))
+                            f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False),
+                        matrix=matrix)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())
@@ -322,6 +373,10 @@ def bench_coverage(
 @bench_app.command("compression")
 def bench_compression(
     datasets: AllDatasetsOption = "all",
+    reference: BenchReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     seeds: Annotated[int, typer.Option(help="Seeds (model splits) for random and "
                                             "BestRand.")] = 200,
     kmeans_seeds: Annotated[int, typer.Option(help="Seeds for the k-means baseline.")] = 20,
@@ -337,15 +392,13 @@ def bench_compression(
     (MAE, high-error risk) and MINCE's size and drift, with references and targets split
     by model. Each dataset's results are saved under OUT/runs as they finish and reused by
     a rerun with the same settings."""
-    from bayeval.data import list_datasets
     from bayeval.experiments.compression import run_compression_bench
 
-    names = list_datasets() if datasets == "all" else [
-        d.strip() for d in datasets.split(",") if d.strip()]
     try:
+        names = bench_sources(datasets, reference, task, metric, filter_name)
         run_compression_bench(names, out, seeds, kmeans_seeds, mince_seeds, ablation,
                               log=lambda line: err.print(line, highlight=False))
-    except BayevalError as exc:
+    except (BayevalError, ValueError) as exc:  # e.g. too few items for MINCE's sizes
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())
     err.print(f"wrote {out}/results.csv, mince.csv, error_tails.png, report.md")
@@ -354,6 +407,10 @@ def bench_compression(
 @bench_app.command("validity")
 def bench_validity(
     datasets: DatasetsOption = "ifeval",
+    reference: BenchReferenceOption = None,
+    task: TaskOption = None,
+    metric: MetricOption = None,
+    filter_name: FilterOption = None,
     variants: Annotated[str, typer.Option(
         help="Comma-separated: standard (random targets), extremes (targets from the "
              "bottom and top 5% of models), sparse (items fewer than 10% of models "
@@ -394,10 +451,11 @@ def bench_validity(
     specs = split_method_specs(methods)
     if "random" not in specs:
         specs.append("random")
-    setup_jax()
     all_runs, all_faq = [], []
     try:
-        for name in comma_list(datasets):
+        sources = bench_sources(datasets, reference, task, metric, filter_name)
+        setup_jax()
+        for name in sources:
             runs, faq_rows = run_validity(
                 name, variant_list, eps, specs, seeds, targets, reps, reference_fraction,
                 faq, log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",

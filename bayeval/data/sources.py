@@ -38,3 +38,15 @@ def load_reference(source: dict[str, Any] | None, journal: Path | str = "journal
     matrix = load_source_matrix(source, journal)
     held_out = [m for m in source.get("held_out", []) if m in set(matrix.models)]
     return matrix.drop_models(held_out) if held_out else matrix
+
+
+def bench_dataset(dataset: str | ScoreMatrix) -> tuple[str, ScoreMatrix]:
+    """(label, matrix) of a bench's dataset: a bundled name (or ``a+b`` suite) is its own
+    label; a user's matrix is labelled by its file's stem and the start of its
+    fingerprint (``scores-1a2b3c4d``), so that the benches' caches of finished runs, keyed
+    by label, never mistake an edited file for the one they ran on."""
+    if isinstance(dataset, ScoreMatrix):
+        stem = Path(dataset.name).stem or "matrix"
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+        return f"{safe}-{dataset.fingerprint()[:8]}", dataset
+    return dataset, load_dataset(dataset)

@@ -35,6 +35,7 @@ import pandas as pd
 from bayeval.compression.baselines import kmeans_subset
 from bayeval.compression.bestrand import bestrand, random_subsets
 from bayeval.compression.mince import freeze_subset, mince_sizing
+from bayeval.data.matrix import ScoreMatrix
 from bayeval.experiments.figures import panel_grid
 
 RETENTIONS = (0.02, 0.05, 0.10, 0.20, 0.50)
@@ -292,14 +293,15 @@ def write_report(table: pd.DataFrame, mince: pd.DataFrame, errors: dict[str, dic
     return out / "report.md"
 
 
-def run_compression_bench(names: Sequence[str], out: Path, seeds: int = 200,
+def run_compression_bench(names: Sequence[str | ScoreMatrix], out: Path, seeds: int = 200,
                           kmeans_seeds: int = 20, mince_seeds: int = 10,
                           ablation: bool = True,
                           log: Callable[[str], None] = lambda line: None) -> Path:
-    """Every table of ``bayeval bench compression`` for the bundled datasets ``names``,
+    """Every table of ``bayeval bench compression`` for ``names`` (bundled datasets or
+    user matrices, :func:`~bayeval.data.sources.bench_dataset`),
     each dataset's tables saved under ``out/runs`` as they finish and reused by a rerun
     with the same seeds; returns the path of the report."""
-    from bayeval.data import load_dataset
+    from bayeval.data.sources import bench_dataset
     from bayeval.errors import BayevalError
 
     runs = out / "runs"
@@ -316,8 +318,9 @@ def run_compression_bench(names: Sequence[str], out: Path, seeds: int = 200,
         marker.write_text(tag)
         return frame
 
-    for name in names:
-        scores = load_dataset(name).scores
+    for dataset in names:
+        name, matrix = bench_dataset(dataset)
+        scores = matrix.scores
         if np.isnan(scores).any():
             raise BayevalError(f"{name}: the score matrix has missing entries")
 

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayeval.data import load_dataset
+from bayeval.data import ScoreMatrix, load_dataset
 from bayeval.errors import DataError
 from bayeval.estimators.pai import finite_bank_target, horvitz_thompson_uniform, wald_interval
 from bayeval.experiments.figures import panel_grid
@@ -91,9 +91,10 @@ class Data:
     new: np.ndarray  # complete rows of the new models
 
 
-def prepare(setting: Setting) -> Data:
-    """The split and the (masked) history of the module docstring, step 1–2."""
-    matrix = load_dataset(setting.suite)
+def prepare(setting: Setting, matrix: ScoreMatrix | None = None) -> Data:
+    """The split and the (masked) history of the module docstring, step 1–2, of the
+    bundled suite ``setting.suite``, or of ``matrix`` (a user's, labelled by the suite)."""
+    matrix = load_dataset(setting.suite) if matrix is None else matrix
     scores = matrix.scores
     if np.isnan(scores).any():
         raise DataError(f"{setting.suite}: the coverage experiment needs a complete matrix")
@@ -220,8 +221,10 @@ def choose(tuning: pd.DataFrame, budget: float, fixed: dict[str, float] | None =
 def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path = Path("."),
                 grid: dict[str, Sequence[float]] | None = None,
                 log: Callable[[str], None] = print,
-                progress: Callable[[str, int, int], None] | None = None) -> pd.DataFrame:
-    """The whole experiment of the module docstring for one setting; returns (and keeps in
+                progress: Callable[[str, int, int], None] | None = None,
+                matrix: ScoreMatrix | None = None) -> pd.DataFrame:
+    """The whole experiment of the module docstring for one setting (on ``matrix`` when
+    given, a user's matrix labelled ``setting.suite``); returns (and keeps in
     ``out/results.csv``) one row per budget and method. ``progress(label, done, total)``
     follows the runs of each (budget, method)."""
     grid = grid or GRID
@@ -229,7 +232,7 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
     meta_path = out / "setting.json"
     if meta_path.exists() and json.loads(meta_path.read_text())["setting"] != setting.key():
         raise DataError(f"{out} holds results of another setting; choose another --out")
-    data = prepare(setting)
+    data = prepare(setting, matrix)
     cv_path = out / "cv.json"
     if cv_path.exists():
         cv = json.loads(cv_path.read_text())

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayeval.data import load_dataset, make_split
+from bayeval.data import ScoreMatrix, make_split
+from bayeval.data.sources import bench_dataset
 from bayeval.experiments.metrics import (
     at_stop,
     integrated_rmse,
@@ -63,7 +64,8 @@ def label(spec: str) -> str:
     return LABELS.get(spec.strip(), spec.strip())
 
 
-def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "extrapolation"),
+def run_estimation(dataset: str | ScoreMatrix,
+                   regimes: Sequence[str] = ("interpolation", "extrapolation"),
                    methods: Sequence[str] = METHODS, n_targets: int = 10, seeds: int = 20,
                    reference_fraction: float = 0.5, split_seed: int = 0,
                    epsilon2_grid: Sequence[float] = EPSILON2_GRID, epsilon1: float = 0.005,
@@ -73,12 +75,14 @@ def run_estimation(dataset: str, regimes: Sequence[str] = ("interpolation", "ext
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(curves, stops): RMSE(n) rows and cost–accuracy rows for every regime and method.
 
+    ``dataset``: a bundled name or a user's ScoreMatrix (labelled by
+    :func:`~bayeval.data.sources.bench_dataset`).
     ``n_steps``: evaluations per run (default: the whole benchmark). With ``runs_dir``,
     every (regime, method) also leaves its raw runs there as
     ``<dataset>-<regime>-<method>.npz`` (estimate, lower, upper, items, truth, seed of
     each run, and the method spec) as soon as it is done. ``mcmc_fits``, when given, gets
     one table per MCMC-based method and regime: a row per NUTS fit."""
-    matrix = load_dataset(dataset)
+    dataset, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
     curves, stops = [], []
     for regime in regimes:
         splits = [make_split(matrix, regime, n_targets, reference_fraction, seed=split_seed,

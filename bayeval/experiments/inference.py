@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pandas as pd
 
+from bayeval.data.matrix import ScoreMatrix
 from bayeval.experiments.estimation import run_estimation
 from bayeval.experiments.metrics import integrated_rmse
 
 METHODS = ("bayesame", "bayesame-laplace", "irt")
 
 
-def run_inference_comparison(dataset: str = "ifeval", regime: str = "interpolation",
+def run_inference_comparison(dataset: str | ScoreMatrix = "ifeval", regime: str = "interpolation",
                              methods: Sequence[str] = METHODS, seeds: int = 5,
                              n_targets: int = 10, n_steps: int = 300,
                              reference_fraction: float = 0.5,

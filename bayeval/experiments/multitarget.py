@@ -28,7 +28,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from bayeval.data import load_dataset, make_split
+from bayeval.data import ScoreMatrix, make_split
+from bayeval.data.sources import bench_dataset
 from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.metrics import at_stop, stopping_points
 from bayeval.methods import make_method
@@ -129,16 +130,18 @@ def summarize_seed(runs: dict[str, np.ndarray], epsilon2: float, epsilon1: float
     return row, joint_err, single_err
 
 
-def run_multitarget(dataset: str, regimes: Sequence[str] = ("interpolation", "extrapolation"),
+def run_multitarget(dataset: str | ScoreMatrix,
+                    regimes: Sequence[str] = ("interpolation", "extrapolation"),
                     n_targets: int = 5, seeds: int = 10, reference_fraction: float = 0.5,
                     split_seed: int = 0, epsilon2: float = 0.02,
                     joint_params: dict[str, Any] | None = None,
                     runs_dir: Path | None = None,
                     log: Callable[[str], None] = print) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(costs, curves): one cost row per dataset × regime × seed, and RMSE against total
-    evaluations per dataset × regime × method."""
+    evaluations per dataset × regime × method. ``dataset``: a bundled name or a user's
+    ScoreMatrix (labelled by :func:`~bayeval.data.sources.bench_dataset`)."""
     joint_params = dict(joint_params or {})
-    matrix = load_dataset(dataset)
+    dataset, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
     costs, curves = [], []
     for regime in regimes:
         joint_errs, single_errs = [], []

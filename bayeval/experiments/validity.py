@@ -29,7 +29,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from bayeval.data import ScoreMatrix, load_dataset
+from bayeval.data import ScoreMatrix
+from bayeval.data.sources import bench_dataset
 from bayeval.data.splits import Split
 from bayeval.errors import DataError
 from bayeval.estimators.interval import z_value
@@ -167,13 +168,13 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
     """(per-run rows, FAQ comparison rows) for every variant, ε and method (module
     docstring). ``runs_dir``: each (variant, ε, method) leaves its per-run rows there as
     CSV as soon as it is done."""
-    matrix = load_dataset(dataset) if isinstance(dataset, str) else dataset
+    label, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
     all_runs, faq_rows = [], []
     for variant in variants:
         try:
             data = variant_matrix(matrix, variant)
         except DataError as exc:  # e.g. no sparse items: reported, the others still run
-            log(f"skipped {matrix.name} {variant}: {exc}")
+            log(f"skipped {label} {variant}: {exc}")
             continue
         splits = [variant_split(data, variant, n_targets, reference_fraction, s)
                   for s in range(seeds)]
@@ -184,16 +185,16 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                 t0 = time.time()
                 result = _simulate_spec(spec, splits, reps, capacity, eps)
                 runs = stop_table(result, data.n_items).assign(
-                    dataset=matrix.name, variant=variant, epsilon=eps, method=spec)
+                    dataset=label, variant=variant, epsilon=eps, method=spec)
                 all_runs.append(runs)
                 if first is None:
                     first = (spec, result, runs)
                 if runs_dir is not None:
                     runs_dir.mkdir(parents=True, exist_ok=True)
                     safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)
-                    runs.to_csv(runs_dir / f"{matrix.name}-{variant}-{eps:g}-{safe}.csv",
+                    runs.to_csv(runs_dir / f"{label}-{variant}-{eps:g}-{safe}.csv",
                                 index=False)
-                log(f"{matrix.name} {variant} ε={eps:g} {spec}: {len(runs)} runs, coverage "
+                log(f"{label} {variant} ε={eps:g} {spec}: {len(runs)} runs, coverage "
                     f"{runs.covered.mean():.3f}, items {runs['items'].mean():.0f}/"
                     f"{data.n_items} in {time.time() - t0:.0f} s")
             if faq and first is not None:
@@ -205,13 +206,13 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                 width_active = np.clip(_at(result.upper, np.full(len(runs), budget)), 0, 1) - \
                     np.clip(_at(result.lower, np.full(len(runs), budget)), 0, 1)
                 faq_rows.append({
-                    "dataset": matrix.name, "variant": variant, "epsilon": eps,
+                    "dataset": label, "variant": variant, "epsilon": eps,
                     "method": spec, "budget": budget,
                     "width": float(np.nanmean(width_active)),
                     "faq_width": float((faq_runs.upper - faq_runs.lower).mean()),
                     "faq_coverage": float(faq_runs.covered.mean()),
                     "faq_items": float(faq_runs["items"].mean()), "runs": len(faq_runs)})
-                log(f"{matrix.name} {variant} ε={eps:g} faq(budget={budget}): width "
+                log(f"{label} {variant} ε={eps:g} faq(budget={budget}): width "
                     f"{faq_rows[-1]['faq_width']:.4f} against {faq_rows[-1]['width']:.4f}, "
                     f"coverage {faq_rows[-1]['faq_coverage']:.3f}")
     return pd.concat(all_runs, ignore_index=True), pd.DataFrame(faq_rows)

@@ -1,0 +1,71 @@
+"""Every ``bayeval bench`` command on a user's matrix (``--reference FILE``), not only on
+bundled names: a small complete binary CSV cut from the bundled IFEval, the smallest
+settings each bench takes, through the console command in a subprocess. Each run must
+finish, write its report, and label its rows by the file (stem and fingerprint), never by
+a bundled name or by a path."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bayeval.data import ScoreMatrix, load_dataset, read_matrix, write_matrix
+from bayeval.data.sources import bench_dataset
+
+SMALL = {
+    "estimation": ["--methods", "random", "--targets", "2", "--seeds", "1", "--regimes",
+                   "interpolation"],
+    "inference": ["--methods", "random", "--targets", "2", "--seeds", "1", "--steps", "20",
+                  "--every", "10"],
+    "multitarget": ["--targets", "2", "--seeds", "1", "--regimes", "interpolation",
+                    "--epsilon", "0.3"],
+    "selection": ["--runs", "8", "--algorithms", "SySRs", "--max-budget", "0.1"],
+    "coverage": ["--seeds", "2", "--val-seeds", "1", "--budgets", "0.2", "--grid",
+                 "default"],
+    "compression": ["--seeds", "4", "--kmeans-seeds", "2", "--mince-seeds", "2",
+                    "--no-ablation"],
+    "validity": ["--variants", "standard", "--epsilons", "0.2", "--methods", "random",
+                 "--seeds", "1", "--targets", "2", "--reps", "1", "--no-faq"],
+}
+
+
+@pytest.fixture(scope="module")
+def user_matrix(tmp_path_factory) -> Path:
+    """40 models × 150 items of IFEval with no missing cell, saved as a wide CSV (MINCE's
+    size search needs at least two candidate sizes 50 items apart)."""
+    ifeval = load_dataset("ifeval")
+    rows = np.flatnonzero(~np.isnan(ifeval.scores).any(axis=1))[:40]
+    matrix = ScoreMatrix(ifeval.scores[rows][:, :150], ifeval.models[rows],
+                         [f"q{j}" for j in range(150)], name="my_scores")
+    path = tmp_path_factory.mktemp("user") / "my_scores.csv"
+    write_matrix(matrix, path)
+    return path
+
+
+@pytest.mark.parametrize("bench", list(SMALL))
+def test_every_bench_runs_on_a_user_matrix(user_matrix, tmp_path, bench):
+    out = tmp_path / "out"
+    done = subprocess.run([sys.executable, "-m", "bayeval.cli", "bench", bench,
+                           "--reference", str(user_matrix), "--out", str(out), *SMALL[bench]],
+                          capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")})
+    assert done.returncode == 0, done.stderr[-3000:]
+    label, _ = bench_dataset(read_matrix(user_matrix))
+    assert label.startswith("my_scores-") and len(label) == len("my_scores-") + 8
+    report = (out / "report.md").read_text()
+    named = (label in report or label in done.stdout
+             or any(label in str(p.relative_to(out)) for p in out.rglob("*")))
+    assert named, report[:500]  # its rows, runs or caches carry the file's label
+
+
+def test_a_bench_refuses_harness_options_without_harness_logs(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "bayeval.cli", "bench", "selection",
+                           "--datasets", "rte", "--metric", "acc", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "--task, --metric and --filter read lm-evaluation-harness logs" in done.stderr
