@@ -22,26 +22,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+from test_bad_input import CASES, _snapshot  # noqa: E402  (the cases and their snapshot)
 
-FILES = '''
+# the inputs the cases name, written by the unpacked commit's own code (its journal
+# format included) through the test module's own writer
+FILES = f"""
+import sys
 from pathlib import Path
-tmp = Path(".")
-(tmp / "good.csv").write_text("model,i1,i2,i3\\nm1,1,0,1\\nm2,0,1,1\\nm3,1,1,0\\n")
-(tmp / "bad.csv").write_text("model,i1,i2\\nm1,1,x\\nm2,0,1\\n")
-(tmp / "empty.csv").write_text("")
-(tmp / "one.csv").write_text("model,i1,i2,i3\\nm1,1,0,1\\n")
-(tmp / "scores.txt").write_text("model,i1\\nm1,1\\n")
-(tmp / "bad.npz").write_text("not a zip archive")
-(tmp / "afile").write_text("x")
-(tmp / "adir").mkdir()
-(tmp / "corrupt.jsonl").write_text('{"garbage\\n')
-from bayeval.data import read_matrix
-from bayeval.session import Session
-with Session(read_matrix(tmp / "good.csv").drop_models(["m1"]), "m1", "random",
-             journal=tmp / "good.jsonl") as session:
-    for item in session.ask(1):
-        session.tell(item, 1.0)
-'''
+sys.path.insert(0, {str(ROOT / "tests")!r})
+from test_bad_input import _files
+_files(Path("."))
+"""
 
 RUN = '''
 import sys
@@ -49,11 +40,6 @@ from bayeval.cli import main
 sys.argv = ["bayeval", *{argv!r}]
 main()
 '''
-
-
-def _snapshot(folder: Path) -> dict[str, bytes | None]:
-    return {str(p.relative_to(folder)): (p.read_bytes() if p.is_file() else None)
-            for p in sorted(folder.rglob("*"))}
 
 
 def unpack_commit(commit: str, into: Path) -> str:
@@ -115,7 +101,6 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
     parser.add_argument("--only", default="", help="run only cases whose name has this")
     opts = parser.parse_args()
-    from test_bad_input import CASES
 
     cases = [c for c in CASES if opts.only in c[0]]
     commits = opts.commits.split(",")

@@ -27,7 +27,8 @@ from bayeval.data import read_lm_eval_samples
 from bayeval.data.lm_eval import SubsetRunWarning, harness_samples
 from bayeval.errors import DataError
 
-pytest.importorskip("lm_eval")
+pytest.importorskip("lm_eval", reason="lm-evaluation-harness (the test extra's lm-eval) "
+                                      "is not installed")
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lm_eval"
 TASK = "toy_add"

@@ -49,8 +49,7 @@ def read_subset_run(output: str | os.PathLike, subset: Subset, model: str | None
     if not name:
         raise DataError(f"subset of {subset.benchmark}: no lm-evaluation-harness task name "
                         "to read the run by")
-    docs = harness_docs(subset.items, name, [(str(n), int(c)) for n, c in
-                                             subset.subtasks or []])
+    docs = harness_docs(subset.items, name, subset.subtask_counts)
     metric = metric or subset.metric
     logs: dict[str, dict[int, float]] = {}
     for key in dict.fromkeys(k for k, _ in docs):

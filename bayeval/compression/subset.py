@@ -75,6 +75,11 @@ class Subset:
     def size(self) -> int:
         return len(self.items)
 
+    @property
+    def subtask_counts(self) -> list[tuple[str, int]]:
+        """``subtasks`` as (name, documents) pairs, ``[]`` for a single task."""
+        return [(str(n), int(c)) for n, c in self.subtasks or []]
+
     def harness_samples(self, task: str | None = None) -> dict[str, list[int]]:
         """``{task: [doc indices]}`` of the items for ``lm_eval --samples`` (the task:
         ``task``, else the subset's); a subset that names no task is refused, since its
@@ -85,8 +90,7 @@ class Subset:
         if not name:
             raise DataError(f"subset of {self.benchmark}: no lm-evaluation-harness task name "
                             "(the matrix records none); give one (--task NAME)")
-        return harness_samples(self.items, name, [(str(n), int(c)) for n, c in
-                                                  self.subtasks or []])
+        return harness_samples(self.items, name, self.subtask_counts)
 
     def to_json(self) -> dict[str, Any]:
         body = asdict(self)
