@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeval.devices import device_count, over_runs, pad_runs
 from bayeval.inference.base import nothing_done
 from bayeval.methods import Method
 from bayeval.types import SimulationResult
@@ -33,10 +34,14 @@ def _tree_bytes(tree) -> int:
 
 
 @functools.lru_cache(maxsize=32)
-def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
-    """The jitted chunk runner, cached per (method, n_steps, until_stop) so that repeated
-    simulations of one method compile once. A round is the Session's: the method's
-    ``select`` (items and draw probabilities), ``record``, ``advance`` and ``report``."""
+def _compile_chunk(method: Method, n_steps: int, until_stop: bool,
+                   n_devices: int = 1) -> Callable:
+    """The jitted chunk runner, cached per (method, n_steps, until_stop, devices) so that
+    repeated simulations of one method compile once. A round is the Session's: the
+    method's ``select`` (items and draw probabilities), ``record``, ``advance`` and
+    ``report``. With several devices each runs its share of the chunk's runs as its own
+    loop (:func:`bayeval.devices.over_runs`), so ``t_end`` is per run: the steps its
+    device's loop took."""
     backend = method.backend
 
     def one_select(loop, available, key, t):
@@ -105,15 +110,16 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool) -> Callable:
 
         carry = (0, loops, available, stop_n, records, counts, counts)
         t_end, *_, stop_n, records, refits, failed = jax.lax.while_loop(cond, body, carry)
-        return records, stop_n, t_end, refits, failed
+        return records, stop_n, jnp.full(R, t_end, jnp.int32), refits, failed
 
-    return jax.jit(run)
+    return jax.jit(over_runs(run, (True, True, True), n_devices))
 
 
 def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
              seeds: Sequence[int], n_steps: int | None = None, until_stop: bool = False,
              memory_budget: float = 2e9,
-             progress: Callable[[int, int], None] | None = None) -> SimulationResult:
+             progress: Callable[[int, int], None] | None = None,
+             devices: int | None = None) -> SimulationResult:
     """Run ``method`` for every (target row, seed) pair given, exactly as a
     :class:`~bayeval.session.Session` would (sampling with replacement included).
 
@@ -131,6 +137,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
         then NaN.
     memory_budget: bytes of run state held at once; runs are chunked to fit.
     progress: called with (runs done, runs total) after each chunk.
+    devices: how many local devices share each chunk's runs (default: all of them; see
+        :mod:`bayeval.devices`). The runs' results do not depend on it.
     """
     targets = np.asarray(targets, dtype=np.float64)
     if targets.ndim not in (2, 3) or np.isnan(targets).any():
@@ -156,30 +164,38 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     targets = targets.reshape(R, cells)
     per_run = 4 * (_tree_bytes(loop0) + 5 * n_steps * 8 * T)
     chunk = int(max(1, min(R, memory_budget // max(per_run, 1))))
-    run = _compile_chunk(method, n_steps, until_stop)
+    n_devices = device_count(devices)
+    if chunk < n_devices:  # fewer runs than devices: padded devices would only repeat
+        n_devices = 1
+    chunk = pad_runs(chunk, n_devices)
+    run = _compile_chunk(method, n_steps, until_stop, n_devices)
     out = {k: [] for k in ("estimate", "var", "lower", "upper", "items", "r_hat",
                            "divergences")}
     stops, refit_counts, failed_counts = [], [], []
     for start in range(0, R, chunk):
         size = min(chunk, R - start)
+        # a last chunk short of a multiple of the devices repeats its first run
+        width = pad_runs(size, n_devices)
+        fill = np.r_[np.arange(start, start + size), np.full(width - size, start)]
 
-        def batch(x, size=size):
-            return jnp.broadcast_to(x, (size, *jnp.shape(x)))
+        def batch(x, width=width):
+            return jnp.broadcast_to(x, (width, *jnp.shape(x)))
 
-        keys = jax.vmap(jax.random.key)(jnp.asarray(seeds[start:start + size]))
+        keys = jax.vmap(jax.random.key)(jnp.asarray(seeds[fill]))
         records, stop_n, t_end, refits, failed = run(jax.tree_util.tree_map(batch, loop0), keys,
-                                     jnp.asarray(targets[start:start + size]))
+                                                     jnp.asarray(targets[fill]))
+        t_end = np.asarray(t_end)[:size]
         for k in out:
-            values = np.asarray(records[k])
+            values = np.asarray(records[k])[:size]
             if k in ("estimate", "var", "lower", "upper"):  # steps after an early end
                 # (until_stop) were not taken
-                taken = np.arange(n_steps) < int(t_end)
-                values = np.where(taken.reshape(-1, *([1] * (values.ndim - 2))), values,
-                                  np.nan)
+                taken = np.arange(n_steps)[None, :] < t_end[:, None]
+                values = np.where(taken.reshape(*taken.shape, *([1] * (values.ndim - 2))),
+                                  values, np.nan)
             out[k].append(values)
-        stops.append(np.asarray(stop_n))
-        refit_counts.append(np.asarray(refits))
-        failed_counts.append(np.asarray(failed))
+        stops.append(np.asarray(stop_n)[:size])
+        refit_counts.append(np.asarray(refits)[:size])
+        failed_counts.append(np.asarray(failed)[:size])
         if progress is not None:
             progress(start + size, R)
     arrays = {k: np.concatenate(v) for k, v in out.items()}

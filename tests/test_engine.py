@@ -113,7 +113,7 @@ def _same_run_with_two_targets(method, reference, target, seed):
 # or below (same-layer imports must not form a cycle); the package root (the public API)
 # is above them all.
 LAYERS = [
-    {"types", "errors", "precision"},
+    {"types", "errors", "precision", "devices"},
     {"data"},
     {"models"},
     {"inference"},

@@ -68,6 +68,35 @@ def bench_sources(datasets: str, reference: Path | None, task: str | None = None
     return list_datasets() if datasets == "all" else comma_list(datasets)
 
 
+# where a bench's cached units run (bayeval.experiments.units)
+ExecutorOption = Annotated[str, typer.Option(
+    "--executor", help="Where the bench's units of work run: 'local' (this machine; "
+                       "--workers processes) or 'ray' (a Ray cluster at --address, or a "
+                       "local Ray with --workers CPUs; pip install 'bayeval[ray]').")]
+WorkersOption = Annotated[int, typer.Option(
+    "--workers", min=1, help="Worker processes (local, each pinned to a core) or CPUs "
+                             "(a local Ray). 1: everything in this process.")]
+AddressOption = Annotated[str | None, typer.Option(
+    "--address", help="Address of a running Ray cluster (with --executor ray), e.g. "
+                      "ray://head:10001 or auto.")]
+
+
+def check_executor(executor: str, address: str | None) -> None:
+    """Refuse an unknown executor, or an address without Ray, before any work."""
+    from bayeval.experiments.units import EXECUTORS
+
+    if executor not in EXECUTORS:
+        raise fail(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if address and executor != "ray":
+        raise fail("--address is the Ray cluster's: give it with --executor ray")
+    if executor == "ray":
+        import importlib.util
+
+        if importlib.util.find_spec("ray") is None:
+            raise fail("--executor ray needs Ray, which is not installed: "
+                       "pip install 'bayeval[ray]'")
+
+
 RegimesOption = Annotated[str, typer.Option(
     help="Comma-separated: interpolation, extrapolation.")]
 SeedsOption = Annotated[int, typer.Option(
@@ -92,17 +121,24 @@ def bench_estimation(
     seeds: SeedsOption = 20,
     reference_fraction: ReferenceFractionOption = 0.5,
     split_seed: SplitSeedOption = 0,
-    out: Annotated[Path, typer.Option(help="Folder for CSV files, plots and report.md.")
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
+    out: Annotated[Path, typer.Option(help="Folder for CSV files, plots, report.md, runs/ "
+                                           "and units/.")
                    ] = Path("results/estimation"),
 ) -> None:
     """The BayesAME paper's estimation experiment: RMSE(n), integrated RMSE, gain over RS-Mean and
-    cost–accuracy of the two-condition rule, for every method, full-length runs."""
+    cost–accuracy of the two-condition rule, for every method, full-length runs. Every
+    (regime, method, seed) is saved under OUT/units as soon as it is done and reused by a
+    rerun with the same settings; --workers or --executor ray spread them."""
     import pandas as pd
 
     from bayeval.experiments.estimation import run_estimation, write_report
     from bayeval.methods import split_method_specs
 
     all_curves, all_stops = [], []
+    check_executor(executor, address)
     try:
         sources = bench_sources(datasets, reference, task, metric, filter_name)
         setup_jax()
@@ -111,7 +147,8 @@ def bench_estimation(
                 name, regimes=[r.strip() for r in regimes.split(",")],
                 methods=split_method_specs(methods), n_targets=targets,
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
-                log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs")
+                log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs",
+                out=out, executor=executor, workers=workers, address=address)
             all_curves.append(curves)
             all_stops.append(stops)
             write_report(pd.concat(all_curves), pd.concat(all_stops), out)  # keep partial
@@ -246,15 +283,19 @@ def bench_selection(
     splits: Annotated[int, typer.Option(
         min=1, help="Seeded reference/candidate splits the runs are spread over (with "
                     "--history-share).")] = 4,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for accuracy.csv, selection.png, "
-                                           "top_m.png, report.md and runs/.")
+                                           "top_m.png, report.md and units/.")
                    ] = Path("results/selection"),
 ) -> None:
     """The SySRs paper's experiment (Cutting LLM Evaluation Costs with SySRs): accuracy
     of identifying the best model, and the top-3/5/10 identification error, against the
     budget, with confidence budgets, for every algorithm
-    on the bundled datasets. Each (dataset, algorithm) is saved under OUT/runs as soon as
-    it is done and reused by a rerun with the same runs and grid.
+    on the bundled datasets. The runs go in units of at most 250 (dataset, algorithm,
+    split); each is saved under OUT/units as soon as it is done and reused by a rerun
+    with the same settings, and --workers or --executor ray spread them.
 
     With --history-share, the models are split into references and candidates and
     HI-SySRs (METHODS.md §10) uses the references' scores:
@@ -268,9 +309,12 @@ def bench_selection(
         BUDGET_GRID,
         HISTORY_ALGORITHMS,
         TABLE_BUDGETS,
-        cached_accuracy_table,
+        merge_units,
+        selection_unit,
+        selection_units,
         write_report,
     )
+    from bayeval.experiments.units import run_units
 
     algos = [a.strip() for a in algorithms.split(",") if a.strip()]
     unknown = [a for a in algos if a not in ALGORITHMS]
@@ -281,6 +325,7 @@ def bench_selection(
                    "(e.g. 0.5): the share of models whose scores form the history")
     if history_share > 0 and splits > runs:
         raise fail(f"--splits {splits} is more than --runs {runs}")
+    check_executor(executor, address)
     grid = sorted({*(b for b in BUDGET_GRID if b <= max_budget + 1e-12),
                    *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
     tables = []
@@ -290,13 +335,16 @@ def bench_selection(
             scores = matrix.scores
             if np.isnan(scores).any():
                 raise BayevalError(f"{name}: the score matrix has missing entries")
-            for algo in algos:  # each (dataset, algorithm) saved as soon as it is done
-                cache = out / "runs" / name / f"{algo}.csv"
-                tables.append(cached_accuracy_table(
-                    scores, algo, grid, runs, cache, name,
-                    log=lambda line: err.print(line, highlight=False),
-                    history_share=history_share, splits=splits))
-                write_report(pd.concat(tables), out, runs)
+            plan = {algo: selection_units(name, scores.shape[0], algo, grid, runs,
+                                          history_share, splits) for algo in algos}
+            units = [u for algo in algos for u in plan[algo]]
+            done = iter(run_units(units, selection_unit, {name: scores}, out, executor,
+                                  workers, address,
+                                  log=lambda line: err.print(line, highlight=False)))
+            for algo in algos:
+                parts = [next(done) for _ in plan[algo]]
+                tables.append(merge_units(name, algo, parts, runs))
+            write_report(pd.concat(tables), out, runs)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())

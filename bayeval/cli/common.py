@@ -45,18 +45,23 @@ class EvaluatorKind(StrEnum):
 
 
 def setup_jax() -> None:
-    """Keep compiled JAX programs between runs of the command (first run compiles)."""
+    """Keep compiled JAX programs between runs of the command (first run compiles); with
+    ``BAYEVAL_CPU_DEVICES`` set, make that many CPU devices for the engines to split their
+    runs over (:mod:`bayeval.devices`; on this project's 2-core CPU one device is as fast:
+    docs/results/cores.md)."""
     import os
 
-    import jax
+    from bayeval.devices import keep_compiled_programs
 
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    try:
-        jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayeval", "jax"))
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    except (AttributeError, ValueError):  # an older JAX without these options
-        pass
+    if os.environ.get("BAYEVAL_CPU_DEVICES", "").strip():
+        from bayeval.devices import use_cpu_cores
+
+        try:
+            use_cpu_cores()
+        except ValueError as exc:
+            raise fail(str(exc)) from None
+
+    keep_compiled_programs()
 
 
 def _version(value: bool) -> None:

@@ -35,9 +35,11 @@ from bayeval.experiments.metrics import (
     rmse_gain,
     stopping_points,
 )
+from bayeval.experiments.units import Unit, run_units
 from bayeval.methods import accepts_parameter, make_method, parse_method_spec
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import concatenate, simulate
+from bayeval.types import SimulationResult
 
 METHODS = ("bayesame", "bayesame-rs", "random", "bayes-aipw")
 LABELS = {"bayesame": "BayesAME", "bayesame-rs": "BayesAME-RS", "random": "RS-Mean",
@@ -64,6 +66,35 @@ def label(spec: str) -> str:
     return LABELS.get(spec.strip(), spec.strip())
 
 
+_METHODS: dict[tuple[str, int], object] = {}
+
+
+def _method(spec: str, capacity: int):
+    """The method of ``spec`` (bucket-GP methods padded to ``capacity`` buckets), built once
+    per process so that its seeds share one compiled program."""
+    key = (spec, capacity)
+    if key not in _METHODS:
+        name, params = parse_method_spec(spec)
+        if accepts_parameter(name, "bucket_capacity"):
+            params.setdefault("bucket_capacity", capacity)
+        _METHODS[key] = make_method(name, **params)
+    return _METHODS[key]
+
+
+def estimation_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray]:
+    """The runs of one cached unit: seed ``unit.first`` of one (regime, method), every
+    target (``data``: matrices by dataset label). Arrays named as
+    :class:`~bayeval.types.SimulationResult`'s fields."""
+    s = unit.settings
+    sp = make_split(data[unit.dataset], s["regime"], s["n_targets"], s["reference_fraction"],
+                    seed=s["split_seed"], reference_seed=unit.first)
+    method = _method(s["spec"], s["capacity"])
+    result = simulate(method, sp.reference.scores, sp.targets.scores,
+                      unit.first * s["n_targets"] + np.arange(s["n_targets"]),
+                      n_steps=s["n_steps"])
+    return {k: np.asarray(v) for k, v in result._asdict().items() if v is not None}
+
+
 def run_estimation(dataset: str | ScoreMatrix,
                    regimes: Sequence[str] = ("interpolation", "extrapolation"),
                    methods: Sequence[str] = METHODS, n_targets: int = 10, seeds: int = 20,
@@ -71,36 +102,45 @@ def run_estimation(dataset: str | ScoreMatrix,
                    epsilon2_grid: Sequence[float] = EPSILON2_GRID, epsilon1: float = 0.005,
                    window: int = 30, log: Callable[[str], None] = print,
                    runs_dir: Path | None = None, n_steps: int | None = None,
-                   mcmc_fits: list[pd.DataFrame] | None = None,
+                   mcmc_fits: list[pd.DataFrame] | None = None, out: Path | None = None,
+                   executor: str = "local", workers: int = 1, address: str | None = None,
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(curves, stops): RMSE(n) rows and cost–accuracy rows for every regime and method.
 
     ``dataset``: a bundled name or a user's ScoreMatrix (labelled by
     :func:`~bayeval.data.sources.bench_dataset`).
-    ``n_steps``: evaluations per run (default: the whole benchmark). With ``runs_dir``,
-    every (regime, method) also leaves its raw runs there as
-    ``<dataset>-<regime>-<method>.npz`` (estimate, lower, upper, items, truth, seed of
-    each run, and the method spec) as soon as it is done. ``mcmc_fits``, when given, gets
-    one table per MCMC-based method and regime: a row per NUTS fit."""
+    ``n_steps``: evaluations per run (default: the whole benchmark). Every (regime,
+    method, seed) is a unit of :mod:`~bayeval.experiments.units`: with ``out`` it is saved
+    there as soon as it is done and reused by a rerun; ``executor``, ``workers`` and
+    ``address`` say where the units run. With ``runs_dir``, every (regime, method) also
+    leaves its raw runs there as ``<dataset>-<regime>-<method>.npz`` (estimate, lower,
+    upper, items, truth, seed of each run, and the method spec). ``mcmc_fits``, when
+    given, gets one table per MCMC-based method and regime: a row per NUTS fit."""
     dataset, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
-    curves, stops = [], []
+    t0 = time.time()
+    plan = {}
     for regime in regimes:
         splits = [make_split(matrix, regime, n_targets, reference_fraction, seed=split_seed,
                              reference_seed=s) for s in range(seeds)]
         capacity = max(make_buckets(sp.reference.scores).n_buckets for sp in splits)
-        targets = splits[0].targets.scores
-        truth = np.tile(targets.mean(1), seeds)  # runs are seed-major
+        for spec in methods:
+            settings = {"regime": regime, "spec": spec, "n_targets": int(n_targets),
+                        "reference_fraction": float(reference_fraction),
+                        "split_seed": int(split_seed), "capacity": int(capacity),
+                        "n_steps": None if n_steps is None else int(n_steps)}
+            plan[regime, spec] = ([Unit("estimation", dataset, f"{regime}-{spec}", s, s + 1,
+                                        settings) for s in range(seeds)],
+                                  splits[0].targets.scores.mean(1))
+    units = [u for us, _ in plan.values() for u in us]
+    done = iter(run_units(units, estimation_unit, {dataset: matrix}, out, executor, workers,
+                          address, log=log))
+    curves, stops = [], []
+    for regime in regimes:
         rmse_by_method = {}
         for spec in methods:
-            name, params = parse_method_spec(spec)
-            t0 = time.time()
-            if accepts_parameter(name, "bucket_capacity"):
-                params.setdefault("bucket_capacity", capacity)
-            method = make_method(name, **params)
-            parts = [simulate(method, sp.reference.scores, targets,
-                              s * n_targets + np.arange(n_targets), n_steps=n_steps)
-                     for s, sp in enumerate(splits)]
-            result = concatenate(parts)
+            us, target_means = plan[regime, spec]
+            result = concatenate([SimulationResult(**next(done)) for _ in us])
+            truth = np.tile(target_means, seeds)  # runs are seed-major
             fits = mcmc_fit_table(result)
             if mcmc_fits is not None and len(fits):
                 mcmc_fits.append(fits.assign(dataset=dataset, regime=regime,
@@ -126,14 +166,14 @@ def run_estimation(dataset: str | ScoreMatrix,
                               "coverage_at_stop": float(np.mean(cover)),
                               "runs": int(truth.size)})
             log(f"{dataset} {regime} {label(spec)}: {truth.size} runs ({n_targets} targets × "
-                f"{seeds} seeds) × {rmse.size} steps in {time.time() - t0:.0f} s, IRMSE "
-                f"{integrated_rmse(rmse):.3f}")
+                f"{seeds} seeds) × {rmse.size} steps, IRMSE {integrated_rmse(rmse):.3f}")
         rmse_rs = rmse_by_method.get(LABELS["random"])
         for name, rmse in rmse_by_method.items():
             curves.append(pd.DataFrame({
                 "dataset": dataset, "regime": regime, "method": name,
                 "n": np.arange(1, rmse.size + 1), "rmse": rmse,
                 "gain_vs_rs": np.nan if rmse_rs is None else rmse_gain(rmse, rmse_rs)}))
+    log(f"{dataset}: {len(units)} units in {time.time() - t0:.0f} s")
     return pd.concat(curves, ignore_index=True), pd.DataFrame(stops)
 
 

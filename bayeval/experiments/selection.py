@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from bayeval.experiments.figures import panel_grid
+from bayeval.experiments.units import Unit
 from bayeval.selection.bandits import ucb_e_rankings, uniform_rankings
 from bayeval.selection.history import History, fit_history, run_history_schedules
 from bayeval.selection.schedule import phase_schedule
@@ -141,6 +142,64 @@ def split_history(scores: np.ndarray, references: np.ndarray, split: int,
     return _FITS[key]
 
 
+def _parts(n_models: int, runs: int, history_share: float, splits: int, seed: int
+           ) -> list[tuple[np.ndarray, np.ndarray | None, int, int]]:
+    """(candidates, references or None, first run, last run) of each split."""
+    if history_share <= 0:
+        return [(np.arange(n_models), None, 0, runs)]
+    if not 1 <= splits <= runs:
+        raise ValueError(f"splits must be in [1, runs], got {splits}")
+    bounds = np.linspace(0, runs, splits + 1).round().astype(int)
+    parts = []
+    for sp in range(splits):
+        refs, cands = history_split(n_models, history_share, sp, seed)
+        parts.append((cands, refs, int(bounds[sp]), int(bounds[sp + 1])))
+    return parts
+
+
+def _budgets(n_arms: int, n_items: int, fractions: Sequence[float]) -> np.ndarray:
+    return np.maximum(np.round(np.asarray(fractions) * n_arms * n_items).astype(np.int64),
+                      n_arms)
+
+
+def correct_counts(scores: np.ndarray, name: str, budgets: np.ndarray, tops: Sequence[int],
+                   cands: np.ndarray, refs: np.ndarray | None, split: int, first: int,
+                   last: int, seed: int = 0, chunk: int = 100,
+                   ranks: Sequence[int] = BENCH_RANKS,
+                   log: Callable[[str], None] | None = None) -> dict[int, np.ndarray]:
+    """For m in (1, *tops): how many of runs ``first`` … ``last`` − 1 of algorithm
+    ``name`` on the candidate rows ``cands`` chose the top m correctly at each budget.
+    Run r uses key ``fold_in(key(seed), r)`` whatever the chunking, so counts of run
+    ranges add up to the count of their union."""
+    part = scores[cands]
+    means = part.mean(axis=1)
+    history = split_history(scores, refs, split, ranks, log) if name in HISTORY_ALGORITHMS \
+        else None
+    # SR/SySRs hold (R, K, L) running sums and read (R, B, K) means per phase:
+    # smaller chunks stay in cache
+    size = min(chunk if name not in ("SR", "SySRs", *HISTORY_ALGORITHMS)
+               else min(chunk, 20), last - first)
+    all_keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.key(seed), r))(
+        jnp.arange(first, first + -(-(last - first) // size) * size))
+    run = ranker(part, name, budgets, max(tops, default=1), history)
+    counts = {m: np.zeros(len(budgets), np.int64) for m in (1, *tops)}
+    for start in range(0, last - first, size):  # fixed chunk shape: one compile
+        ranked = run(all_keys[start:start + size])[:, :min(size, last - first - start)]
+        for m in counts:
+            counts[m] += top_m_correct(means, ranked, m).sum(axis=1)
+    return counts
+
+
+def _table(dataset: str, name: str, fractions: Sequence[float], budgets: np.ndarray,
+           counts: dict[int, np.ndarray], runs: int) -> pd.DataFrame:
+    tops = [m for m in counts if m != 1]
+    return pd.DataFrame([{
+        "dataset": dataset, "algorithm": name, "budget": float(f), "evaluations": int(n),
+        "accuracy": counts[1][i] / runs,
+        **{f"top{m}_error": 1 - counts[m][i] / runs for m in tops}}
+        for i, (f, n) in enumerate(zip(fractions, budgets, strict=True))])
+
+
 def accuracy_table(scores: np.ndarray, algorithms: Sequence[str] = ALGORITHMS,
                    fractions: Sequence[float] = BUDGET_GRID, runs: int = 1000, seed: int = 0,
                    chunk: int = 100, dataset: str = "",
@@ -151,81 +210,74 @@ def accuracy_table(scores: np.ndarray, algorithms: Sequence[str] = ALGORITHMS,
     ``fold_in(key(seed), r)`` whatever the chunking. With ``history_share`` > 0, the runs
     are spread evenly over ``splits`` reference/candidate splits (module docstring)."""
     scores = np.asarray(scores, dtype=np.float64)
-    if history_share <= 0:
-        if any(a in HISTORY_ALGORITHMS for a in algorithms):
-            raise ValueError(f"{', '.join(HISTORY_ALGORITHMS)} need a history share > 0")
-        parts = [(np.arange(scores.shape[0]), None, 0, runs)]
-    else:
-        if not 1 <= splits <= runs:
-            raise ValueError(f"splits must be in [1, runs], got {splits}")
-        bounds = np.linspace(0, runs, splits + 1).round().astype(int)
-        parts = []
-        for sp in range(splits):
-            refs, cands = history_split(scores.shape[0], history_share, sp, seed)
-            parts.append((cands, refs, int(bounds[sp]), int(bounds[sp + 1])))
-    K, L = len(parts[0][0]), scores.shape[1]
-    budgets = np.maximum(np.round(np.asarray(fractions) * K * L).astype(np.int64), K)
-    tops = [m for m in TOP_M if m <= K]
-    correct = {name: {m: np.zeros(len(budgets)) for m in (1, *tops)} for name in algorithms}
-    for sp, (cands, refs, first, last) in enumerate(parts):
-        part = scores[cands]
-        means = part.mean(axis=1)
-        for name in algorithms:
-            history = None
-            if name in HISTORY_ALGORITHMS:
-                history = split_history(scores, refs, sp, ranks, log)
-            # SR/SySRs hold (R, K, L) running sums and read (R, B, K) means per phase:
-            # smaller chunks stay in cache
-            size = min(chunk if name not in ("SR", "SySRs", *HISTORY_ALGORITHMS)
-                       else min(chunk, 20), last - first)
-            all_keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.key(seed), r))(
-                jnp.arange(first, first + -(-(last - first) // size) * size))
-            run = ranker(part, name, budgets, max(tops, default=1), history)
-            for start in range(0, last - first, size):  # fixed chunk shape: one compile
-                ranked = run(all_keys[start:start + size])[:, :min(size, last - first - start)]
-                for m in correct[name]:
-                    correct[name][m] += top_m_correct(means, ranked, m).sum(axis=1)
+    if history_share <= 0 and any(a in HISTORY_ALGORITHMS for a in algorithms):
+        raise ValueError(f"{', '.join(HISTORY_ALGORITHMS)} need a history share > 0")
+    parts = _parts(scores.shape[0], runs, history_share, splits, seed)
+    budgets = _budgets(len(parts[0][0]), scores.shape[1], fractions)
+    tops = [m for m in TOP_M if m <= len(parts[0][0])]
+    tables = []
+    for name in algorithms:
+        total = {m: np.zeros(len(budgets), np.int64) for m in (1, *tops)}
+        for sp, (cands, refs, first, last) in enumerate(parts):
+            counts = correct_counts(scores, name, budgets, tops, cands, refs, sp, first, last,
+                                    seed, chunk, ranks, log)
+            for m in total:
+                total[m] += counts[m]
             if log is not None:
                 where = f" (split {sp + 1}/{len(parts)})" if refs is not None else ""
                 log(f"{dataset} {name}{where}: {last - first} runs × {len(budgets)} budgets")
-    rows = []
-    for name in algorithms:
-        for i, (f, n) in enumerate(zip(fractions, budgets, strict=True)):
-            rows.append({"dataset": dataset, "algorithm": name, "budget": float(f),
-                         "evaluations": int(n), "accuracy": correct[name][1][i] / runs,
-                         **{f"top{m}_error": 1 - correct[name][m][i] / runs for m in tops}})
-    return pd.DataFrame(rows)
+        tables.append(_table(dataset, name, fractions, budgets, total, runs))
+    return pd.concat(tables, ignore_index=True)
 
 
-def cached_accuracy_table(scores: np.ndarray, algorithm: str, fractions: Sequence[float],
-                          runs: int, cache, dataset: str,
-                          log: Callable[[str], None] | None = None,
-                          history_share: float = 0.0, splits: int = 1) -> pd.DataFrame:
-    """:func:`accuracy_table` for one algorithm, saved to ``cache`` (a CSV path) as soon as
-    it is done and read back on a rerun with the same runs, budgets and split settings."""
-    from pathlib import Path
+UNIT_RUNS = 250  # runs per cached unit: small enough to spread, big enough to amortise
 
-    cache = Path(cache)
-    fractions = [float(f) for f in fractions]
-    setting = {"runs": runs, "history_share": float(history_share),
-               "splits": int(splits) if history_share > 0 else 1}
-    if cache.exists():
-        old = pd.read_csv(cache)
-        # tables saved before the history protocol have all models as arms
-        defaults = {"runs": -1, "history_share": 0.0, "splits": 1}
-        same = len(old) == len(fractions) and all(
-            np.allclose(old[c] if c in old else defaults[c], v) for c, v in setting.items())
-        if same and np.allclose(old.budget, fractions):
-            if log is not None:
-                log(f"{dataset} {algorithm}: reusing {cache}")
-            return old.drop(columns=[c for c in setting if c in old])
-    table = accuracy_table(scores, [algorithm], fractions, runs, dataset=dataset, log=log,
-                           history_share=history_share, splits=setting["splits"])
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache.with_suffix(".tmp")
-    table.assign(**setting).to_csv(tmp, index=False)
-    tmp.replace(cache)
-    return table
+
+def selection_units(dataset: str, n_models: int, algorithm: str, fractions: Sequence[float],
+                    runs: int, history_share: float = 0.0, splits: int = 1, seed: int = 0,
+                    unit_runs: int = UNIT_RUNS) -> list[Unit]:
+    """The cached units of one (dataset, algorithm): each split's runs in pieces of at most
+    ``unit_runs``."""
+    parts = _parts(n_models, runs, history_share, splits, seed)
+    settings = {"fractions": [float(f) for f in fractions], "history_share":
+                float(history_share), "splits": int(splits) if history_share > 0 else 1,
+                "runs": int(runs), "seed": int(seed), "ranks": list(BENCH_RANKS),
+                "models": int(n_models)}
+    units = []
+    for sp, (_, _, first, last) in enumerate(parts):
+        for lo in range(first, last, unit_runs):
+            units.append(Unit("selection", dataset, algorithm, lo, min(last, lo + unit_runs),
+                              {**settings, "split": sp}))
+    return units
+
+
+def selection_unit(unit: Unit, data: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Correct counts of one :func:`selection_units` unit: a row per budget, columns
+    ``correct1``, ``correct3``, … (``data``: scores by dataset label)."""
+    scores = np.asarray(data[unit.dataset], np.float64)
+    s = unit.settings
+    cands, refs, _, _ = _parts(s["models"], s["runs"], s["history_share"], s["splits"],
+                               s["seed"])[s["split"]]
+    budgets = _budgets(len(cands), scores.shape[1], s["fractions"])
+    tops = [m for m in TOP_M if m <= len(cands)]
+    counts = correct_counts(scores, unit.method, budgets, tops, cands, refs, s["split"],
+                            unit.first, unit.last, s["seed"], ranks=s["ranks"])
+    return pd.DataFrame({"budget": s["fractions"], "evaluations": budgets,
+                         **{f"correct{m}": c for m, c in counts.items()}})
+
+
+def merge_units(dataset: str, algorithm: str, parts: Sequence[pd.DataFrame], runs: int
+                ) -> pd.DataFrame:
+    """The accuracy table of one (dataset, algorithm) from its units' counts."""
+    total = parts[0].copy()
+    for part in parts[1:]:
+        for col in total.columns:
+            if col.startswith("correct"):
+                total[col] = total[col] + part[col]
+    counts = {int(c.removeprefix("correct")): total[c].to_numpy() for c in total.columns
+              if c.startswith("correct")}
+    return _table(dataset, algorithm, total.budget.tolist(),
+                  total.evaluations.to_numpy(), counts, runs)
 
 
 def confidence_budget(budget: np.ndarray, accuracy: np.ndarray, level: float) -> float:

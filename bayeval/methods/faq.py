@@ -31,6 +31,7 @@ from bayeval import acquisition as acq
 from bayeval.acquisition.hybrid import hybrid_probabilities
 from bayeval.acquisition.policies import inverse_cdf
 from bayeval.acquisition.schedules import exploration_weight, tempering_exponent
+from bayeval.devices import device_count, over_runs, pad_runs
 from bayeval.estimators import pai
 from bayeval.estimators.pai import PAIState, pai_estimate, pai_start, pai_update
 from bayeval.inference.base import Backend
@@ -90,13 +91,14 @@ def _outcome(pai_state: PAIState, n_items: int, seen: Array) -> Outcome:
 
 
 def _chunked(run: Callable[[Array, Array], Outcome], targets: np.ndarray, seeds: np.ndarray,
-             chunk: int, progress: Callable[[int], None] | None) -> Outcome:
-    """``run(targets, keys)`` over chunks of ``chunk`` runs (the last one padded to keep one
-    compiled shape); run r's key is ``key(seeds[r])``."""
+             chunk: int, progress: Callable[[int], None] | None, multiple: int = 1) -> Outcome:
+    """``run(targets, keys)`` over chunks of ``chunk`` runs (rounded up to a multiple of
+    ``multiple``, the last one padded to keep one compiled shape); run r's key is
+    ``key(seeds[r])``."""
     targets, seeds = np.asarray(targets), np.asarray(seeds)
     if targets.shape != seeds.shape:
         raise ValueError(f"targets {targets.shape} and seeds {seeds.shape} differ in shape")
-    size = min(chunk, len(targets))
+    size = pad_runs(min(chunk, len(targets)), multiple)
     out = []
     for lo in range(0, len(targets), size):
         t = np.asarray(targets[lo:lo + size], np.int32)
@@ -121,7 +123,6 @@ class HybridParams(NamedTuple):
     tau: float = 0.05
 
 
-@functools.partial(jax.jit, static_argnames=("rounds",))
 def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
                   targets: Array, keys: Array, params: Array, rounds: int) -> Outcome:
     v = item_factors
@@ -171,11 +172,18 @@ def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
     return jax.vmap(_outcome, in_axes=(0, None, 0))(sums, n_items, seen)
 
 
+@functools.lru_cache(maxsize=16)
+def _compiled_hybrid(rounds: int, n_devices: int) -> Callable:
+    """:func:`_hybrid_chunk` jitted for ``rounds``, its runs split over ``n_devices``."""
+    return jax.jit(over_runs(functools.partial(_hybrid_chunk, rounds=rounds),
+                             (False, False, False, False, True, True, False), n_devices))
+
+
 def simulate_hybrid(item_factors: np.ndarray, mean0: np.ndarray, cov0: np.ndarray,
                     scores: np.ndarray, targets: np.ndarray, seeds: np.ndarray,
                     params: HybridParams, rounds: int, chunk: int = 128,
                     progress: Callable[[int], None] | None = None,
-                    dtype=jnp.float64) -> Outcome:
+                    dtype=jnp.float64, devices: int | None = None) -> Outcome:
     """FAQ's rounds for every (``targets[r]``, ``seeds[r]``) pair: ``rounds`` draws on row
     ``targets[r]`` of ``scores`` (binary, fully known), from the item factors and prior of
     one factor fit, batched explicitly over runs in chunks of ``chunk`` with the
@@ -184,10 +192,16 @@ def simulate_hybrid(item_factors: np.ndarray, mean0: np.ndarray, cov0: np.ndarra
     the generic vmapped simulator on CPU, as it avoids log-space compositions and batched
     gathers; the same keys draw the same items (run r's key is ``key(seeds[r])``, round s
     uses ``fold_in(key, s)``). Hyperparameters are traced: one compilation per (rounds,
-    chunk). ``progress(n)`` is called after each chunk of n runs."""
+    chunk, devices). ``progress(n)`` is called after each chunk of n runs. ``devices``:
+    how many local devices share each chunk (default all; :mod:`bayeval.devices`; the
+    chunk is rounded up to a multiple of it); the runs' results do not depend on it."""
     if dtype == jnp.float64:
         require_float64("FAQ's simulator")
+    n_devices = device_count(devices)
+    if min(chunk, len(np.atleast_1d(targets))) < n_devices:
+        n_devices = 1
+    run = _compiled_hybrid(int(rounds), n_devices)
     cast = lambda x: jnp.asarray(x, dtype)  # noqa: E731
-    return _chunked(lambda t, keys: _hybrid_chunk(
+    return _chunked(lambda t, keys: run(
         cast(item_factors), cast(mean0), cast(cov0), cast(scores), t, keys,
-        cast(tuple(params)), rounds=int(rounds)), targets, seeds, chunk, progress)
+        cast(tuple(params))), targets, seeds, chunk, progress, n_devices)

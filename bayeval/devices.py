@@ -1,0 +1,114 @@
+"""Runs spread over every local device: the run axis of a vmapped engine split across a
+one-dimensional mesh, each device running its share of the runs as its own program.
+
+The engines (:func:`bayeval.simulate.simulate`, FAQ's
+:func:`~bayeval.methods.faq.simulate_hybrid`) batch independent runs along a leading axis.
+:func:`over_runs` wraps such a function in :func:`jax.shard_map` over a mesh named
+``"runs"``: arguments marked as batched are split along their first axis, the others
+are copied to every device, and the outputs are gathered back along the run axis. A run's
+result depends only on its own inputs and keys, so it is the same whichever device runs
+it and however many there are (the tests check 1 against 2 devices).
+
+On a GPU host the devices are the accelerators. On CPU, JAX makes one device by default;
+:func:`use_cpu_cores` (called by the ``bayeval`` command before JAX starts) makes one per
+core, so that the runs of one chunk go to separate cores as separate programs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+
+__all__ = ["cpu_cores", "device_count", "keep_compiled_programs", "over_runs", "pad_runs",
+           "use_cpu_cores"]
+
+AXIS = "runs"
+
+
+def cpu_cores() -> int:
+    """Cores this process may run on (its affinity mask, not the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def use_cpu_cores(n: int | None = None) -> int:
+    """Make JAX's CPU backend one device per core (``n`` devices; default: the cores this
+    process may use, or ``BAYEVAL_CPU_DEVICES`` when set). Must run before JAX starts its
+    CPU backend; afterwards it changes nothing and returns the count JAX already has.
+    Returns the number of CPU devices."""
+    import jax
+
+    if n is None:
+        env = os.environ.get("BAYEVAL_CPU_DEVICES", "").strip()
+        if env:
+            try:
+                n = int(env)
+            except ValueError:
+                raise ValueError(f"BAYEVAL_CPU_DEVICES must be a whole number, got "
+                                 f"{env!r}") from None
+        else:
+            n = cpu_cores()
+    if n < 1:
+        raise ValueError(f"need at least one CPU device, got {n}")
+    try:
+        jax.config.update("jax_num_cpu_devices", int(n))
+    except (RuntimeError, AttributeError):  # backend already started, or an older JAX
+        pass
+    return len(jax.devices("cpu"))
+
+
+def keep_compiled_programs() -> None:
+    """Keep JAX's compiled programs on disk between processes, under
+    ``$XDG_CACHE_HOME/bayeval/jax`` (default ``~/.cache``): the ``bayeval`` command and
+    the benches' worker processes compile each program once per machine."""
+    import jax
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    try:
+        jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayeval", "jax"))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    except (AttributeError, ValueError):  # an older JAX without these options
+        pass
+
+
+def device_count(devices: int | None = None) -> int:
+    """How many devices the engines use: ``devices`` (at most the local count) or all
+    local devices of the default backend."""
+    import jax
+
+    local = jax.local_device_count()
+    if devices is None:
+        return local
+    if not 1 <= devices <= local:
+        raise ValueError(f"devices must be in 1..{local} (this process sees {local}), "
+                         f"got {devices}")
+    return int(devices)
+
+
+def pad_runs(n_runs: int, n_devices: int) -> int:
+    """The smallest multiple of ``n_devices`` that holds ``n_runs`` runs."""
+    return -(-n_runs // n_devices) * n_devices
+
+
+def over_runs(fn: Callable, batched: Sequence[bool], n_devices: int) -> Callable:
+    """``fn`` with its run axis split over the first ``n_devices`` local devices.
+
+    ``batched[i]`` says whether argument i carries the run axis first (split) or is shared
+    (copied); every output carries the run axis first. The run count must be a multiple
+    of ``n_devices`` (:func:`pad_runs`). With one device this is ``fn`` itself. The result
+    is not jitted: wrap it in :func:`jax.jit`."""
+    if n_devices == 1:
+        return fn
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.asarray(jax.local_devices()[:n_devices]), (AXIS,))
+    specs = tuple(P(AXIS) if b else P() for b in batched)
+    # check_vma off: the engines' loops start from carries built inside the function
+    # (zeros, broadcast priors) that JAX would otherwise ask to be marked per-device
+    return jax.shard_map(fn, mesh=mesh, in_specs=specs, out_specs=P(AXIS), check_vma=False)

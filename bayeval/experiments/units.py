@@ -1,0 +1,330 @@
+"""One result cache for every bench, and the executors that fill it.
+
+A bench divides its work into :class:`Unit` s — (bench, dataset, method, seed chunk) plus
+every setting that changes the result — and hands them to :func:`run_units` with a
+function ``compute(unit, data)``. Each finished unit is saved under ``OUT/units/`` as soon
+as it is done (a DataFrame as parquet, a dict of arrays as npz), written to a temporary
+name and renamed, so a crash never leaves half a file and a reader never sees one. A rerun
+reads the finished units back and computes only the rest; a unit whose settings changed
+has another file name, so it is never mistaken for the old one.
+
+Several processes may share one ``OUT``: a process claims a unit (``<unit>.claim``,
+created exclusively, holding its host and pid) before computing it, skips units that a
+live process has claimed, and at the end waits for those (or computes them itself if their
+claimant died). Two processes that still compute one unit write the same bytes under the
+same name, so the last rename is as good as the first.
+
+Executors: ``local`` with one worker computes in this process; with more it starts that
+many worker processes, each pinned to its own core (JAX's CPU runtime keeps two cores busy
+for one program's serial loop, so separate processes are what uses a second core; see
+docs/results/cores.md); ``ray`` sends the units to a Ray cluster (``address``; none: a
+local one with ``workers`` CPUs), one CPU each. The data (score matrices) go to each
+worker once, not with every unit. A unit's result depends only on the unit and the data,
+so every executor gives the same results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["EXECUTORS", "ResultCache", "Unit", "run_units"]
+
+EXECUTORS = ("local", "ray")
+_STALE_CLAIM_S = 24 * 3600.0  # a claim from another host older than this is abandoned
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_=.+" else "_" for c in str(text)) or "_"
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-able form of a setting (tuples as lists, NumPy scalars as Python numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in sorted(value.items())}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class Unit:
+    """One piece of a bench: ``method`` on ``dataset`` for runs (or seeds) ``first`` up to
+    ``last``, under ``settings`` (every other input that changes the result)."""
+
+    bench: str
+    dataset: str
+    method: str
+    first: int
+    last: int
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def digest(self) -> str:
+        """A hash of everything that identifies the unit's result."""
+        text = json.dumps([self.bench, self.dataset, self.method, self.first, self.last,
+                           _plain(dict(self.settings))], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Unit) and other.digest == self.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+    def stem(self, root: Path) -> Path:
+        """The unit's file under ``root`` without its suffix."""
+        return (Path(root) / "units" / _slug(self.bench) / _slug(self.dataset)
+                / _slug(self.method) / f"{self.first:06d}-{self.last:06d}-{self.digest}")
+
+    def __str__(self) -> str:
+        return f"{self.dataset} {self.method} [{self.first}, {self.last})"
+
+
+Result = pd.DataFrame | dict
+
+
+class ResultCache:
+    """Finished units under ``root/units`` (module docstring)."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root)
+
+    def _path(self, unit: Unit, kind: str) -> Path:
+        return unit.stem(self.root).with_suffix(".parquet" if kind == "frame" else ".npz")
+
+    def get(self, unit: Unit) -> Result | None:
+        """The unit's saved result, or None (never saved, or unreadable: then recomputed)."""
+        frame, arrays = self._path(unit, "frame"), self._path(unit, "arrays")
+        try:
+            if frame.exists():
+                return pd.read_parquet(frame)
+            if arrays.exists():
+                with np.load(arrays, allow_pickle=False) as saved:
+                    return {k: saved[k] for k in saved.files}
+        except (OSError, ValueError, KeyError):
+            return None
+        return None
+
+    def put(self, unit: Unit, result: Result) -> Path:
+        """Save ``result`` (a DataFrame, or a dict of arrays) atomically."""
+        kind = "frame" if isinstance(result, pd.DataFrame) else "arrays"
+        path = self._path(unit, kind)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            if kind == "frame":
+                result.to_parquet(tmp, index=False)
+            else:
+                with open(tmp, "wb") as fh:
+                    np.savez(fh, **{k: np.asarray(v) for k, v in result.items()})
+            os.replace(tmp, path)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return path
+
+    def _claim_path(self, unit: Unit) -> Path:
+        return unit.stem(self.root).with_suffix(".claim")
+
+    def claim(self, unit: Unit) -> bool:
+        """Take the unit for this process; False when a live process holds it."""
+        path = self._claim_path(unit)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                if not self._stale(path):
+                    return False
+                path.unlink(missing_ok=True)
+                continue
+            with os.fdopen(fd, "w") as fh:
+                fh.write(f"{socket.gethostname()} {os.getpid()}\n")
+            return True
+        return False
+
+    def release(self, unit: Unit) -> None:
+        self._claim_path(unit).unlink(missing_ok=True)
+
+    def held_elsewhere(self, unit: Unit) -> bool:
+        """Whether a live process other than this one holds the unit's claim."""
+        path = self._claim_path(unit)
+        return path.exists() and not self._stale(path) and not self._mine(path)
+
+    @staticmethod
+    def _mine(path: Path) -> bool:
+        try:
+            host, pid = path.read_text().split()
+        except (OSError, ValueError):
+            return False
+        return host == socket.gethostname() and int(pid) == os.getpid()
+
+    @staticmethod
+    def _stale(path: Path) -> bool:
+        try:
+            host, pid = path.read_text().split()
+            age = time.time() - path.stat().st_mtime
+        except (OSError, ValueError):
+            return True  # unreadable or half-written: nobody can be relying on it
+        if host != socket.gethostname():
+            return age > _STALE_CLAIM_S
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True
+        except (PermissionError, ValueError):
+            return False
+        return False
+
+
+# ---------------------------------------------------------------------------- executors
+
+_WORKER: dict[str, Any] = {}
+
+
+def _start_worker(cores: Any, data: Any) -> None:
+    """Process-pool initializer: pin to one core (taken from a shared queue), compute in
+    float64 and keep compiled programs like the CLI, hold the bench's data."""
+    try:
+        core = cores.get_nowait() if cores is not None else None
+    except Exception:  # queue empty: more workers than cores
+        core = None
+    if core is not None and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {core})
+    os.environ["JAX_ENABLE_X64"] = "True"
+    from bayeval.devices import keep_compiled_programs
+
+    keep_compiled_programs()
+    _WORKER["data"] = data
+
+
+def _worker_call(compute: Callable, unit: Unit) -> tuple[Unit, Result]:
+    return unit, compute(unit, _WORKER["data"])
+
+
+def _local(compute: Callable, units: Sequence[Unit], data: Any, workers: int
+           ) -> Iterator[tuple[Unit, Result]]:
+    if workers <= 1 or len(units) <= 1:
+        for unit in units:
+            yield unit, compute(unit, data)
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    ctx = mp.get_context("spawn")  # a fresh JAX runtime per worker (fork would copy ours)
+    cores = None
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:
+        allowed = []
+    if 1 < workers <= len(allowed):
+        cores = ctx.Queue()
+        for core in allowed[:workers]:
+            cores.put(core)
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
+                             initargs=(cores, data)) as pool:
+        futures = [pool.submit(_worker_call, compute, unit) for unit in units]
+        for future in as_completed(futures):
+            yield future.result()
+
+
+def _ray(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
+         address: str | None) -> Iterator[tuple[Unit, Result]]:
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError("--executor ray needs Ray: pip install 'bayeval[ray]'") from None
+    started = not ray.is_initialized()
+    if started:
+        env = {"env_vars": {"JAX_ENABLE_X64": "True"}}
+        if address:
+            ray.init(address=address, runtime_env=env, log_to_driver=False)
+        else:
+            ray.init(num_cpus=max(1, workers), runtime_env=env, log_to_driver=False,
+                     include_dashboard=False)
+    try:
+        @ray.remote(num_cpus=1)
+        def run_one(unit, shared):
+            os.environ["JAX_ENABLE_X64"] = "True"
+            from bayeval.precision import enable_float64
+
+            enable_float64()
+            return unit, compute(unit, shared)
+
+        shared = ray.put(data)
+        pending = [run_one.remote(unit, shared) for unit in units]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], data: Any,
+              out: Path | str | None, executor: str = "local", workers: int = 1,
+              address: str | None = None, log: Callable[[str], None] | None = None,
+              poll_s: float = 1.0) -> list[Result]:
+    """The result of every unit, in order: read from ``out``'s cache where finished,
+    otherwise computed by ``compute(unit, data)`` on ``executor`` (module docstring) and
+    saved as soon as it is done (``out`` None: nothing read or saved). ``compute`` must be
+    importable by name (a module-level function, or a :func:`functools.partial` of one)
+    for worker processes and Ray."""
+    if executor not in EXECUTORS:
+        raise ValueError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    if address and executor != "ray":
+        raise ValueError("an address is for --executor ray")
+    say = log or (lambda line: None)
+    if out is None:  # nothing saved: compute every unit
+        runner = (_ray(compute, units, data, workers, address) if executor == "ray"
+                  else _local(compute, units, data, workers))
+        found = dict(runner)
+        return [found[u] for u in units]
+    cache = ResultCache(out)
+    results: dict[Unit, Result] = {}
+    for unit in units:
+        saved = cache.get(unit)
+        if saved is not None:
+            results[unit] = saved
+    todo = [u for u in units if u not in results]
+    if results:
+        say(f"reusing {len(results)} of {len(units)} finished units from {cache.root}/units")
+    while todo:
+        mine = [u for u in todo if cache.claim(u)]
+        others = [u for u in todo if u not in mine]
+        try:
+            runner = (_ray(compute, mine, data, workers, address) if executor == "ray"
+                      else _local(compute, mine, data, workers))
+            for done, (unit, result) in enumerate(runner, 1):
+                cache.put(unit, result)
+                cache.release(unit)
+                results[unit] = result
+                say(f"unit {done}/{len(mine)} done: {unit}")
+        finally:
+            for unit in mine:
+                cache.release(unit)
+        todo = []
+        for unit in others:  # held by another process: wait for it, or take it over
+            while cache.held_elsewhere(unit) and cache.get(unit) is None:
+                time.sleep(poll_s)
+            saved = cache.get(unit)
+            if saved is None:
+                todo.append(unit)
+            else:
+                results[unit] = saved
+    return [results[u] for u in units]

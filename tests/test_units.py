@@ -1,0 +1,204 @@
+"""The one result cache of the benches (bayeval.experiments.units), its executors (worker
+processes, Ray) and the run axis split over devices (bayeval.devices)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayeval.experiments.units import ResultCache, Unit, run_units
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def square_unit(unit: Unit, data: dict) -> pd.DataFrame:
+    """A unit whose result is known in closed form: the squares of its run range times a
+    shared factor; its calls are logged (one line per call) in data["log"] when given."""
+    if data.get("log"):
+        with open(data["log"], "a") as fh:
+            fh.write(f"{unit.first}\n")
+    runs = np.arange(unit.first, unit.last)
+    return pd.DataFrame({"run": runs, "value": data["factor"] * runs.astype(float) ** 2})
+
+
+def arrays_unit(unit: Unit, data: dict) -> dict:
+    return {"x": np.full((2, 3), float(unit.first)), "items": np.arange(unit.last)}
+
+
+def _units(n: int = 4, **settings) -> list[Unit]:
+    return [Unit("test", "toy", "sq", 10 * i, 10 * i + 10, settings) for i in range(n)]
+
+
+def test_units_compute_once_and_are_reused(tmp_path):
+    log = tmp_path / "calls.txt"
+    data = {"factor": 3.0, "log": str(log)}
+    first = run_units(_units(), square_unit, data, tmp_path / "out")
+    assert log.read_text().split() == ["0", "10", "20", "30"]
+    for unit, frame in zip(_units(), first, strict=True):  # the closed form
+        np.testing.assert_array_equal(frame.value, 3.0 * np.arange(unit.first, unit.last) ** 2)
+    again = run_units(_units(), square_unit, data, tmp_path / "out")
+    assert log.read_text().split() == ["0", "10", "20", "30"]  # nothing recomputed
+    for a, b in zip(first, again, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+    # another setting is another unit: computed afresh, the old files stay
+    run_units(_units(2, budget=0.5), square_unit, data, tmp_path / "out")
+    assert log.read_text().split() == ["0", "10", "20", "30", "0", "10"]
+    assert len(list((tmp_path / "out" / "units").rglob("*.parquet"))) == 6
+    assert not list((tmp_path / "out").rglob("*.tmp")) and not list(
+        (tmp_path / "out").rglob("*.claim"))
+
+
+def test_arrays_round_trip_and_a_damaged_file_is_recomputed(tmp_path):
+    units = _units(2)
+    first = run_units(units, arrays_unit, {}, tmp_path)
+    np.testing.assert_array_equal(first[1]["x"], np.full((2, 3), 10.0))
+    path = next(p for p in (tmp_path / "units").rglob("*.npz") if "000010" in p.name)
+    path.write_bytes(b"not an npz")
+    again = run_units(units, arrays_unit, {}, tmp_path)
+    np.testing.assert_array_equal(again[1]["items"], np.arange(20))
+
+
+def test_a_live_claim_is_respected_and_a_dead_one_taken_over(tmp_path):
+    cache = ResultCache(tmp_path)
+    unit = _units(1)[0]
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        claim = unit.stem(tmp_path).with_suffix(".claim")
+        claim.parent.mkdir(parents=True)
+        claim.write_text(f"{socket.gethostname()} {sleeper.pid}\n")
+        assert cache.held_elsewhere(unit) and not cache.claim(unit)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not cache.held_elsewhere(unit)  # its process is gone
+    assert cache.claim(unit) and claim.read_text().split()[1] == str(os.getpid())
+    cache.release(unit)
+    assert not claim.exists()
+
+
+def test_two_processes_on_one_out_share_the_units(tmp_path):
+    """Two processes started together on one --out: every unit is computed, none twice
+    at once (claims), and both return the same, correct results."""
+    script = textwrap.dedent(f"""
+        import json, sys
+        sys.path.insert(0, {str(ROOT / "tests")!r})
+        from test_units import square_unit, _units
+        from bayeval.experiments.units import run_units
+        units = [u for u in _units(12)]
+        out = run_units(units, square_unit, {{"factor": 2.0, "log": sys.argv[1]}},
+                        {str(tmp_path / "out")!r}, poll_s=0.05)
+        print(json.dumps([f.value.tolist() for f in out]))
+    """)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"log{i}")],
+                              stdout=subprocess.PIPE, text=True, env=env) for i in range(2)]
+    outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    expected = [(2.0 * np.arange(10 * i, 10 * i + 10) ** 2).tolist() for i in range(12)]
+    assert outs[0] == outs[1] == expected
+    calls = [int(x) for i in range(2) if (tmp_path / f"log{i}").exists()
+             for x in (tmp_path / f"log{i}").read_text().split()]
+    assert sorted(set(calls)) == [10 * i for i in range(12)]
+
+
+def test_worker_processes_equal_this_process(tmp_path):
+    data = {"factor": 1.5}
+    here = run_units(_units(4), square_unit, data, None)
+    pool = run_units(_units(4), square_unit, data, None, workers=2)
+    for a, b in zip(here, pool, strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_bench_selection_on_ray_equals_the_local_run(tmp_path):
+    """The issue's check: a Ray run of bench selection on two local workers writes the
+    same accuracy.csv as the local run, byte for byte."""
+    pytest.importorskip("ray")
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+
+    runner = CliRunner()
+    args = ["bench", "selection", "--datasets", "rte", "--runs", "30", "--algorithms",
+            "SR,US", "--max-budget", "0.05"]
+    local = runner.invoke(app, [*args, "--out", str(tmp_path / "local")])
+    assert local.exit_code == 0, local.output
+    ray_run = runner.invoke(app, [*args, "--executor", "ray", "--workers", "2", "--out",
+                                  str(tmp_path / "ray")])
+    assert ray_run.exit_code == 0, ray_run.output
+    assert (tmp_path / "local" / "accuracy.csv").read_bytes() == \
+        (tmp_path / "ray" / "accuracy.csv").read_bytes()
+
+
+def test_selection_units_add_up_to_the_whole_table():
+    """Counts of the run pieces merge to accuracy_table over all runs (an independent
+    path: one call, its own chunking)."""
+    from bayeval.data import load_dataset
+    from bayeval.experiments.selection import (
+        accuracy_table,
+        merge_units,
+        selection_unit,
+        selection_units,
+    )
+
+    scores = load_dataset("rte").scores[:12, :40]
+    units = selection_units("toy", 12, "SySRs", (0.1, 0.5), runs=9, unit_runs=4)
+    assert [(u.first, u.last) for u in units] == [(0, 4), (4, 8), (8, 9)]
+    merged = merge_units("toy", "SySRs", [selection_unit(u, {"toy": scores}) for u in units],
+                         9)
+    whole = accuracy_table(scores, ["SySRs"], (0.1, 0.5), runs=9, chunk=9, dataset="toy")
+    pd.testing.assert_frame_equal(merged, whole)
+
+
+DEVICES_SCRIPT = """
+import json, sys
+from bayeval.devices import use_cpu_cores
+assert use_cpu_cores(2) == 2
+import numpy as np
+from bayeval.data import load_dataset
+from bayeval.methods import make_method
+from bayeval.methods.faq import HybridParams, simulate_hybrid
+from bayeval.models.factor import factor_prior, fit_factors
+from bayeval.precision import enable_float64
+from bayeval.simulate import simulate
+enable_float64()
+m = load_dataset("rte")
+ref, rows = m.scores[:40, :60], m.scores[40:45, :60]
+out = {}
+method = make_method("random")
+for d in (1, 2):  # 5 runs: on 2 devices the last chunk is padded
+    r = simulate(method, ref, rows, list(range(5)), n_steps=20, devices=d)
+    out[f"random{d}"] = [r.estimate.tolist(), r.items.tolist(), r.upper.tolist()]
+fit = fit_factors(ref, 2, 0.1)
+mean0, cov0 = factor_prior(fit.U)
+for d in (1, 2):
+    o = simulate_hybrid(fit.V, mean0, cov0, rows, np.arange(5), np.arange(5),
+                        HybridParams(1.0, 0.0, 0.0, 0.05), 12, chunk=4, devices=d)
+    out[f"faq{d}"] = [o.theta.tolist(), o.var.tolist(), o.distinct.tolist()]
+print(json.dumps(out))
+"""
+
+
+def test_runs_split_over_two_devices_equal_one_device():
+    """The same runs on 1 and on 2 CPU devices (a fresh process: the device count is set
+    before JAX starts): the same items and, to rounding, the same estimates."""
+    done = subprocess.run([sys.executable, "-c", DEVICES_SCRIPT], capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["random1"][1] == out["random2"][1]  # items: exactly
+    assert out["faq1"][2] == out["faq2"][2]  # distinct items drawn: exactly
+    # estimates: one device's batch of 5 against two of 3 and 2; elementwise float64
+    # arithmetic on the same inputs, so at most a few ulps apart
+    for name in ("random", "faq"):
+        for a, b in zip(out[f"{name}1"], out[f"{name}2"], strict=True):
+            np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float),
+                                       rtol=1e-12, atol=1e-14)
