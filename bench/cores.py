@@ -1,17 +1,23 @@
-"""Speed-up from the second core: FAQ's and BayesAME's simulators on 1 core, on 2 cores
-with one device, and on 2 cores with a device per core, in one process on the same runs.
+"""Speed-up from the second core: FAQ's and BayesAME's simulators on one core, on two
+cores as one program, split over two devices, and split over two processes.
 
-Usage: python bench/cores.py [--faq-runs 512] [--bayesame-runs 32] [--bayesame-steps 300]
+Usage: python bench/cores.py [--faq-runs 512] [--bayesame-runs 32] [--bayesame-steps 200]
                              [--repeats 3] [--out docs/results/cores.md]
 
-The process makes one JAX CPU device per core (:func:`bayeval.devices.use_cpu_cores`).
-"1 core" pins every thread of the process to core 0 (``sched_setaffinity`` on each
-thread: XLA's thread pools stay, but share one core); "2 cores" lets them run on both.
-"1 device" runs each chunk as one program (``devices=1``), "2 devices" splits its runs
-over both devices (:func:`bayeval.devices.over_runs`). Every condition runs the same
-(target, seed) pairs after a warm-up call and is timed ``--repeats`` times, the conditions
-interleaved; the table gives the median and the results are checked equal across
-conditions. FAQ: :func:`bayeval.methods.faq.simulate_hybrid`, the robust default policy
+Every condition runs in a fresh process (``sched_setaffinity`` before JAX starts, so
+XLA sizes its thread pools to the cores it has), with the same (target, seed) pairs; after
+a warm-up call (compilation) the call is timed ``--repeats`` times and the median kept.
+
+1. 1 core, 1 device: the process pinned to core 0.
+2. 2 cores, 1 device: JAX's default; XLA's CPU runtime may use the second core itself.
+3. 2 cores, 2 devices: the runs of each chunk split over two CPU devices
+   (:func:`bayeval.devices.over_runs`, ``devices=2``) in one process.
+4. 2 processes: two processes, each pinned to its own core, started together, each running
+   half of the runs (what ``--workers 2`` does with the benches' units); the wall time is
+   the slower one's.
+
+The results of 2–4 are checked equal to those of 1 (bit for bit, or the largest
+difference). FAQ: :func:`bayeval.methods.faq.simulate_hybrid`, the robust default policy
 at a 10% budget on IFEval+MuSR (history/new split 50/50, seed 0, as in ``bench
 coverage``). BayesAME: :func:`bayeval.simulate.simulate` with ``bayesame`` (exact bucket
 GP, information gain, re-fit every 50 steps) for ``--bayesame-steps`` items on IFEval.
@@ -20,43 +26,24 @@ GP, information gain, re-fit every 50 steps) for ``--bayesame-steps`` items on I
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bayeval.devices import cpu_cores, use_cpu_cores
-
-N_DEVICES = use_cpu_cores(2)
-
-import jax  # noqa: E402
-import numpy as np  # noqa: E402
-
-from bayeval.data import load_dataset  # noqa: E402
-from bayeval.methods import make_method  # noqa: E402
-from bayeval.methods.faq import HybridParams, simulate_hybrid  # noqa: E402
-from bayeval.models.factor import factor_prior, fit_factors  # noqa: E402
-from bayeval.precision import enable_float64  # noqa: E402
-from bayeval.simulate import simulate  # noqa: E402
-from bayeval.stopping.rules import budget_rounds  # noqa: E402
-
-enable_float64()  # bayeval computes in float64 (README: "Precision")
-
-CONDITIONS = (("1 core", 1, 1), ("2 cores", 2, 1), ("2 cores", 2, 2))
+HERE = Path(__file__).resolve()
 
 
-def pin(cores: int) -> None:
-    """Let every thread of this process run on the first ``cores`` cores only."""
-    allowed = sorted(os.sched_getaffinity(0) | set(range(cpu_cores())))[:cores]
-    for tid in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(tid), allowed)
-        except (ProcessLookupError, PermissionError):  # a thread that just ended
-            pass
+def faq_workload(runs: int, part: tuple[int, int]):
+    from bayeval.data import load_dataset
+    from bayeval.methods.faq import HybridParams, simulate_hybrid
+    from bayeval.models.factor import factor_prior, fit_factors
+    from bayeval.stopping.rules import budget_rounds
 
-
-def faq_workload(runs: int):
     matrix = load_dataset("ifeval+musr")
     order = np.random.default_rng(0).permutation(matrix.n_models)
     half = matrix.n_models // 2
@@ -64,58 +51,96 @@ def faq_workload(runs: int):
     fit = fit_factors(history, 8, 0.1)
     mean0, cov0 = factor_prior(fit.U)
     rounds = budget_rounds(0.1, matrix.n_items)
-    targets = np.resize(np.arange(len(new)), runs)
-    seeds = np.arange(runs)
+    targets = np.resize(np.arange(len(new)), runs)[part[0]:part[1]]
+    seeds = np.arange(runs)[part[0]:part[1]]
 
     def call(devices: int):
         out = simulate_hybrid(fit.V, mean0, cov0, new, targets, seeds,
-                              HybridParams(1.0, 0.0, 0.0, 0.05), rounds, chunk=runs,
+                              HybridParams(1.0, 0.0, 0.0, 0.05), rounds, chunk=len(targets),
                               devices=devices)
         return np.stack([out.theta, out.var])
 
-    return call, runs * rounds, f"FAQ, {runs} runs × {rounds} rounds (IFEval+MuSR)"
+    return call, rounds
 
 
-def bayesame_workload(runs: int, steps: int):
+def bayesame_workload(runs: int, steps: int, part: tuple[int, int]):
+    from bayeval.data import load_dataset
+    from bayeval.methods import make_method
+    from bayeval.simulate import simulate
+
     matrix = load_dataset("ifeval")
-    rng = np.random.default_rng(0)
-    held = rng.choice(matrix.n_models, size=8, replace=False)
+    held = np.random.default_rng(0).choice(matrix.n_models, size=8, replace=False)
     reference = np.delete(matrix.scores, held, axis=0)
-    rows = matrix.scores[np.resize(held, runs)]
+    rows = matrix.scores[np.resize(held, runs)][part[0]:part[1]]
+    seeds = list(range(runs))[part[0]:part[1]]
     method = make_method("bayesame")
 
     def call(devices: int):
-        out = simulate(method, reference, rows, list(range(runs)), n_steps=steps,
-                       devices=devices)
+        out = simulate(method, reference, rows, seeds, n_steps=steps, devices=devices)
         return np.stack([out.estimate, out.var])
 
-    return call, runs * steps, f"BayesAME, {runs} runs × {steps} steps (IFEval)"
+    return call, steps
 
 
-def measure(call, run_steps: int, repeats: int) -> list[dict]:
-    results, times = {}, {c: [] for c in CONDITIONS}
-    for cond in CONDITIONS:  # warm-up: compile each device count once
-        pin(cond[1])
-        results[cond] = call(cond[2])
-    for _ in range(repeats):
-        for cond in CONDITIONS:
-            pin(cond[1])
-            start = time.perf_counter()
-            results[cond] = call(cond[2])
-            times[cond].append(time.perf_counter() - start)
-    pin(cpu_cores())
-    first = results[CONDITIONS[0]]
+def child(opts) -> None:
+    """One condition, in this (fresh, pinned) process: prints a JSON line."""
+    call, _ = (faq_workload(opts.runs, tuple(opts.part)) if opts.child == "faq"
+               else bayesame_workload(opts.runs, opts.steps, tuple(opts.part)))
+    result = call(opts.devices)  # warm-up: compile
+    if opts.start:
+        time.sleep(max(0.0, opts.start - time.time()))
+    times = []
+    for _ in range(opts.repeats):
+        begin = time.perf_counter()
+        result = call(opts.devices)
+        times.append(time.perf_counter() - begin)
+    np.save(opts.save, result)
+    print(json.dumps({"times": times, "cores": len(os.sched_getaffinity(0)),
+                      "devices": len(jax.devices()),
+                      "digest": hashlib.sha256(result.tobytes()).hexdigest()}))
+
+
+def spawn(opts, workload: str, cores: set[int], devices: int, part: tuple[int, int],
+          save: Path, start: float = 0.0) -> subprocess.Popen:
+    args = [sys.executable, str(HERE), "--child", workload, "--runs", str(opts.runs_of[workload]),
+            "--steps", str(opts.bayesame_steps), "--devices", str(devices), "--part",
+            str(part[0]), str(part[1]), "--repeats", str(opts.repeats), "--save", str(save),
+            "--start", str(start)]
+    env = {**os.environ, "BAYEVAL_BENCH_CPU_DEVICES": str(devices)}
+    return subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: os.sched_setaffinity(0, cores))
+
+
+def finish(proc: subprocess.Popen) -> dict:
+    out, _ = proc.communicate()
+    if proc.returncode != 0:
+        sys.exit(f"error: a bench process failed (exit {proc.returncode})")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def measure(opts, workload: str, scratch: Path) -> list[dict]:
+    runs = opts.runs_of[workload]
+    whole = (0, runs)
     rows = []
-    base = statistics.median(times[CONDITIONS[0]])
-    for cond in CONDITIONS:
-        med = statistics.median(times[cond])
-        same = np.array_equal(np.nan_to_num(results[cond], nan=-1.0),
-                              np.nan_to_num(first, nan=-1.0))
-        diff = float(np.nanmax(np.abs(results[cond] - first)))
-        rows.append({"cores": cond[1], "devices": cond[2], "seconds": med,
-                     "spread": (min(times[cond]), max(times[cond])),
-                     "us": 1e6 * med / run_steps, "speedup": base / med,
-                     "same": same, "diff": diff})
+    for label, cores, devices in (("1 core, 1 device", {0}, 1),
+                                  ("2 cores, 1 device", {0, 1}, 1),
+                                  ("2 cores, 2 devices", {0, 1}, 2)):
+        save = scratch / f"{workload}-{devices}-{len(cores)}.npy"
+        got = finish(spawn(opts, workload, cores, devices, whole, save))
+        rows.append({"condition": label, "seconds": statistics.median(got["times"]),
+                     "times": got["times"], "result": np.load(save)})
+        print(f"{workload}: {label}: {rows[-1]['seconds']:.3f} s", flush=True)
+    half = runs // 2
+    start = time.time() + (40.0 if workload == "bayesame" else 25.0)  # after both compile
+    procs = [spawn(opts, workload, {i}, 1, part, scratch / f"{workload}-proc{i}.npy", start)
+             for i, part in enumerate(((0, half), (half, runs)))]
+    got = [finish(p) for p in procs]
+    per_repeat = [max(a, b) for a, b in zip(got[0]["times"], got[1]["times"], strict=True)]
+    joined = np.concatenate([np.load(scratch / f"{workload}-proc{i}.npy") for i in range(2)],
+                            axis=1)
+    rows.append({"condition": "2 processes, 1 core each", "seconds":
+                 statistics.median(per_repeat), "times": per_repeat, "result": joined})
+    print(f"{workload}: 2 processes: {rows[-1]['seconds']:.3f} s", flush=True)
     return rows
 
 
@@ -123,27 +148,45 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--faq-runs", type=int, default=512)
     parser.add_argument("--bayesame-runs", type=int, default=32)
-    parser.add_argument("--bayesame-steps", type=int, default=300)
+    parser.add_argument("--bayesame-steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
+    # one condition in a child process
+    parser.add_argument("--child", choices=("faq", "bayesame"), help=argparse.SUPPRESS)
+    parser.add_argument("--runs", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--steps", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--devices", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--part", type=int, nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--save", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--start", type=float, default=0.0, help=argparse.SUPPRESS)
     opts = parser.parse_args()
-    if cpu_cores() < 2 or N_DEVICES < 2:
-        sys.exit(f"error: this bench needs 2 cores and 2 CPU devices; the process has "
-                 f"{cpu_cores()} cores and {N_DEVICES} devices")
-    head = (f"JAX {jax.__version__}, {N_DEVICES} CPU devices on {cpu_cores()} cores, "
-            f"{opts.repeats} repeats (median; min–max in brackets)")
-    print(head, flush=True)
-    lines = [head, "", "| workload | cores | devices | seconds | µs per run-step | "
-             "speed-up vs 1 core | results equal to 1 core |", "|---|---|---|---|---|---|---|"]
-    for call, run_steps, label in (faq_workload(opts.faq_runs),
-                                   bayesame_workload(opts.bayesame_runs,
-                                                     opts.bayesame_steps)):
-        for r in measure(call, run_steps, opts.repeats):
-            same = "bit for bit" if r["same"] else f"max |Δ| {r['diff']:.1e}"
-            lines.append(f"| {label} | {r['cores']} | {r['devices']} | {r['seconds']:.2f} "
-                         f"({r['spread'][0]:.2f}–{r['spread'][1]:.2f}) | {r['us']:.2f} | "
-                         f"{r['speedup']:.2f}× | {same} |")
-            print(lines[-1], flush=True)
+    if opts.child:
+        child(opts)
+        return
+    if len(os.sched_getaffinity(0)) < 2:
+        sys.exit("error: this bench needs 2 cores; the process may use "
+                 f"{len(os.sched_getaffinity(0))}")
+    opts.runs_of = {"faq": opts.faq_runs, "bayesame": opts.bayesame_runs}
+    import tempfile
+
+    labels = {"faq": f"FAQ simulator, {opts.faq_runs} runs, 10% budget (IFEval+MuSR)",
+              "bayesame": f"BayesAME simulator, {opts.bayesame_runs} runs × "
+                          f"{opts.bayesame_steps} steps (IFEval)"}
+    head = (f"JAX {jax.__version__}, {os.cpu_count()} cores; median of {opts.repeats} "
+            "timed calls after a warm-up, each condition in a fresh process")
+    lines = [head, "", "| simulator | condition | seconds (each call) | speed-up vs 1 core | "
+             "results against 1 core |", "|---|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as scratch:
+        for workload in ("faq", "bayesame"):
+            rows = measure(opts, workload, Path(scratch))
+            base = rows[0]
+            for r in rows:
+                same = np.array_equal(r["result"], base["result"], equal_nan=True)
+                diff = float(np.nanmax(np.abs(r["result"] - base["result"])))
+                each = ", ".join(f"{t:.2f}" for t in r["times"])
+                lines.append(f"| {labels[workload]} | {r['condition']} | {r['seconds']:.2f} "
+                             f"({each}) | {base['seconds'] / r['seconds']:.2f}× | "
+                             f"{'bit for bit' if same else f'max |Δ| {diff:.1e}'} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if opts.out:
@@ -152,4 +195,15 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if "--child" in sys.argv:  # the device count is set before JAX starts
+        n = int(os.environ.get("BAYEVAL_BENCH_CPU_DEVICES", "1"))
+        from bayeval.devices import use_cpu_cores
+
+        use_cpu_cores(n)
+    import jax
+    import numpy as np
+
+    from bayeval.precision import enable_float64
+
+    enable_float64()  # bayeval computes in float64 (README: "Precision")
     main()

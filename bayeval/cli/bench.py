@@ -432,20 +432,26 @@ def bench_compression(
                            ] = 10,
     ablation: Annotated[bool, typer.Option(help="Also run the BestRand ablation "
                                                 "(100 seeds, 5% and 10%).")] = True,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for results.csv, mince.csv, "
-                                           "error_tails.png, report.md and runs/.")
+                                           "error_tails.png, report.md and units/.")
                    ] = Path("results/compression"),
 ) -> None:
     """The BestRand and MINCE experiments: random, BestRand and k-means subsets at 2–50% retention
     (MAE, high-error risk) and MINCE's size and drift, with references and targets split
-    by model. Each dataset's results are saved under OUT/runs as they finish and reused by
-    a rerun with the same settings."""
+    by model. Each dataset's subset table, MINCE table and ablation is saved under
+    OUT/units as it finishes and reused by a rerun with the same settings; --workers or
+    --executor ray spread them."""
     from bayeval.experiments.compression import run_compression_bench
 
+    check_executor(executor, address)
     try:
         names = bench_sources(datasets, reference, task, metric, filter_name)
         run_compression_bench(names, out, seeds, kmeans_seeds, mince_seeds, ablation,
-                              log=lambda line: err.print(line, highlight=False))
+                              log=lambda line: err.print(line, highlight=False),
+                              executor=executor, workers=workers, address=address)
     except (BayevalError, ValueError) as exc:  # e.g. too few items for MINCE's sizes
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())

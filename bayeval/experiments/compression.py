@@ -37,6 +37,7 @@ from bayeval.compression.bestrand import bestrand, random_subsets
 from bayeval.compression.mince import freeze_subset, mince_sizing
 from bayeval.data.matrix import ScoreMatrix
 from bayeval.experiments.figures import panel_grid
+from bayeval.experiments.units import Unit, run_units
 
 RETENTIONS = (0.02, 0.05, 0.10, 0.20, 0.50)
 THRESHOLDS = (0.02, 0.05)
@@ -293,54 +294,67 @@ def write_report(table: pd.DataFrame, mince: pd.DataFrame, errors: dict[str, dic
     return out / "report.md"
 
 
+def compression_unit(unit: Unit, data: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One cached unit of ``bench compression`` (``unit.method``: ``subsets``, ``mince`` or
+    ``ablation``) on ``data[unit.dataset]``: its table's columns as ``table/<column>``
+    arrays, and for ``subsets`` the per-seed errors as ``errors/<method>``."""
+    scores, s = data[unit.dataset], unit.settings
+    errors: dict[str, np.ndarray] = {}
+    if unit.method == "subsets":
+        table, errors = compression_table(scores, unit.dataset, s["seeds"],
+                                          kmeans_seeds=s["kmeans_seeds"])
+    elif unit.method == "mince":
+        table = mince_table(scores, unit.dataset, s["mince_seeds"])
+    elif unit.method == "ablation":
+        table = ablation_table(scores, unit.dataset)
+    else:
+        raise ValueError(f"unknown compression unit {unit.method!r}")
+    return {**{f"table/{c}": table[c].to_numpy() for c in table.columns},
+            **{f"errors/{k}": np.asarray(v) for k, v in errors.items()}}
+
+
+def _unpack(arrays: dict[str, np.ndarray]) -> tuple[pd.DataFrame, dict[str, np.ndarray]]:
+    table = pd.DataFrame({k.removeprefix("table/"): v for k, v in arrays.items()
+                          if k.startswith("table/")})
+    errors = {k.removeprefix("errors/"): v for k, v in arrays.items()
+              if k.startswith("errors/")}
+    return table, errors
+
+
 def run_compression_bench(names: Sequence[str | ScoreMatrix], out: Path, seeds: int = 200,
                           kmeans_seeds: int = 20, mince_seeds: int = 10,
                           ablation: bool = True,
-                          log: Callable[[str], None] = lambda line: None) -> Path:
+                          log: Callable[[str], None] = lambda line: None,
+                          executor: str = "local", workers: int = 1,
+                          address: str | None = None) -> Path:
     """Every table of ``bayeval bench compression`` for ``names`` (bundled datasets or
-    user matrices, :func:`~bayeval.data.sources.bench_dataset`),
-    each dataset's tables saved under ``out/runs`` as they finish and reused by a rerun
-    with the same seeds; returns the path of the report."""
+    user matrices, :func:`~bayeval.data.sources.bench_dataset`). Each dataset's subset
+    table, MINCE table and ablation is a unit of :mod:`~bayeval.experiments.units`, saved
+    under ``out/units`` as it finishes and reused by a rerun with the same seeds;
+    ``executor``, ``workers`` and ``address`` say where they run. Returns the path of the
+    report."""
     from bayeval.data.sources import bench_dataset
     from bayeval.errors import BayevalError
 
-    runs = out / "runs"
-    runs.mkdir(parents=True, exist_ok=True)
-    tag = f"{seeds}-{kmeans_seeds}-{mince_seeds}"
-    tables, minces, ablations, errors = [], [], [], {}
-
-    def cached(path: Path, make: Callable[[], pd.DataFrame]) -> pd.DataFrame:
-        marker = path.with_suffix(".tag")
-        if path.exists() and marker.exists() and marker.read_text() == tag:
-            return pd.read_csv(path)
-        frame = make()
-        frame.to_csv(path, index=False)
-        marker.write_text(tag)
-        return frame
-
+    settings = {"seeds": int(seeds), "kmeans_seeds": int(kmeans_seeds),
+                "mince_seeds": int(mince_seeds)}
+    kinds = ("subsets", "mince", "ablation") if ablation else ("subsets", "mince")
+    data, units = {}, []
     for dataset in names:
         name, matrix = bench_dataset(dataset)
-        scores = matrix.scores
-        if np.isnan(scores).any():
+        if np.isnan(matrix.scores).any():
             raise BayevalError(f"{name}: the score matrix has missing entries")
-
-        def make(scores=scores, name=name):
-            table, errs = compression_table(scores, name, seeds, kmeans_seeds=kmeans_seeds,
-                                            log=log)
-            np.savez_compressed(runs / f"{name}_errors.npz", **errs)
-            return table
-
-        tables.append(cached(runs / f"{name}.csv", make))
-        with np.load(runs / f"{name}_errors.npz") as z:
-            errors[name] = {k: z[k] for k in z.files}
-        minces.append(cached(runs / f"{name}_mince.csv",
-                             lambda scores=scores, name=name: mince_table(
-                                 scores, name, mince_seeds, log=log)))
+        data[name] = matrix.scores
+        units += [Unit("compression", name, kind, 0, seeds, settings) for kind in kinds]
+    done = iter(run_units(units, compression_unit, data, out, executor, workers, address,
+                          log=log))
+    tables, minces, ablations, errors = [], [], [], {}
+    for name in data:
+        table, errors[name] = _unpack(next(done))
+        tables.append(table)
+        minces.append(_unpack(next(done))[0])
         if ablation:
-            ablations.append(cached(runs / f"{name}_ablation.csv",
-                                    lambda scores=scores, name=name: ablation_table(
-                                        scores, name)))
-            log(f"{name}: ablation done")
-        write_report(pd.concat(tables), pd.concat(minces), errors, out,
-                     pd.concat(ablations) if ablations else None)
+            ablations.append(_unpack(next(done))[0])
+    write_report(pd.concat(tables), pd.concat(minces), errors, out,
+                 pd.concat(ablations) if ablations else None)
     return out / "report.md"

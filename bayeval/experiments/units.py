@@ -129,8 +129,11 @@ class ResultCache:
             if kind == "frame":
                 result.to_parquet(tmp, index=False)
             else:
+                # text columns as Unicode arrays: an object array would need pickle
+                arrays = {k: np.asarray(v) for k, v in result.items()}
                 with open(tmp, "wb") as fh:
-                    np.savez(fh, **{k: np.asarray(v) for k, v in result.items()})
+                    np.savez(fh, **{k: a.astype(str) if a.dtype == object else a
+                                    for k, a in arrays.items()})
             os.replace(tmp, path)
         finally:
             tmp.unlink(missing_ok=True)

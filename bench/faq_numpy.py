@@ -1,0 +1,179 @@
+"""FAQ's run-round against a plain NumPy transcription of METHODS.md §3, in one process on
+one core, the same draws giving the same results; and what a run-round costs against its
+O(N k) arithmetic.
+
+Usage: python bench/faq_numpy.py [--runs 512] [--budget 0.1] [--repeats 3] [--cores 1]
+                                 [--out docs/results/faq_numpy.md]
+
+The process pins itself to ``--cores`` cores before NumPy and JAX start (their thread
+pools then have that many threads). Workload: IFEval+MuSR, models split 50/50 into
+history and new (seed 0, as in ``bench coverage``), the factor model (k = 8, λ = 0.1)
+fitted on the history, FAQ's robust default policy ((β0, ρ, γ, τ) = (1, 0, 0, 0.05)) at a
+``--budget`` share of the items, on ``--runs`` (new model, seed) pairs.
+
+bayeval: :func:`bayeval.methods.faq.simulate_hybrid`, one chunk of all runs. NumPy: the
+formulas of METHODS.md §3 written out with NumPy arrays, batched over runs round by round
+(prediction p̂ = σ(û·V), q from h_o, the inverse-CDF draw, the PAI sums, the rank-one
+Laplace update of û and Σ), fed the uniforms bayeval's keys draw (run r, round s:
+``uniform(fold_in(key(seed_r), s))``) so that both pick the same items. Reported: µs per
+(run, round) of each after a warm-up, their ratio, the largest difference of θ̂ and of
+its variance, and the compiled program's own count of floating-point operations and bytes
+touched per run-round (XLA's cost analysis) against the O(N k) the formulas need.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+
+def _pin() -> int:
+    cores = 1
+    if "--cores" in sys.argv:
+        cores = int(sys.argv[sys.argv.index("--cores") + 1])
+    allowed = sorted(os.sched_getaffinity(0))[:cores]
+    os.sched_setaffinity(0, allowed)
+    return len(allowed)
+
+
+CORES = _pin()  # before NumPy's and XLA's thread pools start
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from bayeval.data import load_dataset  # noqa: E402
+from bayeval.methods import faq as faq_module  # noqa: E402
+from bayeval.methods.faq import HybridParams, simulate_hybrid  # noqa: E402
+from bayeval.models.factor import factor_prior, fit_factors  # noqa: E402
+from bayeval.precision import enable_float64  # noqa: E402
+from bayeval.stopping.rules import budget_rounds  # noqa: E402
+
+enable_float64()  # bayeval computes in float64 (README: "Precision")
+
+P_CLIP = 1e-12
+
+
+def numpy_faq(V: np.ndarray, mean0: np.ndarray, cov0: np.ndarray, scores: np.ndarray,
+              targets: np.ndarray, uniforms: np.ndarray, tau: float = 0.05
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """METHODS.md §3 with ρ = γ = 0 and β0 = 1 (the robust default): (θ̂, Var θ̂) per run,
+    the variance centred at N θ̂ with T − 1 degrees of freedom as bayeval reports it."""
+    R, T = uniforms.shape
+    N = V.shape[0]
+    mean = np.broadcast_to(mean0, (R, mean0.size)).copy()
+    cov = np.broadcast_to(cov0, (R, *cov0.shape)).copy()
+    rows = np.arange(R)
+    phi = np.zeros((R, T))
+    resid2 = np.zeros(R)
+    totals = np.zeros((R, T))
+    for s in range(T):
+        p = np.clip(1.0 / (1.0 + np.exp(-(mean @ V.T))), P_CLIP, 1.0 - P_CLIP)
+        h = np.sqrt(p * (1.0 - p))
+        q = (1.0 - tau) * h / h.sum(1, keepdims=True) + tau / N
+        cdf = np.cumsum(q, 1)
+        item = np.minimum((cdf <= uniforms[:, s:s + 1]).sum(1), N - 1)
+        z = scores[targets, item]
+        p_i, q_i = p[rows, item], q[rows, item]
+        total = p.sum(1)
+        r = (z - p_i) / q_i
+        phi[:, s], totals[:, s] = total + r, total
+        resid2 += r * r
+        v = V[item]  # (R, k): the Laplace update of (û, Σ)
+        sv = np.einsum("bkl,bl->bk", cov, v)
+        w = p_i * (1.0 - p_i)
+        gain = w / (1.0 + w * np.einsum("bk,bk->b", v, sv))
+        cov -= gain[:, None, None] * sv[:, :, None] * sv[:, None, :]
+        mean += ((z - p_i) * gain / w)[:, None] * sv
+    theta = phi.sum(1) / (T * N)
+    spread = ((theta[:, None] * N - totals) ** 2).sum(1)
+    v2 = np.maximum(0.0, (resid2 - spread) / ((T - 1) * N**2))
+    return theta, v2 / T
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=512)
+    parser.add_argument("--budget", type=float, default=0.1)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cores", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None)
+    opts = parser.parse_args()
+
+    matrix = load_dataset("ifeval+musr")
+    order = np.random.default_rng(0).permutation(matrix.n_models)
+    half = matrix.n_models // 2
+    history, new = matrix.scores[order[:half]], matrix.scores[order[half:]]
+    fit = fit_factors(history, 8, 0.1)
+    V, (mean0, cov0) = np.asarray(fit.V), (np.asarray(x) for x in factor_prior(fit.U))
+    rounds = budget_rounds(opts.budget, matrix.n_items)
+    targets = np.resize(np.arange(len(new)), opts.runs)
+    seeds = np.arange(opts.runs)
+    params = HybridParams(1.0, 0.0, 0.0, 0.05)
+    keys = jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.uint32))
+    steps = jnp.arange(rounds, dtype=jnp.float64)  # the rounds as simulate_hybrid folds them
+    uniforms = np.asarray(jax.vmap(lambda k: jax.vmap(lambda s: jax.random.uniform(
+        jax.random.fold_in(k, s), (), jnp.float64))(steps))(keys))
+
+    def ours():
+        out = simulate_hybrid(V, mean0, cov0, new, targets, seeds, params, rounds,
+                              chunk=opts.runs, devices=1)
+        return np.asarray(out.theta), np.asarray(out.var)
+
+    def theirs():
+        return numpy_faq(V, mean0, cov0, new, targets, uniforms)
+
+    a, b = ours(), theirs()  # warm-up (compilation) and the equality check
+    times = {"bayeval": [], "numpy": []}
+    for _ in range(opts.repeats):
+        for name, call in (("bayeval", ours), ("numpy", theirs)):
+            start = time.perf_counter()
+            call()
+            times[name].append(time.perf_counter() - start)
+    us = {k: 1e6 * statistics.median(v) / (opts.runs * rounds) for k, v in times.items()}
+
+    # XLA's own count of what the compiled program does
+    cast = lambda x: jnp.asarray(x, jnp.float64)  # noqa: E731
+    lowered = faq_module._compiled_hybrid(int(rounds), 1).lower(
+        cast(V), cast(mean0), cast(cov0), cast(new), jnp.asarray(targets, jnp.int32), keys,
+        cast(tuple(params)))
+    cost = lowered.compile().cost_analysis()
+    cost = cost[0] if isinstance(cost, list | tuple) else cost
+    flops = float(cost.get("flops", float("nan"))) / (opts.runs * rounds)
+    touched = float(cost.get("bytes accessed", float("nan"))) / (opts.runs * rounds)
+    N, k = V.shape
+    # the formulas per run-round: p̂ = σ(û·V) (N k multiply-adds), the Σ v and gain (k²),
+    # h, q, cumsum and the draw (about 10 N), the PAI sums (a few); the latent variances
+    # vᵀΣv that bayeval also keeps for the active part cost another 2 N k
+    needed = 2 * N * k + 10 * N
+
+    lines = [
+        f"JAX {jax.__version__}, NumPy {np.__version__}; {CORES} core(s); IFEval+MuSR "
+        f"(N = {N}, k = {k}), {opts.runs} runs × {rounds} rounds, median of "
+        f"{opts.repeats}", "",
+        "| implementation | µs per run-round | ratio to NumPy |", "|---|---|---|",
+        f"| NumPy transcription of METHODS.md §3 | {us['numpy']:.2f} | 1.00× |",
+        f"| bayeval `simulate_hybrid` | {us['bayeval']:.2f} | "
+        f"{us['numpy'] / us['bayeval']:.2f}× faster |", "",
+        f"Same draws: largest |Δθ̂| {np.max(np.abs(a[0] - b[0])):.1e}, largest |ΔVar| "
+        f"{np.max(np.abs(a[1] - b[1])):.1e} over {opts.runs} runs.", "",
+        "| per run-round | value |", "|---|---|",
+        f"| floating-point operations, XLA's count | {flops:,.0f} |",
+        f"| bytes touched, XLA's count | {touched:,.0f} |",
+        f"| operations the formulas need (2 N k + 10 N) | {needed:,} |",
+        f"| achieved: GFLOP/s | {flops / us['bayeval'] / 1e3:.2f} |",
+        f"| achieved: GB/s | {touched / us['bayeval'] / 1e3:.2f} |",
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if opts.out:
+        opts.out.parent.mkdir(parents=True, exist_ok=True)
+        opts.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
