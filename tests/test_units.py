@@ -202,3 +202,32 @@ def test_runs_split_over_two_devices_equal_one_device():
         for a, b in zip(out[f"{name}1"], out[f"{name}2"], strict=True):
             np.testing.assert_allclose(np.asarray(a, float), np.asarray(b, float),
                                        rtol=1e-12, atol=1e-14)
+
+
+def test_text_arrays_round_trip_without_pickle(tmp_path):
+    """Text columns (object arrays in pandas) are stored as Unicode, so the saved unit is
+    read back rather than silently recomputed."""
+    cache = ResultCache(tmp_path)
+    unit = _units(1)[0]
+    cache.put(unit, {"table/method": pd.Series(["random", "BestRand"]).to_numpy(),
+                     "table/mae": np.array([0.1, 0.2])})
+    back = cache.get(unit)
+    assert back is not None and back["table/method"].tolist() == ["random", "BestRand"]
+
+
+def test_estimation_units_are_reused_with_the_same_curves(tmp_path):
+    from bayeval.data import load_dataset
+    from bayeval.data.matrix import ScoreMatrix
+    from bayeval.experiments.estimation import run_estimation
+
+    full = load_dataset("rte")
+    matrix = ScoreMatrix(full.scores[:40, :50], full.models[:40], full.items[:50], name="toy")
+    lines: list[str] = []
+    kwargs = dict(regimes=("interpolation",), methods=("random",), n_targets=2, seeds=2,
+                  n_steps=15, out=tmp_path, log=lines.append)
+    first, stops = run_estimation(matrix, **kwargs)
+    assert not any("reusing" in line for line in lines)
+    again, stops2 = run_estimation(matrix, **kwargs)
+    assert any("reusing 2 of 2" in line for line in lines)
+    pd.testing.assert_frame_equal(first, again)
+    pd.testing.assert_frame_equal(stops, stops2)
