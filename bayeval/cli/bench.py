@@ -482,13 +482,19 @@ def bench_validity(
     reference_fraction: ReferenceFractionOption = 0.5,
     faq: Annotated[bool, typer.Option(
         help="Also run FAQ with the first method's mean stopping n as its budget.")] = True,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for results.csv, faq.csv, validity.png, "
                                            "report.md and the per-run CSVs.")
                    ] = Path("results/validity"),
 ) -> None:
     """Design-valid active estimation (METHODS.md §9): coverage of the interval at the
     automatic stop ± SE per dataset, variant, ε and score stratum; items at the stop and
-    the saving against RS-Mean at the same ε; width at equal items against FAQ."""
+    the saving against RS-Mean at the same ε; width at equal items against FAQ. Every
+    (variant, ε, method, seed) is saved under OUT/units as it finishes and reused by a
+    rerun with the same settings; --workers or --executor ray spread them."""
+    check_executor(executor, address)
     import pandas as pd
 
     from bayeval.experiments.validity import VARIANTS, run_validity, write_report
@@ -514,7 +520,8 @@ def bench_validity(
                 name, variant_list, eps, specs, seeds, targets, reps, reference_fraction,
                 faq, log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",
                                                 highlight=False),
-                runs_dir=out / "runs")
+                runs_dir=out / "runs", out=out, executor=executor, workers=workers,
+                address=address)
             all_runs.append(runs)
             all_faq.append(faq_rows)
             write_report(pd.concat(all_runs), pd.concat(all_faq), out)  # keep partial

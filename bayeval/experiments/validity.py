@@ -36,6 +36,7 @@ from bayeval.errors import DataError
 from bayeval.estimators.interval import z_value
 from bayeval.experiments.metrics import covers
 from bayeval.experiments.tables import markdown_table
+from bayeval.experiments.units import Unit, run_units
 from bayeval.methods import accepts_parameter, make_method, parse_method_spec
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import SimulationResult, concatenate, simulate
@@ -82,7 +83,8 @@ def variant_split(matrix: ScoreMatrix, variant: str, n_targets: int,
 
 
 def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int,
-                   epsilon: float | None, extra: dict | None = None) -> SimulationResult:
+                   epsilon: float | None, extra: dict | None = None, first: int = 0
+                   ) -> SimulationResult:
     name, params = parse_method_spec(spec)
     if epsilon is not None and accepts_parameter(name, "epsilon"):
         params.setdefault("epsilon", epsilon)
@@ -91,7 +93,7 @@ def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int,
     params.update(extra or {})
     method = make_method(name, **params)
     parts = []
-    for s, sp in enumerate(splits):
+    for s, sp in enumerate(splits, start=first):
         targets = np.repeat(sp.targets.scores, reps, axis=0)
         seeds = 1_000_003 * s + np.arange(targets.shape[0])
         parts.append(simulate(method, sp.reference.scores, targets, seeds,
@@ -159,17 +161,46 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def validity_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray]:
+    """One cached unit of ``bench validity``: seed ``unit.first`` (one split) of one
+    (variant, ε, method), or of FAQ at ``settings["budget"]``. Returns its per-run rows
+    (:func:`stop_table`) as ``rows/<column>`` arrays and, with ``settings["bounds"]``, the
+    interval at every step (``lower``, ``upper``) for the comparison with FAQ."""
+    s = unit.settings
+    matrix = variant_matrix(data[unit.dataset], s["variant"])
+    sp = variant_split(matrix, s["variant"], s["n_targets"], s["reference_fraction"],
+                       unit.first)
+    extra = {"budget": s["budget"]} if s.get("budget") is not None else None
+    result = _simulate_spec(s["spec"], [sp], s["reps"], s["capacity"], s["epsilon"], extra,
+                            first=unit.first)
+    rows = stop_table(result, matrix.n_items)
+    out = {f"rows/{c}": rows[c].to_numpy() for c in rows.columns}
+    if s.get("bounds"):
+        out.update(lower=result.lower, upper=result.upper)
+    return out
+
+
+def _rows(arrays: dict[str, np.ndarray]) -> pd.DataFrame:
+    return pd.DataFrame({k.removeprefix("rows/"): v for k, v in arrays.items()
+                         if k.startswith("rows/")})
+
+
 def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                  epsilons: Sequence[float] = (0.02, 0.05, 0.1),
                  methods: Sequence[str] = METHODS, seeds: int = 10, n_targets: int = 20,
                  reps: int = 5, reference_fraction: float = 0.5, faq: bool = True,
-                 log: Callable[[str], None] = print, runs_dir: Path | None = None
-                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 log: Callable[[str], None] = print, runs_dir: Path | None = None,
+                 out: Path | None = None, executor: str = "local", workers: int = 1,
+                 address: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-run rows, FAQ comparison rows) for every variant, ε and method (module
-    docstring). ``runs_dir``: each (variant, ε, method) leaves its per-run rows there as
-    CSV as soon as it is done."""
+    docstring). Every (variant, ε, method, seed) is a unit of
+    :mod:`~bayeval.experiments.units`: with ``out`` saved there as it finishes and reused
+    by a rerun; ``executor``, ``workers`` and ``address`` say where the units run (FAQ's
+    after the first method's, whose mean stop sets FAQ's budget). ``runs_dir``: each
+    (variant, ε, method) leaves its per-run rows there as CSV."""
     label, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
-    all_runs, faq_rows = [], []
+    t0 = time.time()
+    cells = []  # (variant, data, capacity)
     for variant in variants:
         try:
             data = variant_matrix(matrix, variant)
@@ -178,43 +209,65 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
             continue
         splits = [variant_split(data, variant, n_targets, reference_fraction, s)
                   for s in range(seeds)]
-        capacity = max(make_buckets(sp.reference.scores).n_buckets for sp in splits)
-        for eps in epsilons:
-            first = None
-            for spec in methods:
-                t0 = time.time()
-                result = _simulate_spec(spec, splits, reps, capacity, eps)
-                runs = stop_table(result, data.n_items).assign(
-                    dataset=label, variant=variant, epsilon=eps, method=spec)
-                all_runs.append(runs)
-                if first is None:
-                    first = (spec, result, runs)
-                if runs_dir is not None:
-                    runs_dir.mkdir(parents=True, exist_ok=True)
-                    safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)
-                    runs.to_csv(runs_dir / f"{label}-{variant}-{eps:g}-{safe}.csv",
-                                index=False)
-                log(f"{label} {variant} ε={eps:g} {spec}: {len(runs)} runs, coverage "
-                    f"{runs.covered.mean():.3f}, items {runs['items'].mean():.0f}/"
-                    f"{data.n_items} in {time.time() - t0:.0f} s")
-            if faq and first is not None:
-                spec, result, runs = first
-                budget = max(2, round(float(runs.n.mean())))
-                faq_result = _simulate_spec("faq", splits, reps, capacity, None,
-                                            {"budget": budget})
-                faq_runs = stop_table(faq_result, data.n_items)
-                width_active = np.clip(_at(result.upper, np.full(len(runs), budget)), 0, 1) - \
-                    np.clip(_at(result.lower, np.full(len(runs), budget)), 0, 1)
-                faq_rows.append({
-                    "dataset": label, "variant": variant, "epsilon": eps,
-                    "method": spec, "budget": budget,
-                    "width": float(np.nanmean(width_active)),
-                    "faq_width": float((faq_runs.upper - faq_runs.lower).mean()),
-                    "faq_coverage": float(faq_runs.covered.mean()),
-                    "faq_items": float(faq_runs["items"].mean()), "runs": len(faq_runs)})
-                log(f"{label} {variant} ε={eps:g} faq(budget={budget}): width "
-                    f"{faq_rows[-1]['faq_width']:.4f} against {faq_rows[-1]['width']:.4f}, "
-                    f"coverage {faq_rows[-1]['faq_coverage']:.3f}")
+        cells.append((variant, data, max(make_buckets(sp.reference.scores).n_buckets
+                                         for sp in splits)))
+
+    def units_of(variant, eps, spec, capacity, **more):
+        settings = {"variant": variant, "epsilon": eps, "spec": spec,
+                    "n_targets": int(n_targets), "reps": int(reps),
+                    "reference_fraction": float(reference_fraction),
+                    "capacity": int(capacity), **more}
+        name = (f"{variant}-{spec}-budget={more['budget']}" if "budget" in more
+                else f"{variant}-{eps:g}-{spec}")
+        return [Unit("validity", label, name, s, s + 1, settings) for s in range(seeds)]
+
+    plan = {(v, eps, spec): units_of(v, eps, spec, cap, bounds=(i == 0 and faq))
+            for v, _, cap in cells for eps in epsilons for i, spec in enumerate(methods)}
+    units = [u for us in plan.values() for u in us]
+    done = dict(zip(units, run_units(units, validity_unit, {label: matrix}, out, executor,
+                                     workers, address, log=log), strict=True))
+    all_runs, firsts = [], {}
+    for (variant, eps, spec), us in plan.items():
+        n_items = next(d for v, d, _ in cells if v == variant).n_items
+        runs = pd.concat([_rows(done[u]) for u in us], ignore_index=True).assign(
+            dataset=label, variant=variant, epsilon=eps, method=spec)
+        all_runs.append(runs)
+        if us[0].settings["bounds"]:
+            firsts[variant, eps] = (spec, runs, np.concatenate([done[u]["lower"] for u in us]),
+                                    np.concatenate([done[u]["upper"] for u in us]))
+        if runs_dir is not None:
+            runs_dir.mkdir(parents=True, exist_ok=True)
+            safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)
+            runs.to_csv(runs_dir / f"{label}-{variant}-{eps:g}-{safe}.csv", index=False)
+        log(f"{label} {variant} ε={eps:g} {spec}: {len(runs)} runs, coverage "
+            f"{runs.covered.mean():.3f}, items {runs['items'].mean():.0f}/{n_items}")
+    faq_rows = []
+    if faq and firsts:
+        budgets = {key: max(2, round(float(runs.n.mean())))
+                   for key, (_, runs, _, _) in firsts.items()}
+        faq_plan = {key: units_of(key[0], None, "faq", cap, budget=budgets[key])
+                    for key in firsts for v, _, cap in cells if v == key[0]}
+        faq_units = [u for us in faq_plan.values() for u in us]
+        faq_done = dict(zip(faq_units, run_units(faq_units, validity_unit, {label: matrix},
+                                                 out, executor, workers, address, log=log),
+                            strict=True))
+        for (variant, eps), us in faq_plan.items():
+            spec, runs, lower, upper = firsts[variant, eps]
+            budget = budgets[variant, eps]
+            faq_runs = pd.concat([_rows(faq_done[u]) for u in us], ignore_index=True)
+            at = np.full(len(runs), budget)
+            width_active = np.clip(_at(upper, at), 0, 1) - np.clip(_at(lower, at), 0, 1)
+            faq_rows.append({
+                "dataset": label, "variant": variant, "epsilon": eps,
+                "method": spec, "budget": budget,
+                "width": float(np.nanmean(width_active)),
+                "faq_width": float((faq_runs.upper - faq_runs.lower).mean()),
+                "faq_coverage": float(faq_runs.covered.mean()),
+                "faq_items": float(faq_runs["items"].mean()), "runs": len(faq_runs)})
+            log(f"{label} {variant} ε={eps:g} faq(budget={budget}): width "
+                f"{faq_rows[-1]['faq_width']:.4f} against {faq_rows[-1]['width']:.4f}, "
+                f"coverage {faq_rows[-1]['faq_coverage']:.3f}")
+    log(f"{label}: {len(units)} units in {time.time() - t0:.0f} s")
     return pd.concat(all_runs, ignore_index=True), pd.DataFrame(faq_rows)
 
 
