@@ -111,12 +111,14 @@ def child(opts) -> dict:
         rows = targets[:n_runs]
         steps = opts.steps
         row["start_s"] = _timed(lambda: method.start(reference, scores.shape[1], 1))[0]
+        print(f"start done in {row['start_s']:.0f} s", file=sys.stderr, flush=True)
 
         def call():
             return simulate(method, reference, rows, list(range(n_runs)), n_steps=steps,
                             devices=1).estimate
 
     row["first_s"], _ = _timed(call)
+    print(f"first call done in {row['first_s']:.0f} s", file=sys.stderr, flush=True)
     row["steady_s"], out = _timed(call)
     row.update(runs=n_runs, steps=steps,
                us_per_run_step=1e6 * row["steady_s"] / (n_runs * steps),
@@ -158,8 +160,11 @@ def main() -> None:
             try:
                 done = subprocess.run(args, capture_output=True, text=True,
                                       timeout=opts.timeout, env=os.environ)
-            except subprocess.TimeoutExpired:
-                rows.append({"engine": engine, "error": f"not done in {opts.timeout:.0f} s"})
+            except subprocess.TimeoutExpired as exc:
+                said = exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr
+                phase = ", ".join((said or "").strip().splitlines()[-2:]) or "start not done"
+                rows.append({"engine": engine,
+                             "error": f"not done in {opts.timeout:.0f} s ({phase})"})
                 print(f"{engine}: not done in {opts.timeout:.0f} s", flush=True)
                 continue
             if done.returncode != 0:

@@ -119,8 +119,8 @@ def test_worker_processes_equal_this_process(tmp_path):
 
 
 def test_bench_selection_on_ray_equals_the_local_run(tmp_path):
-    """The issue's check: a Ray run of bench selection on two local workers writes the
-    same accuracy.csv as the local run, byte for byte."""
+    """A Ray run of bench selection on two local workers, and a run on two worker
+    processes, write the same accuracy.csv as the local run, byte for byte."""
     pytest.importorskip("ray")
     from typer.testing import CliRunner
 
@@ -136,6 +136,10 @@ def test_bench_selection_on_ray_equals_the_local_run(tmp_path):
     assert ray_run.exit_code == 0, ray_run.output
     assert (tmp_path / "local" / "accuracy.csv").read_bytes() == \
         (tmp_path / "ray" / "accuracy.csv").read_bytes()
+    pool = runner.invoke(app, [*args, "--workers", "2", "--out", str(tmp_path / "pool")])
+    assert pool.exit_code == 0, pool.output
+    assert (tmp_path / "local" / "accuracy.csv").read_bytes() == \
+        (tmp_path / "pool" / "accuracy.csv").read_bytes()
 
 
 def test_selection_units_add_up_to_the_whole_table():

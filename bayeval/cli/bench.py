@@ -179,22 +179,29 @@ def bench_inference(
     steps: Annotated[int, typer.Option(help="Evaluations per run.")] = 300,
     every: Annotated[int, typer.Option(help="Report RMSE every this many items.")] = 50,
     reference_fraction: ReferenceFractionOption = 0.5,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for CSV files, inference.png and "
                                            "report.md.")] = Path("results/inference"),
 ) -> None:
     """Gaussian BayesAME (exact), the Bernoulli-logit bucket GP (Laplace) and 2PL IRT
     (NUTS) on one estimation task: RMSE every EVERY items, wall time, and every NUTS fit's
-    R-hat, ESS, divergences and seconds."""
+    R-hat, ESS, divergences and seconds. Every (method, seed) is saved under OUT/units as
+    it finishes and reused by a rerun with the same settings (with the seconds it took);
+    --workers or --executor ray spread them."""
     from bayeval.experiments.inference import run_inference_comparison, write_report
     from bayeval.methods import split_method_specs
 
+    check_executor(executor, address)
     try:
         [source] = bench_sources(dataset, reference, task, metric, filter_name)
         setup_jax()
         curves, fits, timing = run_inference_comparison(
             source, regime, split_method_specs(methods), seeds=seeds, n_targets=targets,
             n_steps=steps, reference_fraction=reference_fraction,
-            log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs")
+            log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs",
+            out=out, executor=executor, workers=workers, address=address)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     print(write_report(curves, fits, timing, out, every).read_text())
@@ -221,12 +228,18 @@ def bench_multitarget(
         help="round_robin (per-target IG) or mean_ig.")] = "round_robin",
     reference_fraction: ReferenceFractionOption = 0.5,
     split_seed: SplitSeedOption = 0,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for CSV files, the plot and report.md; "
-                                           "raw runs go to OUT/runs and are reused.")
+                                           "raw runs go to OUT/units and are reused.")
                    ] = Path("results/multitarget"),
 ) -> None:
     """Multi-target vs independent single-target BayesAME: total evaluations until every
-    target stops at ε2, RMSE and coverage then, and RMSE against total evaluations."""
+    target stops at ε2, RMSE and coverage then, and RMSE against total evaluations. Every
+    (regime, seed) is saved under OUT/units as it finishes and reused by a rerun with the
+    same settings; --workers or --executor ray spread them."""
+    check_executor(executor, address)
     import pandas as pd
 
     from bayeval.data.sources import bench_dataset
@@ -245,7 +258,8 @@ def bench_multitarget(
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
                 epsilon2=epsilon, joint_params={"refit_every": refit_every,
                                                 "selection": selection},
-                runs_dir=out / "runs", log=lambda line: err.print(line, highlight=False))
+                log=lambda line: err.print(line, highlight=False), out=out,
+                executor=executor, workers=workers, address=address)
             all_costs.append(costs)
             all_curves.append(curves)
             write_report(pd.concat(all_costs), pd.concat(all_curves), out, n_items, targets,

@@ -89,10 +89,12 @@ def estimation_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.nd
     sp = make_split(data[unit.dataset], s["regime"], s["n_targets"], s["reference_fraction"],
                     seed=s["split_seed"], reference_seed=unit.first)
     method = _method(s["spec"], s["capacity"])
+    start = time.perf_counter()
     result = simulate(method, sp.reference.scores, sp.targets.scores,
                       unit.first * s["n_targets"] + np.arange(s["n_targets"]),
                       n_steps=s["n_steps"])
-    return {k: np.asarray(v) for k, v in result._asdict().items() if v is not None}
+    return {"seconds": np.asarray(time.perf_counter() - start),
+            **{k: np.asarray(v) for k, v in result._asdict().items() if v is not None}}
 
 
 def run_estimation(dataset: str | ScoreMatrix,
@@ -103,6 +105,7 @@ def run_estimation(dataset: str | ScoreMatrix,
                    window: int = 30, log: Callable[[str], None] = print,
                    runs_dir: Path | None = None, n_steps: int | None = None,
                    mcmc_fits: list[pd.DataFrame] | None = None, out: Path | None = None,
+                   timings: list[dict] | None = None,
                    executor: str = "local", workers: int = 1, address: str | None = None,
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(curves, stops): RMSE(n) rows and cost–accuracy rows for every regime and method.
@@ -115,7 +118,10 @@ def run_estimation(dataset: str | ScoreMatrix,
     ``address`` say where the units run. With ``runs_dir``, every (regime, method) also
     leaves its raw runs there as ``<dataset>-<regime>-<method>.npz`` (estimate, lower,
     upper, items, truth, seed of each run, and the method spec). ``mcmc_fits``, when
-    given, gets one table per MCMC-based method and regime: a row per NUTS fit."""
+    given, gets one table per MCMC-based method and regime: a row per NUTS fit.
+    ``timings``, when given, gets a row per (regime, method): the seconds its units'
+    simulations took, summed (saved with the units, so a rerun that reuses them reports
+    the same)."""
     dataset, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
     t0 = time.time()
     plan = {}
@@ -139,7 +145,12 @@ def run_estimation(dataset: str | ScoreMatrix,
         rmse_by_method = {}
         for spec in methods:
             us, target_means = plan[regime, spec]
-            result = concatenate([SimulationResult(**next(done)) for _ in us])
+            parts = [next(done) for _ in us]
+            if timings is not None:
+                timings.append({"regime": regime, "method": label(spec), "seconds": float(
+                    sum(float(p["seconds"]) for p in parts))})
+            result = concatenate([SimulationResult(**{k: v for k, v in p.items()
+                                                      if k != "seconds"}) for p in parts])
             truth = np.tile(target_means, seeds)  # runs are seed-major
             fits = mcmc_fit_table(result)
             if mcmc_fits is not None and len(fits):

@@ -32,6 +32,7 @@ from bayeval.data import ScoreMatrix, make_split
 from bayeval.data.sources import bench_dataset
 from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.metrics import at_stop, stopping_points
+from bayeval.experiments.units import Unit, run_units
 from bayeval.methods import make_method
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import simulate
@@ -70,10 +71,7 @@ def joint_run(method, reference: np.ndarray, targets: np.ndarray, seed: int) -> 
 
 
 def _seed_runs(seed: int, split, joint_params: dict[str, Any], epsilon2: float,
-               capacity: int, path: Path | None) -> dict[str, np.ndarray]:
-    if path is not None and path.exists():
-        with np.load(path) as data:
-            return dict(data)
+               capacity: int) -> dict[str, np.ndarray]:
     reference, targets = split.reference.scores, split.targets.scores
     T = targets.shape[0]
     t0 = time.time()
@@ -84,19 +82,23 @@ def _seed_runs(seed: int, split, joint_params: dict[str, Any], epsilon2: float,
     method = make_method("bayesame", epsilon=epsilon2, bucket_capacity=capacity)
     single = simulate(method, reference, targets, seed * T + np.arange(T))
     single_s = time.time() - t0
-    runs = {"joint_targets": joint.targets, "joint_items": joint.items,
+    return {"joint_targets": joint.targets, "joint_items": joint.items,
             "joint_estimate": joint.estimate, "joint_lower": joint.lower,
             "joint_upper": joint.upper, "joint_stopped_at": joint.stopped_at,
             "joint_n_init": np.asarray(joint.n_init), "joint_refits": np.asarray(joint.refits),
             "single_estimate": single.estimate, "single_lower": single.lower,
             "single_upper": single.upper, "truth": targets.mean(1),
             "seconds": np.asarray([joint_s, single_s])}
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.stem + ".tmp.npz")
-        np.savez_compressed(tmp, **runs)
-        tmp.replace(path)
-    return runs
+
+
+def multitarget_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray]:
+    """One cached unit of ``bench multitarget``: seed ``unit.first`` of one regime, the
+    joint and the single-target runs (``data``: matrices by dataset label)."""
+    s = unit.settings
+    split = make_split(data[unit.dataset], s["regime"], s["n_targets"],
+                       s["reference_fraction"], seed=s["split_seed"],
+                       reference_seed=unit.first)
+    return _seed_runs(unit.first, split, s["joint_params"], s["epsilon2"], s["capacity"])
 
 
 def summarize_seed(runs: dict[str, np.ndarray], epsilon2: float, epsilon1: float = 0.005,
@@ -135,22 +137,36 @@ def run_multitarget(dataset: str | ScoreMatrix,
                     n_targets: int = 5, seeds: int = 10, reference_fraction: float = 0.5,
                     split_seed: int = 0, epsilon2: float = 0.02,
                     joint_params: dict[str, Any] | None = None,
-                    runs_dir: Path | None = None,
-                    log: Callable[[str], None] = print) -> tuple[pd.DataFrame, pd.DataFrame]:
+                    log: Callable[[str], None] = print, out: Path | None = None,
+                    executor: str = "local", workers: int = 1, address: str | None = None
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(costs, curves): one cost row per dataset × regime × seed, and RMSE against total
     evaluations per dataset × regime × method. ``dataset``: a bundled name or a user's
-    ScoreMatrix (labelled by :func:`~bayeval.data.sources.bench_dataset`)."""
+    ScoreMatrix (labelled by :func:`~bayeval.data.sources.bench_dataset`). Every (regime,
+    seed) is a unit of :mod:`~bayeval.experiments.units`: with ``out`` saved there as it
+    finishes and reused by a rerun; ``executor``, ``workers`` and ``address`` say where
+    the units run."""
     joint_params = dict(joint_params or {})
     dataset, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
-    costs, curves = [], []
+    plan = {}
     for regime in regimes:
-        joint_errs, single_errs = [], []
         splits = [make_split(matrix, regime, n_targets, reference_fraction, seed=split_seed,
                              reference_seed=s) for s in range(seeds)]
         capacity = max(make_buckets(sp.reference.scores).n_buckets for sp in splits)
-        for s, split in enumerate(splits):
-            path = None if runs_dir is None else runs_dir / f"{dataset}-{regime}-{s}.npz"
-            runs = _seed_runs(s, split, joint_params, epsilon2, capacity, path)
+        settings = {"regime": regime, "n_targets": int(n_targets),
+                    "reference_fraction": float(reference_fraction),
+                    "split_seed": int(split_seed), "epsilon2": float(epsilon2),
+                    "joint_params": joint_params, "capacity": int(capacity)}
+        plan[regime] = [Unit("multitarget", dataset, regime, s, s + 1, settings)
+                        for s in range(seeds)]
+    units = [u for us in plan.values() for u in us]
+    done = iter(run_units(units, multitarget_unit, {dataset: matrix}, out, executor, workers,
+                          address, log=log))
+    costs, curves = [], []
+    for regime in regimes:
+        joint_errs, single_errs = [], []
+        for s in range(seeds):
+            runs = next(done)
             row, je, se = summarize_seed(runs, epsilon2)
             costs.append({"dataset": dataset, "regime": regime, "seed": s, **row})
             joint_errs.append(je)
