@@ -253,8 +253,8 @@ def bench_multitarget(
         for source in sources:
             name, matrix = bench_dataset(source)
             n_items[name] = matrix.n_items
-            costs, curves = run_multitarget(
-                matrix, regimes=[r.strip() for r in regimes.split(",")], n_targets=targets,
+            costs, curves = run_multitarget(  # by name: the label n_items is keyed by
+                source, regimes=[r.strip() for r in regimes.split(",")], n_targets=targets,
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
                 epsilon2=epsilon, joint_params={"refit_every": refit_every,
                                                 "selection": selection},

@@ -90,7 +90,8 @@ def write_report(curves: pd.DataFrame, fits: pd.DataFrame, timing: pd.DataFrame,
     lines = ["| n | " + " | ".join(table.columns) + " |", "|---" * (len(table.columns) + 1) + "|"]
     for n, row in table.iterrows():
         lines.append(f"| {n} | " + " | ".join(f"{v:.2f}" for v in row.to_numpy()) + " |")
-    lines += ["", "| method | runs | steps | seconds (its simulations, summed) |", "|---|---|---|---|"]
+    lines += ["", "| method | runs | steps | seconds (its simulations, summed) |",
+              "|---|---|---|---|"]
     lines += [f"| {r.method} | {r.runs} | {r.steps} | {r.seconds:.0f} |"
               for r in timing.itertuples()]
     if len(fits):
