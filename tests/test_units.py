@@ -128,7 +128,7 @@ def test_bench_selection_on_ray_equals_the_local_run(tmp_path):
 
     runner = CliRunner()
     args = ["bench", "selection", "--datasets", "rte", "--runs", "30", "--algorithms",
-            "SR,US", "--max-budget", "0.05"]
+            "US,SyUS", "--max-budget", "0.05"]
     local = runner.invoke(app, [*args, "--out", str(tmp_path / "local")])
     assert local.exit_code == 0, local.output
     ray_run = runner.invoke(app, [*args, "--executor", "ray", "--workers", "2", "--out",

@@ -66,19 +66,14 @@ def label(spec: str) -> str:
     return LABELS.get(spec.strip(), spec.strip())
 
 
-_METHODS: dict[tuple[str, int], object] = {}
-
-
 def _method(spec: str, capacity: int):
-    """The method of ``spec`` (bucket-GP methods padded to ``capacity`` buckets), built once
-    per process so that its seeds share one compiled program."""
-    key = (spec, capacity)
-    if key not in _METHODS:
-        name, params = parse_method_spec(spec)
-        if accepts_parameter(name, "bucket_capacity"):
-            params.setdefault("bucket_capacity", capacity)
-        _METHODS[key] = make_method(name, **params)
-    return _METHODS[key]
+    """The method of ``spec``, bucket-GP methods padded to ``capacity`` buckets (one
+    object per spec: :func:`~bayeval.methods.make_method` caches, so that every seed's
+    unit shares one compiled program)."""
+    name, params = parse_method_spec(spec)
+    if accepts_parameter(name, "bucket_capacity"):
+        params.setdefault("bucket_capacity", capacity)
+    return make_method(name, **params)
 
 
 def estimation_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray]:
