@@ -391,17 +391,23 @@ def bench_coverage(
     grid: Annotated[str, typer.Option(
         help="Policy tuning grid: 'full' (β0, ρ, γ, τ) or 'default' (ρ, γ only, with the "
              "robust (β0, τ) = (1, 0.05)).")] = "full",
-    out: Annotated[Path, typer.Option(help="Folder for results.csv, report.md, coverage.png "
-                                           "and the CV/tuning caches.")
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
+    out: Annotated[Path, typer.Option(help="Folder for results.csv, report.md, coverage.png, "
+                                           "cv.json, tuning.csv and units/.")
                    ] = Path("results/coverage"),
 ) -> None:
     """The FAQ paper's experiment (Efficient Evaluation of LLM Performance with Statistical
     Guarantees): coverage, mean width and ESS multiplier over uniform of
     FAQ's 95% interval (tuned and robust-default policy) per budget; models split 50/50
-    into history and new, everything tuned on historical models only. Finished budgets
-    are kept in OUT and skipped by a rerun."""
+    into history and new, everything tuned on historical models only. The CV, each
+    budget's tuning and each (budget, configuration)'s runs are saved under OUT/units as
+    they finish and reused by a rerun with the same settings; --workers or --executor ray
+    spread them."""
     from bayeval.experiments.coverage import DEFAULT, GRID, Setting, run_setting
 
+    check_executor(executor, address)
     budget_list = comma_floats("--budgets", budgets)
     if not budget_list or any(not 0 < b < 1 for b in budget_list):
         raise fail(f"--budgets: every budget must be a share in (0, 1), got {budgets!r}")
@@ -425,7 +431,7 @@ def bench_coverage(
             run_setting(setting, budget_list, out, grid=search, progress=progress,
                         log=lambda line: bar.console.print(
                             f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False),
-                        matrix=matrix)
+                        matrix=matrix, executor=executor, workers=workers, address=address)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())

@@ -19,8 +19,9 @@ Protocol, for one suite and one kind of history:
    mean width, and the ESS multiplier (mean width of uniform / mean width of the method)²,
    the widths averaged over models within a seed and the ratio over seeds.
 
-Every finished (budget, method) is appended to ``results.csv`` at once and skipped by a
-rerun with the same settings; the CV and tuning results are cached the same way.
+The CV, each budget's tuning and each (budget, configuration)'s runs are units of
+:mod:`~bayeval.experiments.units`: saved under ``OUT/units`` as they finish and reused by
+a rerun with the same settings.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from bayeval.data import ScoreMatrix, load_dataset
 from bayeval.errors import DataError
 from bayeval.estimators.pai import finite_bank_target, horvitz_thompson_uniform, wald_interval
 from bayeval.experiments.figures import panel_grid
+from bayeval.experiments.units import Unit, run_units
 from bayeval.methods.faq import HybridParams, simulate_hybrid
 from bayeval.models.factor import cross_validate, factor_prior, fit_factors
 from bayeval.stopping.rules import budget_rounds
@@ -179,32 +181,72 @@ def grid_configs(grid: dict[str, Sequence[float]]) -> list[HybridParams]:
         grid["beta0"], grid["rho"], grid["gamma"], grid["tau"])]
 
 
-def tune(data: Data, k: int, weight_decay: float, budgets: Sequence[float],
-         setting: Setting, grid: dict[str, Sequence[float]], cache: Path,
-         log: Callable[[str], None]) -> pd.DataFrame:
-    """Mean validation width of every grid configuration at every budget (cached)."""
-    if cache.exists():
-        table = pd.read_csv(cache)
-        if set(budgets) <= set(table["budget"].round(4)):
-            return table
-    fit = fit_factors(data.history[data.train], k, weight_decay, seed=setting.split_seed)
-    mean0, cov0 = factor_prior(fit.U)
-    n_items = data.history.shape[1]
+_FITS: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _fit(data: Data, rows: np.ndarray | None, k: int, weight_decay: float, seed: int
+         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(V, û0, Σ0) of the factor model on the history's ``rows`` (all: None), fitted once
+    per process and arguments."""
+    history = data.history if rows is None else data.history[rows]
+    key = f"{hash(history.tobytes())}-{history.shape}-{k}-{weight_decay}-{seed}"
+    if key not in _FITS:
+        fit = fit_factors(history, k, weight_decay, seed=seed)
+        _FITS.clear()  # one fit at a time is all a setting needs
+        _FITS[key] = (fit.V, *factor_prior(fit.U))
+    return _FITS[key]
+
+
+def _setting_of(unit: Unit) -> Setting:
+    return Setting(**unit.settings["setting"])
+
+
+def cv_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray]:
+    """Step 2's cross-validation of (k, λ) on H_train (a cached unit): the 1-SE choice, its
+    table (:meth:`~bayeval.models.factor.CrossValidation.rows`) and its seconds."""
+    setting = _setting_of(unit)
+    prepared = prepare(setting, data[unit.dataset])
+    t0 = time.time()
+    result = cross_validate(prepared.history[prepared.train], seed=setting.split_seed)
+    return {"k": np.asarray(result.k), "weight_decay": np.asarray(result.weight_decay),
+            "table": np.asarray(result.rows()), "seconds": np.asarray(time.time() - t0)}
+
+
+def tuning_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> pd.DataFrame:
+    """Mean validation width of every grid configuration at one budget (a cached unit),
+    with factors fitted on H_train."""
+    setting, s = _setting_of(unit), unit.settings
+    prepared = prepare(setting, data[unit.dataset])
+    v, mean0, cov0 = _fit(prepared, prepared.train, s["k"], s["weight_decay"],
+                          setting.split_seed)
+    rounds = budget_rounds(s["budget"], prepared.history.shape[1])
     rows = []
-    for budget in budgets:
-        t0 = time.time()
-        rounds = budget_rounds(budget, n_items)
-        for params in grid_configs(grid):
-            runs = run_widths(fit.V, mean0, cov0, data.val_truth, setting.val_seeds, params,
-                              rounds, seed_offset=10**6)
-            rows.append({"budget": budget, **params._asdict(),
-                         "val_width": runs["width"].mean(),
-                         "val_coverage": runs["covered"].mean()})
-        log(f"tuned budget {budget:g} ({len(grid_configs(grid))} configurations, "
-            f"{time.time() - t0:.0f} s)")
-    table = pd.DataFrame(rows)
-    table.to_csv(cache, index=False)
-    return table
+    for params in grid_configs(s["grid"]):
+        runs = run_widths(v, mean0, cov0, prepared.val_truth, setting.val_seeds, params,
+                          rounds, seed_offset=10**6)
+        rows.append({"budget": s["budget"], **params._asdict(),
+                     "val_width": runs["width"].mean(), "val_coverage": runs["covered"].mean()})
+    return pd.DataFrame(rows)
+
+
+def faq_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> pd.DataFrame:
+    """FAQ with one configuration at one budget on every new model × seed (a cached unit):
+    one summary row against the uniform baseline; ``data["progress"]``, when set, follows
+    its runs."""
+    setting, s = _setting_of(unit), unit.settings
+    prepared = prepare(setting, data[unit.dataset])
+    v, mean0, cov0 = _fit(prepared, None, s["k"], s["weight_decay"], setting.split_seed)
+    rounds = budget_rounds(s["budget"], prepared.new.shape[1])
+    params = HybridParams(*s["params"])
+    uniform = uniform_widths(prepared.new, setting.seeds, rounds, seed=int(s["budget"] * 1e4))
+    t0 = time.time()
+    step = data.get("progress")
+    runs = run_widths(v, mean0, cov0, prepared.new, setting.seeds, params, rounds,
+                      progress=None if step is None else step(unit))
+    return pd.DataFrame([{"suite": setting.suite, "history": setting.history,
+                          "budget": s["budget"], "rounds": rounds, **params._asdict(),
+                          **summarise(runs, uniform), **summarise(runs, uniform, "_ht"),
+                          "seconds": time.time() - t0, "runs": len(runs)}])
 
 
 def choose(tuning: pd.DataFrame, budget: float, fixed: dict[str, float] | None = None
@@ -222,28 +264,30 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
                 grid: dict[str, Sequence[float]] | None = None,
                 log: Callable[[str], None] = print,
                 progress: Callable[[str, int, int], None] | None = None,
-                matrix: ScoreMatrix | None = None) -> pd.DataFrame:
+                matrix: ScoreMatrix | None = None, executor: str = "local",
+                workers: int = 1, address: str | None = None) -> pd.DataFrame:
     """The whole experiment of the module docstring for one setting (on ``matrix`` when
-    given, a user's matrix labelled ``setting.suite``); returns (and keeps in
-    ``out/results.csv``) one row per budget and method. ``progress(label, done, total)``
-    follows the runs of each (budget, method)."""
-    grid = grid or GRID
+    given, a user's matrix labelled ``setting.suite``); returns (and writes to
+    ``out/results.csv``) one row per budget and method. The CV, each budget's tuning and
+    each (budget, configuration)'s runs are units of :mod:`~bayeval.experiments.units`,
+    saved under ``out/units`` as they finish and reused by a rerun (the tuned and default
+    FAQ share theirs when the tuning picks the default); ``executor``, ``workers`` and
+    ``address`` say where they run. ``progress(label, done, total)`` follows the runs of
+    each (budget, method) when they run in this process."""
+    grid = {k: [float(x) for x in v] for k, v in (grid or GRID).items()}
     out.mkdir(parents=True, exist_ok=True)
-    meta_path = out / "setting.json"
-    if meta_path.exists() and json.loads(meta_path.read_text())["setting"] != setting.key():
-        raise DataError(f"{out} holds results of another setting; choose another --out")
-    data = prepare(setting, matrix)
-    cv_path = out / "cv.json"
-    if cv_path.exists():
-        cv = json.loads(cv_path.read_text())
-    else:
-        t0 = time.time()
-        result = cross_validate(data.history[data.train], seed=setting.split_seed, log=log)
-        cv = {"k": result.k, "weight_decay": result.weight_decay, "table": result.rows(),
-              "seconds": time.time() - t0}
-        cv_path.write_text(json.dumps(cv, indent=1))
+    matrix = load_dataset(setting.suite) if matrix is None else matrix
+    data: dict = {setting.suite: matrix}
+    base = {"setting": asdict(setting)}
+    go = dict(executor=executor, workers=workers, address=address, log=log)
+    history = {f: getattr(setting, f) for f in ("suite", "history", "n_full_obs", "p_obs",
+                                               "split_seed", "val_fraction")}
+    [cv] = run_units([Unit("coverage", setting.suite, "cv", 0, 0, {"history": history,
+                                                                   **base})],
+                     cv_unit, data, out, **go)
+    table = [str(row) for row in cv["table"]]
     if setting.factor_selection == "best":
-        k, lam = best_setting(cv["table"])
+        k, lam = best_setting(table)
         rule = "highest mean accuracy"
     elif setting.factor_selection == "one-se":
         k, lam = int(cv["k"]), float(cv["weight_decay"])
@@ -251,54 +295,51 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
     else:
         raise ValueError(f"factor_selection must be 'one-se' or 'best', got "
                          f"{setting.factor_selection!r}")
-    cv = {**cv, "k": k, "weight_decay": lam, "rule": rule}
+    cv = {"k": k, "weight_decay": lam, "table": table, "seconds": float(cv["seconds"]),
+          "rule": rule}
+    (out / "cv.json").write_text(json.dumps(cv, indent=1))
     log(f"factor model: k = {k}, λ = {lam:g} (5-fold CV, {rule})")
-    meta_path.write_text(json.dumps({"setting": setting.key(), "k": k, "weight_decay": lam}))
-    tuning = tune(data, k, lam, budgets, setting, grid, out / "tuning.csv", log)
-    fit = fit_factors(data.history, k, lam, seed=setting.split_seed)
-    mean0, cov0 = factor_prior(fit.U)
-    n_items = data.new.shape[1]
-    results_path = out / "results.csv"
-    done = pd.read_csv(results_path) if results_path.exists() else pd.DataFrame()
-    for budget in budgets:
-        rounds = budget_rounds(budget, n_items)
-        uniform = None  # drawn only when a row of this budget is missing
-        for method, fixed in (("FAQ (tuned)", None), ("FAQ (default)", DEFAULT)):
-            if len(_rows_at(done, budget, method)):
-                continue
-            params = choose(tuning, budget, fixed)
-            same = _rows_at(done, budget)
-            if len(same):
-                same = same[same["method"].str.startswith("FAQ") & np.all(
-                    [np.isclose(same[f], v) for f, v in params._asdict().items()], axis=0)]
-            if len(same):  # the default is the tuned configuration: same runs
-                row = {**same.iloc[0].to_dict(), "method": method}
-            else:
-                if uniform is None:
-                    uniform = uniform_widths(data.new, setting.seeds, rounds,
-                                             seed=int(budget * 1e4))
-                t0 = time.time()
-                runs = run_widths(fit.V, mean0, cov0, data.new, setting.seeds, params, rounds,
-                                  progress=_counter(progress, f"{method} at {budget:.1%}",
-                                                    len(data.new) * setting.seeds))
-                row = {"suite": setting.suite, "history": setting.history, "budget": budget,
-                       "rounds": rounds, "method": method, **params._asdict(),
-                       **summarise(runs, uniform), **summarise(runs, uniform, "_ht"),
-                       "seconds": time.time() - t0, "runs": len(runs)}
-            done = pd.concat([done, pd.DataFrame([row])], ignore_index=True)
-            done.to_csv(results_path, index=False)
-            log(f"{method} at {budget:.1%}: coverage {row['coverage']:.4f}, width "
-                f"{row['mean_width']:.4f}, ESS ×{row['ess_multiplier']:.2f}; with the "
-                f"authors' variance: coverage {row['coverage_ht']:.4f}, ESS "
-                f"×{row['ess_multiplier_ht']:.2f} ({row['seconds']:.0f} s, "
-                f"{row['runs']:.0f} runs)")
-        if not len(_rows_at(done, budget, "uniform")):
-            if uniform is None:
-                uniform = uniform_widths(data.new, setting.seeds, rounds, seed=int(budget * 1e4))
-            row = {"suite": setting.suite, "history": setting.history, "budget": budget,
-                   "rounds": rounds, "method": "uniform", **summarise(uniform, uniform)}
-            done = pd.concat([done, pd.DataFrame([row])], ignore_index=True)
-            done.to_csv(results_path, index=False)
+    fitted = {**base, "k": k, "weight_decay": lam}
+    tunings = run_units([Unit("coverage", setting.suite, "tuning", 0, setting.val_seeds,
+                              {**fitted, "budget": float(b), "grid": grid}) for b in budgets],
+                        tuning_unit, data, out, **go)
+    tuning = pd.concat(tunings, ignore_index=True)
+    tuning.to_csv(out / "tuning.csv", index=False)
+    labels = (("FAQ (tuned)", None), ("FAQ (default)", DEFAULT))
+    plan = [(budget, method, tuple(choose(tuning, budget, fixed))) for budget in budgets
+            for method, fixed in labels]
+    units = [Unit("coverage", setting.suite, "faq", 0, setting.seeds,
+                  {**fitted, "budget": float(b), "params": [float(x) for x in params]})
+             for b, _, params in plan]
+    if progress is not None and workers == 1 and executor == "local":
+        n_new = matrix.n_models - matrix.n_models // 2  # prepare's split
+
+        def follow(unit: Unit) -> Callable[[int], None]:
+            return _counter(progress, f"FAQ at {unit.settings['budget']:.1%}",
+                            n_new * setting.seeds)
+
+        data["progress"] = follow  # only this process's units can report
+    new = prepare(setting, matrix).new
+    rows = []
+    faq_rows = iter(run_units(units, faq_unit, data, out, **go))
+    for i, (budget, method, _) in enumerate(plan):
+        first = next(faq_rows).iloc[0].to_dict()
+        row = {k: first[k] for k in ("suite", "history", "budget", "rounds")}
+        row = {**row, "method": method, **first}
+        rows.append(row)
+        log(f"{method} at {budget:.1%}: coverage {row['coverage']:.4f}, width "
+            f"{row['mean_width']:.4f}, ESS ×{row['ess_multiplier']:.2f}; with the "
+            f"authors' variance: coverage {row['coverage_ht']:.4f}, ESS "
+            f"×{row['ess_multiplier_ht']:.2f} ({row['seconds']:.0f} s, "
+            f"{row['runs']:.0f} runs)")
+        if i % len(labels) == len(labels) - 1:  # the budget's uniform baseline last
+            rounds = budget_rounds(budget, new.shape[1])
+            uniform = uniform_widths(new, setting.seeds, rounds, seed=int(budget * 1e4))
+            rows.append({"suite": setting.suite, "history": setting.history,
+                         "budget": budget, "rounds": rounds, "method": "uniform",
+                         **summarise(uniform, uniform)})
+    done = pd.DataFrame(rows)
+    done.to_csv(out / "results.csv", index=False)
     write_report(done, setting, cv, out)
     return done
 

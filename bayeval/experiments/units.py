@@ -293,11 +293,12 @@ def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], dat
     if address and executor != "ray":
         raise ValueError("an address is for --executor ray")
     say = log or (lambda line: None)
+    wanted, units = units, list(dict.fromkeys(units))  # a unit asked twice runs once
     if out is None:  # nothing saved: compute every unit
         runner = (_ray(compute, units, data, workers, address) if executor == "ray"
                   else _local(compute, units, data, workers))
         found = dict(runner)
-        return [found[u] for u in units]
+        return [found[u] for u in wanted]
     cache = ResultCache(out)
     results: dict[Unit, Result] = {}
     for unit in units:
@@ -330,4 +331,4 @@ def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], dat
                 todo.append(unit)
             else:
                 results[unit] = saved
-    return [results[u] for u in units]
+    return [results[u] for u in wanted]
