@@ -140,7 +140,7 @@ def main() -> None:
     # XLA's own count of what the compiled program does
     cast = lambda x: jnp.asarray(x, jnp.float64)  # noqa: E731
     # of a one-round program: XLA counts a loop's body once, whatever its trip count
-    lowered = faq_module._compiled_hybrid(1, 1).lower(
+    lowered = faq_module._compiled_hybrid(1, 1, False).lower(
         cast(V), cast(mean0), cast(cov0), cast(new), jnp.asarray(targets, jnp.int32), keys,
         cast(tuple(params)))
     cost = lowered.compile().cost_analysis()

@@ -207,16 +207,17 @@ def test_fast_simulator_matches_the_composed_rule_and_covers(ifeval_factors):
     matrix, order, fit = ifeval_factors
     new = matrix.scores[order[200:]]
     mean0, cov0 = factor_prior(fit.U)
-    params = HybridParams(0.8, 0.3, 0.3, 0.05)
     targets = np.arange(6)
-    fast = simulate_hybrid(fit.V, mean0, cov0, new, targets, targets + 7, params, 40)
-    # the generic simulator, with the composed rule, over the same fit and keys
-    method = faq_with(acq.faq_rule(40, *params), 40, prefitted(fit.V, mean0, cov0))
-    slow = simulate(method, new, new[targets], targets + 7, n_steps=40)
-    np.testing.assert_allclose(fast.theta, slow.estimate[:, -1], rtol=1e-9)
-    np.testing.assert_allclose(fast.var, slow.var[:, -1], rtol=1e-9)
-    distinct = [len(set(row)) for row in slow.items]
-    np.testing.assert_array_equal(fast.distinct, distinct)
+    # with an active part, and without (ρ = 0: the program that leaves out the latent
+    # variances), against the generic simulator with the composed rule, same fit and keys
+    for params in (HybridParams(0.8, 0.3, 0.3, 0.05), HybridParams(1.0, 0.0, 0.0, 0.05)):
+        fast = simulate_hybrid(fit.V, mean0, cov0, new, targets, targets + 7, params, 40)
+        method = faq_with(acq.faq_rule(40, *params), 40, prefitted(fit.V, mean0, cov0))
+        slow = simulate(method, new, new[targets], targets + 7, n_steps=40)
+        np.testing.assert_allclose(fast.theta, slow.estimate[:, -1], rtol=1e-9)
+        np.testing.assert_allclose(fast.var, slow.var[:, -1], rtol=1e-9)
+        distinct = [len(set(row)) for row in slow.items]
+        np.testing.assert_array_equal(fast.distinct, distinct)
     # coverage of the 95% interval over 48 models × 25 seeds at 10% of the items; with
     # 1200 runs (clustered by model) the standard error is about 0.01, so [0.91, 0.985]
     # leaves ≥ 3 SE on either side of 0.95

@@ -124,7 +124,8 @@ class HybridParams(NamedTuple):
 
 
 def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
-                  targets: Array, keys: Array, params: Array, rounds: int) -> Outcome:
+                  targets: Array, keys: Array, params: Array, rounds: int,
+                  active_part: bool = True) -> Outcome:
     v = item_factors
     n_items = v.shape[0]
     batch = targets.shape[0]
@@ -144,7 +145,8 @@ def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
 
         # α and β are shared by all runs (one round s): skip the active part once α = 0
         # and the power once β = 1, the costly steps on CPU
-        d = jax.lax.cond(alpha > 0, active, jnp.zeros_like, w)
+        d = (jax.lax.cond(alpha > 0, active, jnp.zeros_like, w) if active_part
+             else jnp.zeros_like(w))
         q = jax.lax.cond(beta == 1.0,
                          lambda d: hybrid_probabilities(p, d, alpha, 1.0, tau),
                          lambda d: hybrid_probabilities(p, d, alpha, beta, tau), d)
@@ -159,10 +161,14 @@ def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
         sv = jnp.einsum("bkl,bl->bk", posterior.cov, vi)
         w_i = p_i * (1.0 - p_i)
         gain = w_i / (1.0 + w_i * jnp.sum(vi * sv, 1))
+        # the latent variances serve the active part only: with ρ = 0 (no active part,
+        # known when compiling) their N k update per round is left out
+        latent_var = (posterior.latent_var - gain[:, None] * (sv @ v.T) ** 2 if active_part
+                      else posterior.latent_var)
         posterior = FactorPosterior(
             posterior.mean + ((z - p_i) * gain / w_i)[:, None] * sv,
             posterior.cov - gain[:, None, None] * sv[:, :, None] * sv[:, None, :],
-            posterior.latent_var - gain[:, None] * (sv @ v.T) ** 2, posterior.n + 1)
+            latent_var, posterior.n + 1)
         return (posterior, sums, seen.at[rows, item].set(True)), None
 
     tile = lambda x: jnp.broadcast_to(x, (batch, *x.shape))  # noqa: E731
@@ -173,9 +179,11 @@ def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled_hybrid(rounds: int, n_devices: int) -> Callable:
-    """:func:`_hybrid_chunk` jitted for ``rounds``, its runs split over ``n_devices``."""
-    return jax.jit(over_runs(functools.partial(_hybrid_chunk, rounds=rounds),
+def _compiled_hybrid(rounds: int, n_devices: int, active_part: bool = True) -> Callable:
+    """:func:`_hybrid_chunk` jitted for ``rounds`` (with or without the active part), its
+    runs split over ``n_devices``."""
+    return jax.jit(over_runs(functools.partial(_hybrid_chunk, rounds=rounds,
+                                               active_part=active_part),
                              (False, False, False, False, True, True, False), n_devices))
 
 
@@ -200,7 +208,9 @@ def simulate_hybrid(item_factors: np.ndarray, mean0: np.ndarray, cov0: np.ndarra
     n_devices = device_count(devices)
     if min(chunk, len(np.atleast_1d(targets))) < n_devices:
         n_devices = 1
-    run = _compiled_hybrid(int(rounds), n_devices)
+    # ρ = 0: α is 0 at every round, so the program without the active part draws the
+    # same items; the other hyperparameters stay traced
+    run = _compiled_hybrid(int(rounds), n_devices, bool(float(params[1]) > 0))
     cast = lambda x: jnp.asarray(x, dtype)  # noqa: E731
     return _chunked(lambda t, keys: run(
         cast(item_factors), cast(mean0), cast(cov0), cast(scores), t, keys,
