@@ -186,7 +186,7 @@ def main() -> None:
                 each = ", ".join(f"{t:.2f}" for t in r["times"])
                 lines.append(f"| {labels[workload]} | {r['condition']} | {r['seconds']:.2f} "
                              f"({each}) | {base['seconds'] / r['seconds']:.2f}× | "
-                             f"{'bit for bit' if same else f'max |Δ| {diff:.1e}'} |")
+                             f"{'bit for bit' if same else f'max abs Δ {diff:.1e}'} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if opts.out:
