@@ -10,8 +10,10 @@ result depends only on its own inputs and keys, so it is the same whichever devi
 it and however many there are (the tests check 1 against 2 devices).
 
 On a GPU host the devices are the accelerators. On CPU, JAX makes one device by default;
-:func:`use_cpu_cores` (called by the ``bayeval`` command before JAX starts) makes one per
-core, so that the runs of one chunk go to separate cores as separate programs.
+:func:`use_cpu_cores` makes one per core (the ``bayeval`` command calls it before JAX
+starts when ``BAYEVAL_CPU_DEVICES`` is set), so that the runs of one chunk go to separate
+cores as separate programs. On a 2-core CPU that is no faster than one device
+(docs/results/cores.md): there the second core is used by worker processes.
 """
 
 from __future__ import annotations
@@ -74,18 +76,18 @@ def keep_compiled_programs() -> None:
         pass
 
 
-def device_count(devices: int | None = None) -> int:
+def device_count(devices: int | None = None, runs: int | None = None) -> int:
     """How many devices the engines use: ``devices`` (at most the local count) or all
-    local devices of the default backend."""
+    local devices of the default backend; one when a chunk of ``runs`` runs has fewer
+    runs than that (the padded devices would only repeat a run)."""
     import jax
 
     local = jax.local_device_count()
-    if devices is None:
-        return local
-    if not 1 <= devices <= local:
+    if devices is not None and not 1 <= devices <= local:
         raise ValueError(f"devices must be in 1..{local} (this process sees {local}), "
                          f"got {devices}")
-    return int(devices)
+    count = local if devices is None else int(devices)
+    return 1 if runs is not None and runs < count else count
 
 
 def pad_runs(n_runs: int, n_devices: int) -> int:

@@ -164,9 +164,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     targets = targets.reshape(R, cells)
     per_run = 4 * (_tree_bytes(loop0) + 5 * n_steps * 8 * T)
     chunk = int(max(1, min(R, memory_budget // max(per_run, 1))))
-    n_devices = device_count(devices)
-    if chunk < n_devices:  # fewer runs than devices: padded devices would only repeat
-        n_devices = 1
+    n_devices = device_count(devices, chunk)
     chunk = pad_runs(chunk, n_devices)
     run = _compile_chunk(method, n_steps, until_stop, n_devices)
     out = {k: [] for k in ("estimate", "var", "lower", "upper", "items", "r_hat",

@@ -122,7 +122,8 @@ def test_worker_processes_equal_this_process(tmp_path):
 def test_bench_selection_on_ray_equals_the_local_run(tmp_path):
     """A Ray run of bench selection on two local workers, and a run on two worker
     processes, write the same accuracy.csv as the local run, byte for byte."""
-    pytest.importorskip("ray")
+    pytest.importorskip("ray", reason="Ray (the test extra's ray, or bayeval[ray]) is not "
+                        "installed")
     from typer.testing import CliRunner
 
     from bayeval.cli import app

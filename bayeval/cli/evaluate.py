@@ -192,8 +192,9 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         if held:
             source["held_out"] = held
         if journal is None and kind != "oracle":
-            stem = "joint" if several else "".join(
-                c if c.isalnum() or c in "-_." else "_" for c in names[0])
+            from bayeval.data.io import safe_file_name
+
+            stem = "joint" if several else safe_file_name(names[0])
             journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
                     "retries": retries,

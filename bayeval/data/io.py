@@ -39,6 +39,12 @@ _LONG_COLUMNS = ("model", "item", "score")
 _META_KEYS = ("source", "task", "metric")
 
 
+def safe_file_name(text: object, keep: str = "-_.") -> str:
+    """``text`` with every character but letters, digits and ``keep`` replaced by ``_``:
+    a label (a dataset, a model, a method spec) made fit for a file name."""
+    return "".join(c if c.isalnum() or c in keep else "_" for c in str(text))
+
+
 def parse_score(value: object, where: str) -> float:
     """One cell as a float; NaN for a missing marker; ``DataError`` naming ``where``."""
     if value is None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bayeval.data.bundled import load_dataset
-from bayeval.data.io import read_matrix
+from bayeval.data.io import read_matrix, safe_file_name
 from bayeval.data.matrix import ScoreMatrix
 from bayeval.errors import JournalError
 
@@ -47,6 +47,6 @@ def bench_dataset(dataset: str | ScoreMatrix) -> tuple[str, ScoreMatrix]:
     by label, never mistake an edited file for the one they ran on."""
     if isinstance(dataset, ScoreMatrix):
         stem = Path(dataset.name).stem or "matrix"
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in stem)
+        safe = safe_file_name(stem)
         return f"{safe}-{dataset.fingerprint()[:8]}", dataset
     return dataset, load_dataset(dataset)

@@ -282,8 +282,8 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
     go = dict(executor=executor, workers=workers, address=address, log=log)
     history = {f: getattr(setting, f) for f in ("suite", "history", "n_full_obs", "p_obs",
                                                "split_seed", "val_fraction")}
-    [cv] = run_units([Unit("coverage", setting.suite, "cv", 0, 0, {"history": history,
-                                                                   **base})],
+    # the CV reads the split and history only; the tuning also the validation seeds
+    [cv] = run_units([Unit("coverage", setting.suite, "cv", 0, 0, {"setting": history})],
                      cv_unit, data, out, **go)
     table = [str(row) for row in cv["table"]]
     if setting.factor_selection == "best":
@@ -300,8 +300,11 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
     (out / "cv.json").write_text(json.dumps(cv, indent=1))
     log(f"factor model: k = {k}, λ = {lam:g} (5-fold CV, {rule})")
     fitted = {**base, "k": k, "weight_decay": lam}
+    tuned_on = {"setting": {**history, "val_seeds": setting.val_seeds}, "k": k,
+                "weight_decay": lam}
     tunings = run_units([Unit("coverage", setting.suite, "tuning", 0, setting.val_seeds,
-                              {**fitted, "budget": float(b), "grid": grid}) for b in budgets],
+                              {**tuned_on, "budget": float(b), "grid": grid})
+                         for b in budgets],
                         tuning_unit, data, out, **go)
     tuning = pd.concat(tunings, ignore_index=True)
     tuning.to_csv(out / "tuning.csv", index=False)

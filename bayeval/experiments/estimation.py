@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import ScoreMatrix, make_split
+from bayeval.data.io import safe_file_name
 from bayeval.data.sources import bench_dataset
 from bayeval.experiments.metrics import (
     at_stop,
@@ -153,7 +154,7 @@ def run_estimation(dataset: str | ScoreMatrix,
                                              method=label(spec)))
             if runs_dir is not None:
                 runs_dir.mkdir(parents=True, exist_ok=True)
-                safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)
+                safe = safe_file_name(spec, "-_=.")
                 np.savez_compressed(runs_dir / f"{dataset}-{regime}-{safe}.npz",
                                     estimate=result.estimate, lower=result.lower,
                                     upper=result.upper, items=result.items, truth=truth,

@@ -39,6 +39,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bayeval.data.io import safe_file_name
+
 __all__ = ["EXECUTORS", "ResultCache", "Unit", "run_units"]
 
 EXECUTORS = ("local", "ray")
@@ -46,7 +48,7 @@ _STALE_CLAIM_S = 24 * 3600.0  # a claim from another host older than this is aba
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_=.+" else "_" for c in str(text)) or "_"
+    return safe_file_name(text, "-_=.+") or "_"
 
 
 def _plain(value: Any) -> Any:
@@ -198,19 +200,26 @@ class ResultCache:
 _WORKER: dict[str, Any] = {}
 
 
+def _prepare_worker() -> None:
+    """A worker process computes as the ``bayeval`` command does: in float64, keeping
+    compiled programs on disk."""
+    from bayeval.devices import keep_compiled_programs
+    from bayeval.precision import enable_float64
+
+    enable_float64()
+    keep_compiled_programs()
+
+
 def _start_worker(cores: Any, data: Any) -> None:
-    """Process-pool initializer: pin to one core (taken from a shared queue), compute in
-    float64 and keep compiled programs like the CLI, hold the bench's data."""
+    """Process-pool initializer: pin to one core (taken from a shared queue), prepare the
+    process (:func:`_prepare_worker`), hold the bench's data."""
     try:
         core = cores.get_nowait() if cores is not None else None
     except Exception:  # queue empty: more workers than cores
         core = None
     if core is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {core})
-    os.environ["JAX_ENABLE_X64"] = "True"
-    from bayeval.devices import keep_compiled_programs
-
-    keep_compiled_programs()
+    _prepare_worker()
     _WORKER["data"] = data
 
 
@@ -252,19 +261,14 @@ def _ray(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
         raise RuntimeError("--executor ray needs Ray: pip install 'bayeval[ray]'") from None
     started = not ray.is_initialized()
     if started:
-        env = {"env_vars": {"JAX_ENABLE_X64": "True"}}
         if address:
-            ray.init(address=address, runtime_env=env, log_to_driver=False)
+            ray.init(address=address, log_to_driver=False)
         else:
-            ray.init(num_cpus=max(1, workers), runtime_env=env, log_to_driver=False,
-                     include_dashboard=False)
+            ray.init(num_cpus=max(1, workers), log_to_driver=False, include_dashboard=False)
     try:
         @ray.remote(num_cpus=1)
         def run_one(unit, shared):
-            os.environ["JAX_ENABLE_X64"] = "True"
-            from bayeval.precision import enable_float64
-
-            enable_float64()
+            _prepare_worker()
             return unit, compute(unit, shared)
 
         shared = ray.put(data)
@@ -275,6 +279,14 @@ def _ray(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
     finally:
         if started:
             ray.shutdown()
+
+
+def _runner(executor: str, compute: Callable, units: Sequence[Unit], data: Any, workers: int,
+            address: str | None) -> Iterator[tuple[Unit, Result]]:
+    """(unit, result) of every unit as each finishes, on ``executor``."""
+    if executor == "ray":
+        return _ray(compute, units, data, workers, address)
+    return _local(compute, units, data, workers)
 
 
 def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], data: Any,
@@ -295,9 +307,7 @@ def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], dat
     say = log or (lambda line: None)
     wanted, units = units, list(dict.fromkeys(units))  # a unit asked twice runs once
     if out is None:  # nothing saved: compute every unit
-        runner = (_ray(compute, units, data, workers, address) if executor == "ray"
-                  else _local(compute, units, data, workers))
-        found = dict(runner)
+        found = dict(_runner(executor, compute, units, data, workers, address))
         return [found[u] for u in wanted]
     cache = ResultCache(out)
     results: dict[Unit, Result] = {}
@@ -312,8 +322,7 @@ def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], dat
         mine = [u for u in todo if cache.claim(u)]
         others = [u for u in todo if u not in mine]
         try:
-            runner = (_ray(compute, mine, data, workers, address) if executor == "ray"
-                      else _local(compute, mine, data, workers))
+            runner = _runner(executor, compute, mine, data, workers, address)
             for done, (unit, result) in enumerate(runner, 1):
                 cache.put(unit, result)
                 cache.release(unit)

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import ScoreMatrix
+from bayeval.data.io import safe_file_name
 from bayeval.data.sources import bench_dataset
 from bayeval.data.splits import Split
 from bayeval.errors import DataError
@@ -237,7 +238,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                                     np.concatenate([done[u]["upper"] for u in us]))
         if runs_dir is not None:
             runs_dir.mkdir(parents=True, exist_ok=True)
-            safe = "".join(c if c.isalnum() or c in "-_=." else "_" for c in spec)
+            safe = safe_file_name(spec, "-_=.")
             runs.to_csv(runs_dir / f"{label}-{variant}-{eps:g}-{safe}.csv", index=False)
         log(f"{label} {variant} ε={eps:g} {spec}: {len(runs)} runs, coverage "
             f"{runs.covered.mean():.3f}, items {runs['items'].mean():.0f}/{n_items}")

@@ -205,9 +205,7 @@ def simulate_hybrid(item_factors: np.ndarray, mean0: np.ndarray, cov0: np.ndarra
     chunk is rounded up to a multiple of it); the runs' results do not depend on it."""
     if dtype == jnp.float64:
         require_float64("FAQ's simulator")
-    n_devices = device_count(devices)
-    if min(chunk, len(np.atleast_1d(targets))) < n_devices:
-        n_devices = 1
+    n_devices = device_count(devices, min(chunk, len(np.atleast_1d(targets))))
     # ρ = 0: α is 0 at every round, so the program without the active part draws the
     # same items; the other hyperparameters stay traced
     run = _compiled_hybrid(int(rounds), n_devices, bool(float(params[1]) > 0))
