@@ -184,6 +184,64 @@ def test_score_floor_with_no_residual_is_the_wilson_fpc_interval():
             assert ends["score"][1] == pytest.approx(ends["model"][1], rel=1e-9)
 
 
+def test_conditional_floor_interval_matches_its_definition_on_a_grid():
+    # Independent reference, recomputed per round from the definition: the conditional
+    # floor at θ0 is Σ_t h_t² σ̂_t² mean_{R_t}[(p̂_i + d_t)(1 − p̂_i − d_t)] / mean_{R_t} v_i,
+    # d_t = (N θ0 − Σ_{O_t} s)/|R_t| − mean_{R_t} p̂ (each item's variance when the
+    # prediction is off by the constant that makes the score θ0), the interval is the set
+    # {θ0 ∈ [S/N, (S + |R|)/N] : |θ̃ − θ0| ≤ z sqrt(max(V, F g(θ0), min(C(θ0), F u(θ0))))
+    # / Σh}, u = θ0(1 − θ0)/(p_min(1 − p_min)), read off a 200 001-point grid, on a sparse
+    # case (4 of 30 items solved, a wrong predictor), at several n; the estimator's ends
+    # must lie within two grid steps of the grid's.
+    n_items, z, p_min = 30, 1.96, 0.05
+    scores = np.zeros(n_items)
+    scores[[3, 11, 17, 26]] = 1.0
+    p_hat = np.linspace(0.0, 0.2, n_items)
+    pred = Prediction(jnp.asarray(p_hat.mean()), jnp.asarray(0.0), jnp.asarray(p_hat),
+                      jnp.zeros(n_items), jnp.zeros(n_items), jnp.asarray(0.0),
+                      jnp.asarray(True))
+    order = np.random.default_rng(7).permutation(n_items)
+    est = dv.estimator("scheduled", floor="conditional", p_min=p_min, recalibrate=0.0)
+    state = est.init(n_items)
+    v_clip = np.clip(p_hat, p_min, 1 - p_min) * (1 - np.clip(p_hat, p_min, 1 - p_min))
+    rounds = []  # (θ̂_t, h_t, σ̂_t², Σ_{O_t} s, R_t)
+    binds = []
+    for t, i in enumerate(order[:24]):
+        unseen = ~np.asarray(state.observed)
+        q = jnp.asarray(np.where(unseen, 1.0 / unseen.sum(), 0.0))
+        sigma2 = float(est.design(pred, q))
+        theta = float(dv.round_estimate(state, pred, i, scores[i], q[i]))
+        h = n_items / (n_items - t) / math.sqrt(sigma2)
+        rounds.append((theta, h, sigma2, float(np.asarray(state.observed_sum)), unseen))
+        state = est.update(state, pred, i, scores[i], Draw(q[i], jnp.asarray(sigma2)))
+        if t + 1 not in (8, 16, 24):
+            continue
+        thetas, hs, s2 = (np.array([r[k] for r in rounds]) for k in range(3))
+        tilde = np.sum(hs * thetas) / hs.sum()
+        spread = np.sum(hs**2 * (thetas - tilde) ** 2)
+        seen_sum = scores[order[:t + 1]].sum()
+        low, high = seen_sum / n_items, (seen_sum + n_items - t - 1) / n_items
+        grid = np.linspace(low, high, 200_001)
+        cond = np.zeros_like(grid)
+        for (_, h_r, s2_r, sum_r, r_set) in rounds:
+            d = (n_items * grid[:, None] - sum_r) / r_set.sum() - p_hat[r_set].mean()
+            shifted = (p_hat[r_set] + d) * (1 - p_hat[r_set] - d)
+            cond += h_r**2 * s2_r * shifted.mean(axis=1) / v_clip[r_set].mean()
+        score_type = np.sum(hs**2 * s2) * np.asarray(dv.score_floor_scale(
+            jnp.asarray(grid), p_min))
+        cond = np.minimum(cond, np.sum(hs**2 * s2) * grid * (1 - grid) / (p_min * (1 - p_min)))
+        half = z * np.sqrt(np.maximum(spread, np.maximum(score_type, cond))) / hs.sum()
+        inside = np.abs(tilde - grid) <= half
+        step = grid[1] - grid[0]
+        got = est.estimate(state, pred, z)
+        assert float(got.value) == pytest.approx(tilde, abs=1e-12)
+        assert grid[inside].min() - 2 * step <= float(got.lower) <= grid[inside].min() + 1e-9
+        assert grid[inside].max() - 1e-9 <= float(got.upper) <= grid[inside].max() + 2 * step
+        top = np.flatnonzero(inside).max()
+        binds.append(cond[top] > max(spread, score_type[top]))
+    assert any(binds)  # the conditional part sets the upper end somewhere, not only F g
+
+
 def dv_wilson_upper(n: int, n_items: int, z: float) -> float:
     from bayeval.estimators.interval import wilson_fpc_bounds
     return float(wilson_fpc_bounds(jnp.asarray(0.0), jnp.asarray(float(n)), n_items, z)[1])

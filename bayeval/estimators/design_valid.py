@@ -44,6 +44,32 @@ hull of that set (:func:`invert_interval`): towards the nearer bound of [0, 1] |
 grows while the floor shrinks, but a centre outside [0, 1] can leave the set and enter it
 again, so each side is read on a grid before the last crossing is bisected.
 
+In [p_min, 1 − p_min] that floor stops growing with θ0 (g = 1), while a target's item
+variance keeps growing towards θ0 (1 − θ0); a fixed-n interval read at a data-dependent
+stop then misses where the draws so far have missed what the target solves (sparse
+benchmarks, targets scoring 5–20%). ``floor="conditional"`` (the default) lets the floor
+grow there as far as the observed items say it must: given them, a score θ0 fixes the
+mean of the unseen ones, m_t(θ0) = (N θ0 − Σ_{j∈O_t} s_j) / |R_t|, and moving each
+round's predicted variance to a predictor off by the constant that makes the score θ0
+gives
+
+    C(θ0) = Σ_t h_t² σ̂_t² [m_t(θ0) (1 − m_t(θ0)) − S_t²] / v̄_t,
+
+S_t² = Var_{i∈R_t} p̂_i and v̄_t = mean_{i∈R_t} v_i (mean_{R_t} (p̂ + d)(1 − p̂ − d) =
+m (1 − m) − S² for the shift d = m − mean p̂), a quadratic in θ0 kept as three running
+sums. The floor is F_T g(θ0) outside [p_min, 1 − p_min] and C(θ0) kept between F_T and
+F_T u(θ0), u(θ0) = θ0 (1 − θ0) / (p_min (1 − p_min)) (g without its cap), inside:
+
+    {θ0 ∈ [L, U] : |θ̃_T − θ0| ≤ z sqrt(max(V_T, F_T g(θ0), min(C(θ0), F_T u(θ0)))) / Σ h_t},
+
+with [L, U] = [Σ_O s / N, (Σ_O s + |R|) / N] the scores still possible for scores in
+[0, 1]. Where the prediction is calibrated on the unseen items, m_t is their predicted
+mean and C stays below the model floor (the clip of p̂ only raises v̄), so the interval
+is the score floor's cut to [L, U]. On the sparse variants of IFEval and MuSR (1000 runs
+each, ε = 0.05) it raised the coverage of targets scoring 5–95% from 0.942 and 0.913 to
+0.954 and 0.948 with 3–4% fewer items; uncapped, C cost 17% more items below 5% on IFEval
+for no coverage, and [L, U] alone left MuSR's cell at 0.907.
+
 With ``anytime`` the interval is the asymptotic confidence sequence of Waudby-Smith et
 al. (2024) with the two-sided normal-mixture boundary of Howard et al. (2021):
 
@@ -67,7 +93,7 @@ from bayeval.estimators.base import Draw, Estimator
 from bayeval.types import Array, Estimate, Prediction
 
 WEIGHTS = ("stabilised", "scheduled", "equal")
-FLOORS = ("score", "model", "none")
+FLOORS = ("conditional", "score", "model", "none")
 SIDE_POINTS = 65  # points read on each side of the centre before the last crossing's bisection
 BISECTIONS = 40  # halvings of that crossing's bracket: reach / (64 · 2^40), below any digit
 
@@ -89,6 +115,7 @@ class DesignValidState(NamedTuple):
     first: Array  # h_1² σ̂_1², the scale of ρ
     fit: Array  # (5,) Σ 1, Σ p̂_I, Σ s_I, Σ p̂_I², Σ p̂_I s_I over the rounds (recalibration)
     strength: Array  # n0 of the recalibration (0: off)
+    null: Array  # (3,) coefficients of the conditional floor C(θ0) = c0 + c1 θ0 + c2 θ0²
 
 
 def item_variance(prediction: Prediction, p_min: float = 0.0) -> Array:
@@ -138,6 +165,25 @@ def score_floor_scale(theta0: Array, p_min: float) -> Array:
         return jnp.ones_like(theta0)
     x = jnp.clip(theta0, 0.0, 1.0)
     return jnp.minimum(1.0, x * (1.0 - x) / (p_min * (1.0 - p_min)))
+
+
+def null_floor_terms(observed: Array, observed_sum: Array, prediction: Prediction,
+                     weight: Array, p_min: float) -> Array:
+    """One round's coefficients (c0, c1, c2) of the conditional floor (module docstring):
+    w [m(θ0) (1 − m(θ0)) − S²] with m(θ0) = (N θ0 − Σ_{j∈O} s_j) / |R| the mean the
+    unseen items R must have if the score is θ0, S² = Var_{i∈R} p̂_i and
+    w = h² σ̂² / mean_{i∈R} v_i (``weight`` = h² σ̂²): the round's predicted variance, its
+    items' variance moved to what a predictor off by a constant on R would give at θ0."""
+    n_items = observed.shape[-1]
+    unseen = ~observed
+    size = jnp.maximum(jnp.sum(unseen), 1.0)
+    p = jnp.clip(prediction.item_mean, 0.0, 1.0)
+    mean_p = jnp.sum(jnp.where(unseen, p, 0.0)) / size
+    spread = jnp.sum(jnp.where(unseen, (p - mean_p) ** 2, 0.0)) / size
+    mean_v = jnp.sum(jnp.where(unseen, item_variance(prediction, p_min), 0.0)) / size
+    w = weight / jnp.maximum(mean_v, 1e-12)
+    a, g = n_items / size, -observed_sum / size  # m(θ0) = a θ0 + g
+    return w * jnp.stack([g - g * g - spread, a - 2.0 * a * g, -a * a])
 
 
 def invert_interval(centre: Array, half_at, reach: Array, points: int = SIDE_POINTS,
@@ -196,7 +242,7 @@ def floor_kind(floor: bool | str) -> str:
     return floor
 
 
-def estimator(weights: str = "stabilised", floor: bool | str = "score", anytime: bool = False,
+def estimator(weights: str = "stabilised", floor: bool | str = "conditional", anytime: bool = False,
               anytime_rounds: float = 0.25, min_share: float = 1.0,
               p_min: float = 0.0, recalibrate: float = 10.0) -> Estimator:
     """The design-valid estimator of the module docstring.
@@ -206,7 +252,9 @@ def estimator(weights: str = "stabilised", floor: bool | str = "score", anytime:
         schedule brings the weights close to inverse-variance ones (the finite-population
         correction of a mean) while Σ h_t² σ_t² stays a function of t alone, the
         stability that stabilised weights give the martingale CLT.
-    floor: ``"score"`` (invert the score-type floor F_T g(θ0)), ``"model"`` (raise V_T to
+    floor: ``"conditional"`` (the score-type floor, grown in [p_min, 1 − p_min] by the
+        floor C(θ0) given the observed items, within the scores still possible),
+        ``"score"`` (invert the score-type floor F_T g(θ0)), ``"model"`` (raise V_T to
         the model-predicted F_T) or ``"none"``; True and False are ``"model"`` and
         ``"none"``.
     anytime: report the confidence sequence instead of the fixed-n interval.
@@ -232,7 +280,8 @@ def estimator(weights: str = "stabilised", floor: bool | str = "score", anytime:
         zero = jnp.zeros((), jnp.float64)
         return DesignValidState(jnp.zeros(n_items, bool), *([zero] * 10),
                                 jnp.zeros(5, jnp.float64),
-                                jnp.asarray(recalibrate, jnp.float64))
+                                jnp.asarray(recalibrate, jnp.float64),
+                                jnp.zeros(3, jnp.float64))
 
     def design(prediction: Prediction, probabilities: Array) -> Array:
         return predicted_variance(prediction, probabilities, min_share, p_min)
@@ -253,12 +302,17 @@ def estimator(weights: str = "stabilised", floor: bool | str = "score", anytime:
         d = theta - shift
         p = jnp.clip(prediction.item_mean[item], 0.0, 1.0)
         fit = state.fit + jnp.stack([jnp.ones_like(p), p, score, p * p, p * score])
+        null = state.null
+        if floor == "conditional":
+            null = null + null_floor_terms(state.observed, state.observed_sum, prediction,
+                                           h * h * sigma2, p_min)
         return DesignValidState(
             state.observed.at[item].set(True), state.observed_sum + score,
             state.rounds + 1.0, shift, state.h + h, state.hd + h * d, state.h2 + h * h,
             state.h2d + h * h * d, state.h2d2 + h * h * d * d,
             state.predicted + h * h * sigma2,
-            jnp.where(state.rounds == 0, h * h * sigma2, state.first), fit, state.strength)
+            jnp.where(state.rounds == 0, h * h * sigma2, state.first), fit, state.strength,
+            null)
 
     def estimate(state: DesignValidState, prediction: Prediction, z: float) -> Estimate:
         started = state.rounds > 0
@@ -281,16 +335,39 @@ def estimator(weights: str = "stabilised", floor: bool | str = "score", anytime:
             def half_of(v: Array) -> Array:
                 return z * jnp.sqrt(v / total**2)
 
-        if floor == "score":
-            def half_at(theta0: Array) -> Array:
-                return half_of(jnp.maximum(spread, state.predicted
-                                           * score_floor_scale(theta0, p_min)))
+        if floor in ("score", "conditional"):
+            n_items = state.observed.shape[-1]
+            low = state.observed_sum / n_items  # the score's range given the observed items
+            high = (state.observed_sum + n_items - state.rounds) / n_items
+            c0, c1, c2 = state.null[0], state.null[1], state.null[2]
 
-            lower, upper = invert_interval(value, half_at,
-                                           half_of(jnp.maximum(spread, state.predicted)))
+            def floor_at(theta0: Array) -> Array:
+                score_type = state.predicted * score_floor_scale(theta0, p_min)
+                if floor == "score":
+                    return score_type
+                x = jnp.clip(theta0, low, high)
+                conditional = c0 + c1 * x + c2 * x * x
+                if p_min > 0.0:  # at most the score type's growth without its cap at 1
+                    y = jnp.clip(theta0, 0.0, 1.0)
+                    conditional = jnp.minimum(conditional, state.predicted * y * (1.0 - y)
+                                              / (p_min * (1.0 - p_min)))
+                return jnp.maximum(score_type, conditional)
+
+            def half_at(theta0: Array) -> Array:
+                return half_of(jnp.maximum(spread, floor_at(theta0)))
+
+            top = state.predicted
+            if floor == "conditional":  # the largest C(θ0) on [low, high] (c2 ≤ 0)
+                vertex = jnp.clip(-c1 / jnp.where(c2 < 0, 2.0 * c2, -1.0), low, high)
+                top = jnp.maximum(top, jnp.max(jnp.stack(
+                    [c0 + c1 * x + c2 * x * x for x in (low, high, vertex)])))
+            lower, upper = invert_interval(value, half_at, half_of(jnp.maximum(spread, top)))
+            if floor == "conditional":  # no score outside [low, high] is possible
+                lower = jnp.clip(lower, low, high)
+                upper = jnp.clip(upper, low, high)
             if anytime:
                 centre = 0.5 * (lower + upper)
-                var = jnp.maximum(spread, state.predicted * score_floor_scale(centre, p_min))
+                var = jnp.maximum(spread, floor_at(centre))
             else:  # the variance whose z-interval is as wide as the reported one
                 var = ((upper - lower) / (2.0 * z)) ** 2 * total**2
         else:

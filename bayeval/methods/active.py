@@ -24,11 +24,14 @@ Assembled from parts, with any backend as the predictor:
   (without replacement; batches drawn in turn with the earlier items removed);
 * estimator :func:`~bayeval.estimators.design_valid.estimator` (the martingale estimator,
   the variance floor; the anytime-valid confidence sequence with ``anytime``). The floor
-  is ``"score"`` by default, a Wilson-like inversion of the model floor that shrinks with
-  the candidate score below p_min and above 1 − p_min: on the hard variants of the bundled
-  datasets (400 runs per cell, ε = 0.05) it needed 18–35% fewer items than the model floor
-  (``floor="model"``) for targets scoring below 5% or above 95%, the same or fewer elsewhere,
-  and kept their coverage at 0.98–1.0. Its
+  is ``"conditional"`` by default: a Wilson-like inversion of the model floor that shrinks
+  with the candidate score below p_min and above 1 − p_min (``"score"``: on the hard
+  variants of the bundled datasets, 400 runs per cell, ε = 0.05, it needed 18–35% fewer
+  items than the model floor, ``floor="model"``, for targets scoring below 5% or above
+  95%, and kept their coverage at 0.98–1.0), grown in between as far as the observed items
+  say it must, and cut to the scores still possible (1000 runs on the sparse variants of
+  IFEval and MuSR: coverage for targets scoring 5–95% 0.942 → 0.954 and 0.913 → 0.948,
+  with 3–7% fewer items in every stratum). Its
   ``weights`` are ``"scheduled"`` by default, variance-stabilising weights times N/|R_t|:
   in the same training-model ablation they needed fewer items than plain stabilised
   weights in each of the 18 (dataset, variant) cells (2–5% fewer; 22.7% against 20.1%
@@ -95,7 +98,8 @@ def active_rule(beta: float, temperature: float, tau: float,
 def active_pai(epsilon: float = 0.05, predictor: str = "difficulty", anytime: bool = False,
                budget: float | None = None, n_min: int = 30, tau: float = 0.05,
                beta: float = 0.0, temperature: float = 1.0, weights: str = "scheduled",
-               floor: bool | str = "score", anytime_rounds: float = 0.25, refit_every: int = 0,
+               floor: bool | str = "conditional", anytime_rounds: float = 0.25,
+               refit_every: int = 0,
                p_min: float = 0.05, min_share: float = 1.0, recalibrate: float = 10.0,
                bucket_capacity: int | None = None, components: int = 5,
                level: float = 0.95) -> Method:

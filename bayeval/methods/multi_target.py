@@ -525,7 +525,7 @@ def bayesame_joint(epsilon: float = 0.02, epsilon1: float = 0.005, window: int =
 
 def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
                      beta: float = 0.0, temperature: float = 1.0, weights: str = "scheduled",
-                     floor: bool | str = "score", anytime: bool = False,
+                     floor: bool | str = "conditional", anytime: bool = False,
                      anytime_rounds: float = 0.25,
                      p_min: float = 0.05, min_share: float = 1.0, recalibrate: float = 10.0,
                      n_latent: int = 2, refit_every: int = 50, adam_steps: int = 200,
