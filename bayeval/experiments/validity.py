@@ -333,8 +333,16 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
         at = np.array([position[f"{d}/{v}/ε={e:g}"] for d, v, e in
                        part[["dataset", "variant", "epsilon"]].itertuples(index=False)])
         offset = (k - (len(methods) - 1) / 2) * 0.8 / max(len(methods), 1)
-        axes[0].errorbar(at + offset, part.coverage, yerr=part.coverage_se,
-                         fmt="o", label=method, capsize=2)
+        line = axes[0].errorbar(at + offset, part.coverage, yerr=part.coverage_se,
+                                fmt="o", label=method, capsize=2)
+        strata = table[(table.method == method) & (table.stratum != "all")]
+        worst = strata.loc[strata.groupby(["dataset", "variant", "epsilon"], sort=False)
+                           .coverage.idxmin()]
+        at_worst = np.array([position[f"{d}/{v}/ε={e:g}"] for d, v, e in
+                             worst[["dataset", "variant", "epsilon"]].itertuples(index=False)])
+        axes[0].errorbar(at_worst + offset, worst.coverage, yerr=worst.coverage_se, fmt="o",
+                         mfc="none", color=line[0].get_color(), capsize=2, alpha=0.7,
+                         label=f"{method}: worst score stratum")
         axes[1].bar(at + offset, part.mean_items, width=0.8 / len(methods),
                     label=method)
     axes[0].axhline(0.95, color="k", lw=0.8)
@@ -343,7 +351,7 @@ def _plot(table: pd.DataFrame, path: Path) -> None:
     axes[1].set_ylabel("mean items at the stop")
     for ax in axes:
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=6, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
