@@ -362,9 +362,10 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
                 top = jnp.maximum(top, jnp.max(jnp.stack(
                     [c0 + c1 * x + c2 * x * x for x in (low, high, vertex)])))
             lower, upper = invert_interval(value, half_at, half_of(jnp.maximum(spread, top)))
-            if floor == "conditional":  # no score outside [low, high] is possible
-                lower = jnp.clip(lower, low, high)
-                upper = jnp.clip(upper, low, high)
+            if floor == "conditional":  # no score outside [low, high] is possible; the
+                # estimate stays unbiased, so it may lie outside, and the interval keeps it
+                lower = jnp.clip(lower, jnp.minimum(low, value), jnp.maximum(high, value))
+                upper = jnp.clip(upper, jnp.minimum(low, value), jnp.maximum(high, value))
             if anytime:
                 centre = 0.5 * (lower + upper)
                 var = jnp.maximum(spread, floor_at(centre))
