@@ -303,6 +303,27 @@ def test_batch_draws_use_past_only_probabilities_and_are_journaled(slice120, tmp
     resumed.close()
 
 
+def test_recalibration_is_the_ridge_fit_of_a_dense_least_squares_solve():
+    # p̃ = clip(a + b p̂) after 20 rounds, (a, b) the ridge fit with prior a = 0, b = 1 and
+    # the weight of n0 rounds: the augmented least-squares system with rows
+    # sqrt(n0) (1, 0) → 0 and sqrt(n0) (0, 1) → sqrt(n0). Before any round it is p̂.
+    rng = np.random.default_rng(3)
+    p, s = rng.uniform(0.2, 0.9, 20), (rng.random(20) < 0.4).astype(float)
+    n0, n = 10.0, 20
+    est = dv.estimator(recalibrate=n0)
+    state = est.init(5)
+    grid = jnp.linspace(0.0, 1.0, 11)
+    np.testing.assert_allclose(np.asarray(dv.recalibrated(state, grid)), np.asarray(grid),
+                               atol=1e-12)
+    state = state._replace(fit=jnp.asarray([n, p.sum(), s.sum(), (p * p).sum(),
+                                            (p * s).sum()]))
+    rows = np.vstack([np.column_stack([np.ones(n), p]), math.sqrt(n0) * np.eye(2)])
+    a, b = np.linalg.lstsq(rows, np.concatenate([s, [0.0, math.sqrt(n0)]]), rcond=None)[0]
+    want = np.clip(a + b * np.asarray(grid), 0.0, 1.0)
+    assert np.max(np.abs(want - np.asarray(grid))) > 0.05  # the data moved the fit
+    np.testing.assert_allclose(np.asarray(dv.recalibrated(state, grid)), want, atol=1e-12)
+
+
 def _scored(session: Session, item: str, target: np.ndarray) -> tuple[str, float]:
     return item, float(target[session.reference.item_index(item)])
 
