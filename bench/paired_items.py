@@ -25,9 +25,9 @@ def compare(runs: pd.DataFrame, base: str, other: str) -> pd.DataFrame:
     for (dataset, variant), group in runs.groupby(["dataset", "variant"], sort=False):
         by = {m: g.reset_index(drop=True) for m, g in group.groupby("method")}
         a, b, rs = by[base], by[other], by["random"]
-        if len(a) != len(b):
-            raise SystemExit(f"{dataset} {variant}: {len(a)} runs of {base} against "
-                             f"{len(b)} of {other}; they must be the same draws")
+        if len(a) != len(b) or not np.array_equal(a.truth, b.truth):
+            raise SystemExit(f"{dataset} {variant}: the runs of {base} and {other} are not "
+                             "the same draws (their counts or targets differ row by row)")
         change = (b.n - a.n) / rs.n.mean()
         rows.append({"dataset": dataset.split("-")[0], "variant": variant, "runs": len(a),
                      "coverage base": a.covered.mean(), "coverage other": b.covered.mean(),
