@@ -273,3 +273,15 @@ def test_a_failed_refit_reaches_the_session_and_the_simulator(fragile_refit):
     assert [r["n"] for r in session.refits] == [40] and not session.refits[0]["accepted"]
     sim = simulate(method, ref, target[None], [2], n_steps=45)
     assert int(sim.refits[0]) == 1 and int(sim.failed_refits[0]) == 1
+
+
+def test_method_specs_read_none_true_false_as_text_where_the_default_is_text():
+    """`active-pai(floor=none)` names the "none" floor: the spec reader turns the word into
+    None, and a text parameter takes it back as text; a bool parameter keeps its bool."""
+    from bayeval.methods.base import parse_method_spec
+
+    name, params = parse_method_spec("active-pai(floor=none, anytime=true)")
+    assert params == {"floor": None, "anytime": True}
+    method = make_method(name, **params)
+    assert method.params["floor"] == "none" and method.params["anytime"] is True
+    assert "conditional floor" not in method.estimator.name and "anytime" in method.estimator.name

@@ -279,11 +279,26 @@ def check_parameters(name: str, params: dict[str, Any]) -> None:
                                f"{type(default).__name__} like its default {default!r}")
 
 
+def as_text_parameters(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` with the words that :func:`parse_method_spec` reads as None or bool
+    (none, true, false) given back as text where the parameter's default is text, so that
+    ``active-pai(floor=none)`` names the floor ``"none"``."""
+    signature = inspect.signature(_REGISTRY[name])
+    out = dict(params)
+    for key, value in params.items():
+        default = signature.parameters[key].default if key in signature.parameters else None
+        if isinstance(default, str) and (value is None or isinstance(value, bool)):
+            out[key] = "none" if value is None else str(value).lower()
+    return out
+
+
 def make_method(name: str, **params: Any) -> Method:
     """The method ``name`` with ``params`` (cached: equal arguments give the same object);
-    parameters are checked first (:func:`check_parameters`)."""
+    parameters are checked first (:func:`check_parameters`), after the words none, true
+    and false are read as text where the default is text (:func:`as_text_parameters`)."""
     if name not in _REGISTRY:
         raise BayevalError(f"unknown method {name!r} (known: {', '.join(method_names())})")
+    params = as_text_parameters(name, params)
     check_parameters(name, params)
     try:
         return _cached(name, tuple(sorted(params.items())))
