@@ -145,7 +145,7 @@ def measure(opts, workload: str, scratch: Path) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--faq-runs", type=int, default=512)
     parser.add_argument("--bayesame-runs", type=int, default=32)
     parser.add_argument("--bayesame-steps", type=int, default=200)

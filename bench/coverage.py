@@ -65,7 +65,7 @@ def with_session(matrix, runs: int, epsilon: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--dataset", default="ifeval")
     parser.add_argument("--runs", type=int, default=4000)
     parser.add_argument("--session-runs", type=int, default=250)

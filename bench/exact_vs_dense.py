@@ -69,7 +69,7 @@ def dense_reference(reference: np.ndarray, target: np.ndarray, steps: int) -> np
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--dataset", default="arc_challenge")
     parser.add_argument("--steps", type=int, default=None, help="default: all N items")
     parser.add_argument("--sim-targets", type=int, default=10)

@@ -99,7 +99,7 @@ def numpy_faq(V: np.ndarray, mean0: np.ndarray, cov0: np.ndarray, scores: np.nda
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--runs", type=int, default=512)
     parser.add_argument("--budget", type=float, default=0.1)
     parser.add_argument("--repeats", type=int, default=3)

@@ -36,7 +36,7 @@ enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--suite", default="ifeval+musr")
     parser.add_argument("--seeds", type=int, default=100)
     parser.add_argument("--budget", type=float, default=0.1)

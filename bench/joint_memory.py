@@ -44,7 +44,7 @@ def timed(fn, *args):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--dataset", default="arc_challenge")
     parser.add_argument("--targets", type=int, default=10)
     parser.add_argument("--steps", type=int, default=300)

@@ -32,7 +32,7 @@ enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--datasets", default="rte,mrpc,ifeval")
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--targets", type=int, default=3)

@@ -39,7 +39,7 @@ def compare(runs: pd.DataFrame, base: str, other: str) -> pd.DataFrame:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("dir", type=Path)
     parser.add_argument("--base", default="active-pai")
     parser.add_argument("--other", required=True)

@@ -128,7 +128,7 @@ def child(opts) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--models", type=int, default=2200)
     parser.add_argument("--items", type=int, default=12000)
     parser.add_argument("--runs", type=int, default=32)

@@ -144,7 +144,7 @@ def plot(table: pd.DataFrame, path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--datasets", default="arc_challenge")
     parser.add_argument("--variant", default="standard", choices=["standard", "extremes"])
     parser.add_argument("--budgets", default="25,50,100,200")

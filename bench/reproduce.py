@@ -168,7 +168,7 @@ def exact(out: Path, other: Path) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--against", type=Path, default=None)
     parser.add_argument("--run", action="store_true")
