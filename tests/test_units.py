@@ -237,3 +237,27 @@ def test_estimation_units_are_reused_with_the_same_curves(tmp_path):
     assert any("reusing 2 of 2" in line for line in lines)
     pd.testing.assert_frame_equal(first, again)
     pd.testing.assert_frame_equal(stops, stops2)
+
+
+def test_a_changed_method_default_is_not_served_from_the_cache(tmp_path, monkeypatch):
+    """A unit is keyed by every parameter of its method spec, defaults included: after a
+    release changes a default, the same spec is run anew, not read from the cache."""
+    from bayeval.data import load_dataset
+    from bayeval.data.matrix import ScoreMatrix
+    from bayeval.experiments.estimation import run_estimation
+    from bayeval.methods import base
+
+    full = load_dataset("rte")
+    matrix = ScoreMatrix(full.scores[:40, :50], full.models[:40], full.items[:50], name="toy")
+    lines: list[str] = []
+    kwargs = dict(regimes=("interpolation",), methods=("random",), n_targets=2, seeds=2,
+                  n_steps=15, out=tmp_path, log=lines.append)
+    run_estimation(matrix, **kwargs)
+    original = base._REGISTRY["random"]
+
+    def changed(epsilon: float = 0.1, min_n: int = 31, level: float = 0.95):
+        return original(epsilon=epsilon, min_n=min_n, level=level)
+
+    monkeypatch.setitem(base._REGISTRY, "random", changed)
+    run_estimation(matrix, **kwargs)
+    assert not any("reusing" in line for line in lines)

@@ -37,7 +37,12 @@ from bayeval.experiments.metrics import (
     stopping_points,
 )
 from bayeval.experiments.units import Unit, run_units
-from bayeval.methods import accepts_parameter, make_method, parse_method_spec
+from bayeval.methods import (
+    accepts_parameter,
+    make_method,
+    parse_method_spec,
+    resolved_parameters,
+)
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import concatenate, simulate
 from bayeval.types import SimulationResult
@@ -126,7 +131,8 @@ def run_estimation(dataset: str | ScoreMatrix,
                              reference_seed=s) for s in range(seeds)]
         capacity = max(make_buckets(sp.reference.scores).n_buckets for sp in splits)
         for spec in methods:
-            settings = {"regime": regime, "spec": spec, "n_targets": int(n_targets),
+            settings = {"regime": regime, "spec": spec,
+                        "parameters": resolved_parameters(spec), "n_targets": int(n_targets),
                         "reference_fraction": float(reference_fraction),
                         "split_seed": int(split_seed), "capacity": int(capacity),
                         "n_steps": None if n_steps is None else int(n_steps)}

@@ -33,7 +33,7 @@ from bayeval.data.sources import bench_dataset
 from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.metrics import at_stop, stopping_points
 from bayeval.experiments.units import Unit, run_units
-from bayeval.methods import make_method
+from bayeval.methods import make_method, resolved_parameters
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import simulate
 
@@ -156,7 +156,9 @@ def run_multitarget(dataset: str | ScoreMatrix,
         settings = {"regime": regime, "n_targets": int(n_targets),
                     "reference_fraction": float(reference_fraction),
                     "split_seed": int(split_seed), "epsilon2": float(epsilon2),
-                    "joint_params": joint_params, "capacity": int(capacity)}
+                    "joint_params": joint_params, "capacity": int(capacity),
+                    "parameters": {name: resolved_parameters(name)
+                                   for name in ("bayesame-joint", "bayesame")}}
         plan[regime] = [Unit("multitarget", dataset, regime, s, s + 1, settings)
                         for s in range(seeds)]
     units = [u for us in plan.values() for u in us]

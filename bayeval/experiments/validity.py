@@ -38,7 +38,12 @@ from bayeval.estimators.interval import z_value
 from bayeval.experiments.metrics import covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Unit, run_units
-from bayeval.methods import accepts_parameter, make_method, parse_method_spec
+from bayeval.methods import (
+    accepts_parameter,
+    make_method,
+    parse_method_spec,
+    resolved_parameters,
+)
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import SimulationResult, concatenate, simulate
 
@@ -215,6 +220,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
 
     def units_of(variant, eps, spec, capacity, **more):
         settings = {"variant": variant, "epsilon": eps, "spec": spec,
+                    "parameters": resolved_parameters(spec),
                     "n_targets": int(n_targets), "reps": int(reps),
                     "reference_fraction": float(reference_fraction),
                     "capacity": int(capacity), **more}

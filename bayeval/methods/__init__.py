@@ -29,6 +29,7 @@ from bayeval.methods.base import (
     method_names,
     parse_method_spec,
     register_method,
+    resolved_parameters,
     split_method_specs,
 )
 from bayeval.methods.baselines import bayes_aipw, random_sample_mean
@@ -56,5 +57,6 @@ __all__ = [
     "quadrature",
     "random_sample_mean",
     "register_method",
+    "resolved_parameters",
     "split_method_specs",
 ]

@@ -292,6 +292,21 @@ def as_text_parameters(name: str, params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def resolved_parameters(spec: str) -> dict[str, Any]:
+    """Every parameter of the method spec ``spec`` (:func:`parse_method_spec`) as
+    :func:`make_method` would build it: the spec's parameters over the factory's
+    defaults. A result cache keys a spec's units by these, so that a run cached before a
+    default changed is not taken for one with the new default."""
+    name, params = parse_method_spec(spec)
+    if name not in _REGISTRY:
+        raise BayevalError(f"unknown method {name!r} (known: {', '.join(method_names())})")
+    params = as_text_parameters(name, params)
+    check_parameters(name, params)
+    defaults = {key: p.default for key, p in inspect.signature(_REGISTRY[name]).parameters.items()
+                if p.default is not inspect.Parameter.empty}
+    return {**defaults, **params}
+
+
 def make_method(name: str, **params: Any) -> Method:
     """The method ``name`` with ``params`` (cached: equal arguments give the same object);
     parameters are checked first (:func:`check_parameters`), after the words none, true
