@@ -173,8 +173,8 @@ CASES = [
     ("targets with a single-target method", ["evaluate", "--dataset", "mrpc", "--targets",
                                              "a,b", "--evaluator", "command", "--command",
                                              "echo 1", "--method", "bayesame"],
-     "--targets needs a method that evaluates several targets jointly (bayesame-joint); "
-     "'bayesame' evaluates one"),
+     "--targets needs a method that evaluates several targets jointly (active-pai-joint "
+     "or bayesame-joint); 'bayesame' evaluates one"),
 ]
 
 

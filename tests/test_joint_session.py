@@ -117,7 +117,7 @@ def test_cli_evaluates_several_targets_with_a_command(tmp_path):
         "evaluate", "--json", "-q", "--reference", str(reference),
         "--targets", ",".join(targets), "--evaluator", "command",
         "--command", f"sh {script} {{target}} {{item}}", "--retries", "0",
-        "--max-items", "70", "--journal", str(journal)])
+        "--max-items", "70", "--journal", str(journal), "--method", "bayesame-joint"])
     assert result.exit_code == 0, result.output
     r = json.loads(result.stdout)
     assert r["reference_models"] == 85 and r["evaluations"] == 70
@@ -129,3 +129,17 @@ def test_cli_evaluates_several_targets_with_a_command(tmp_path):
     assert all(x["item"].endswith("7") for x in records if x["event"] == "skip")
     both = CliRunner().invoke(app, ["evaluate", "--target", "a", "--targets", "b,c"])
     assert both.exit_code != 0 and "not both" in both.output
+
+
+def test_cli_targets_default_to_a_design_valid_interval_per_target():
+    """Without --method, --targets runs active-pai-joint: every told score carries the
+    probability it was drawn with, and each target gets an interval of its own."""
+    rte = load_dataset("rte")
+    targets = [str(m) for m in rte.models[3:5]]
+    result = CliRunner().invoke(app, ["evaluate", "--json", "-q", "--dataset", "rte",
+                                      "--targets", ",".join(targets), "--max-items", "40"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["method"] == "active-pai-joint" and r["evaluations"] == 40
+    for t in r["targets"]:
+        assert t["lower"] <= t["estimate"] <= t["upper"] and t["items_used"] == 20

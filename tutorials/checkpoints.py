@@ -20,7 +20,9 @@ Gaussian processes, so a score of one checkpoint also moves the estimates of the
    against the evaluations spent.
 
 From the shell the same joint run is
-``bayeval evaluate --targets 01-ai/Yi-1.5-34B,01-ai/Yi-1.5-34B-Chat,...``.
+``bayeval evaluate --targets 01-ai/Yi-1.5-34B,01-ai/Yi-1.5-34B-Chat,... --method
+bayesame-joint``; without ``--method``, ``--targets`` runs ``active-pai-joint``, the same
+joint model as the predictor of a design-valid interval per checkpoint.
 """
 
 from __future__ import annotations

@@ -35,7 +35,8 @@ EXIT_USAGE = 2  # a bad option, file or journal (also typer's own usage errors)
 EXIT_EVALUATION = 3  # the evaluator failed (several items in a row, or every item)
 FAILURES_IN_A_ROW = 3  # a command evaluator failing this often in a row stops the run
 DEFAULT_METHOD = "active-pai"
-JOINT_METHOD = "bayesame-joint"  # the default with --targets
+JOINT_METHOD = "active-pai-joint"  # the default with --targets
+JOINT_METHODS = ("active-pai-joint", "bayesame-joint")  # the methods --targets takes
 
 
 class EvaluatorKind(StrEnum):

@@ -17,6 +17,7 @@ from bayeval.cli.common import (
     DEFAULT_DATASET,
     DEFAULT_METHOD,
     JOINT_METHOD,
+    JOINT_METHODS,
     EvaluatorKind,
     FilterOption,
     JsonOption,
@@ -60,9 +61,10 @@ def evaluate(
              "from the reference (default: one drawn with --seed). With a command: any "
              "name for the new model.")] = None,
     targets: Annotated[str | None, typer.Option(
-        help="Several models to evaluate jointly (comma-separated), e.g. checkpoints of "
-             "one family: multi-target BayesAME shares what it learns between them. With "
-             "a command, {target} in it is replaced by the model's name.")] = None,
+        help="Several models to evaluate in one run (comma-separated), e.g. checkpoints "
+             "of one family: a joint model of their scores picks and predicts, and each "
+             "gets its own design-valid interval (active-pai-joint). With a command, "
+             "{target} in it is replaced by the model's name.")] = None,
     evaluator: Annotated[EvaluatorKind | None, typer.Option(
         help="oracle: simulate with the target's known row; command: run --command for "
              "each item; lm-eval: run lm-evaluation-harness once per batch of --batch "
@@ -89,9 +91,10 @@ def evaluate(
              "optionally with parameters, e.g. 'active-pai(anytime=true)' (an interval "
              "valid whenever you stop; predictor=exact|laplace|factor) or "
              "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval). "
-             "With --targets: bayesame-joint (the default; e.g. "
-             "'bayesame-joint(selection=mean_ig)') or active-pai-joint (each target's "
-             "items drawn at random, a design-valid interval and stop per target).")
+             "With --targets: active-pai-joint (the default: the joint model of the "
+             "targets picks and predicts, each target's items drawn at random with a "
+             "design-valid interval and stop of its own) or bayesame-joint (multi-target "
+             "BayesAME, model-based intervals; e.g. 'bayesame-joint(selection=mean_ig)').")
     ] = None,
     epsilon: Annotated[float | None, typer.Option(
         help="Stop once the 95% interval is at most this wide (with bayesame, also once "
@@ -209,7 +212,8 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             params["epsilon"] = epsilon
         if several and not make_method(name, **params).several_targets:
             raise BayevalError(f"--targets needs a method that evaluates several targets "
-                               f"jointly ({JOINT_METHOD}); {name!r} evaluates one")
+                               f"jointly ({' or '.join(JOINT_METHODS)}); {name!r} "
+                               "evaluates one")
         from bayeval.session import Session
 
         setup_jax()

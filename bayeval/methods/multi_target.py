@@ -536,7 +536,9 @@ def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
     random from active PAI's rule over its own items (the initial design in a random
     order, uniform), one design-valid estimator and one stopping rule per target (after
     ``n_min`` of its items, its interval at most ``epsilon`` wide). Whatever the joint
-    model gets wrong, each target's estimate is unbiased and its interval the design's."""
+    model gets wrong, each target's estimate is unbiased and its interval the design's.
+    ``p_min`` stays 0.05 here, the setting its per-target coverage was measured at
+    (docs/results/validity/joint.md); single-target active-pai's default is 0.02."""
     from bayeval.estimators import design_valid
     from bayeval.methods.active import active_rule
 
