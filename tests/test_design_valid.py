@@ -289,7 +289,8 @@ def test_batch_draws_use_past_only_probabilities_and_are_journaled(slice120, tmp
     log_w = method.rule(before, jnp.asarray(available))
     want_q = acq.sequential_probabilities(log_w, jnp.asarray(available), positions)
     dists = acq.sequential_distributions(log_w, jnp.asarray(available), positions)
-    want_design = [float(dv.predicted_variance(before, d, p_min=0.05)) for d in dists]
+    want_design = [float(dv.predicted_variance(before, d, p_min=method.params["p_min"]))
+                   for d in dists]
     with pytest.raises(SessionError, match="asked earlier"):
         session.tell(*_scored(session, batch[2], target))
     for item in batch:
