@@ -85,7 +85,6 @@ def main() -> None:
             except DataError as err:  # a sparse variant with too few sparse items
                 print(f"skipped {name} {variant}: {err}")
                 continue
-            runs["dataset"] = name
             parts.append(runs)
             print(f"{name} {variant}: {runs.target.nunique()} targets × {len(epsilons)} ε")
     runs = pd.concat(parts, ignore_index=True)

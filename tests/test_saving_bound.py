@@ -71,4 +71,4 @@ def test_items_for_width_equals_a_scan():
         def var(n):
             return 0.21 * (1.0 / n - 1.0 / 300)
         scan = next(n for n in range(1, 301) if 2 * 1.959963984540054 * np.sqrt(var(n)) <= eps)
-        assert items_for_width(var, eps, 300) == scan
+        assert items_for_width(var, eps, 300, 1.959963984540054) == scan

@@ -45,7 +45,8 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import ScoreMatrix
-from bayeval.experiments.validity import variant_matrix, variant_split
+from bayeval.estimators.interval import z_value
+from bayeval.experiments.validity import NOMINAL, variant_matrix, variant_split
 from bayeval.inference.difficulty import fit_rows, item_features
 
 POLICY_FLOOR = 0.05  # τ: the uniform share of active-pai's policy (METHODS.md §9 "Policy")
@@ -100,8 +101,9 @@ def policy_variance(sigma2: np.ndarray, residual2: np.ndarray, n: float,
 
 
 def items_for_width(variance_at: Callable[[int], float], epsilon: float, n_items: int,
-                    z: float = 1.959963984540054) -> int:
-    """The least n in [1, N] with 2 z sqrt(V(n)) ≤ ε, for V decreasing in n (N if none)."""
+                    z: float) -> int:
+    """The least n in [1, N] with 2 z sqrt(V(n)) ≤ ε, for V decreasing in n (N if none);
+    z the normal quantile of the interval's level."""
     def narrow(n: int) -> bool:
         return 2.0 * z * np.sqrt(max(variance_at(n), 0.0)) <= epsilon
 
@@ -148,34 +150,36 @@ def similar_models_predictor(temperature: float = SIMILARITY_TEMPERATURE) -> Cal
     return predict
 
 
+def stack_predictions(parts: Sequence[np.ndarray], scores: np.ndarray) -> np.ndarray:
+    """``stacked`` of the module docstring: the logistic regression of the target's scores
+    on the logits of cross-fitted predictions (clipped to [1e-4, 1 − 1e-4])."""
+    logits = [np.log(q / (1.0 - q)) for q in (np.clip(p, 1e-4, 1.0 - 1e-4) for p in parts)]
+    x = np.column_stack([np.ones(scores.size), *logits])
+    u = fit_rows(scores[None], x, ridge=1e-3)[0]
+    return 1.0 / (1.0 + np.exp(-(x @ u)))
+
+
 # name → (predictor, whether its p̂ (1 − p̂) may stand for σ² in the Godambe–Joshi bound:
 # a logistic fit is calibrated on its training items; a similarity-weighted mean is not,
 # and its confident predictions would make that bound meaningless)
-def stacked_predictor(first: Callable, second: Callable) -> Callable:
-    """``stacked`` of the module docstring over two cross-fitted predictors."""
-    def predict(reference: np.ndarray, scores: np.ndarray, folds: np.ndarray) -> np.ndarray:
-        parts = [np.clip(f(reference, scores, folds), 1e-4, 1.0 - 1e-4)
-                 for f in (first, second)]
-        x = np.column_stack([np.ones(scores.size), *(np.log(p / (1.0 - p)) for p in parts)])
-        u = fit_rows(scores[None], x, ridge=1e-3)[0]
-        return 1.0 / (1.0 + np.exp(-(x @ u)))
-    return predict
-
-
 PREDICTORS: dict[str, tuple[Callable, bool]] = {
     "difficulty(5)": (difficulty_predictor(5), True),
     "difficulty(10)": (difficulty_predictor(10), True),
     "similar-models": (similar_models_predictor(), False),
-    "stacked": (stacked_predictor(difficulty_predictor(5), similar_models_predictor()), True),
 }
+# name → the predictors it stacks (each a key of the predictors given); a stacked
+# prediction is a logistic fit, so calibrated in the sense above
+STACKS: dict[str, tuple[str, ...]] = {"stacked": ("difficulty(5)", "similar-models")}
 
 
 def target_items(reference: np.ndarray, scores: np.ndarray, epsilons: Sequence[float],
-                 predictors: dict[str, tuple[Callable, bool]], folds: int = 5, seed: int = 0,
-                 p_clip: float = 1e-4) -> list[dict]:
-    """For one target: RS-Mean's n and, per predictor, the Godambe–Joshi n (``gj``) and
-    the n of the policy's design with the residuals left (``policy``), at each ε; the
-    Godambe–Joshi n only for a predictor marked calibrated."""
+                 predictors: dict[str, tuple[Callable, bool]],
+                 stacks: dict[str, tuple[str, ...]] | None = None, folds: int = 5,
+                 seed: int = 0, p_clip: float = 1e-4) -> list[dict]:
+    """For one target: RS-Mean's n and, per predictor and per stack of predictors
+    (``stacks``: name → the names it stacks, reusing their predictions), the
+    Godambe–Joshi n (``gj``) and the n of the policy's design with the residuals left
+    (``policy``), at each ε; the Godambe–Joshi n only for a predictor marked calibrated."""
     scores = np.nan_to_num(np.asarray(scores, np.float64), nan=0.0)
     n_items = scores.size
     theta = scores.mean()
@@ -183,19 +187,25 @@ def target_items(reference: np.ndarray, scores: np.ndarray, epsilons: Sequence[f
     split = _folds(n_items, folds, seed)
     predictions = {name: np.clip(f(reference, scores, split), p_clip, 1.0 - p_clip)
                    for name, (f, _) in predictors.items()}
+    calibrated = {name: flag for name, (_, flag) in predictors.items()}
+    for name, parts in (stacks or {}).items():
+        predictions[name] = np.clip(stack_predictions([predictions[q] for q in parts], scores),
+                                    p_clip, 1.0 - p_clip)
+        calibrated[name] = True
+    z = z_value(NOMINAL)
     rows = []
     for eps in epsilons:
         row = {"epsilon": eps, "truth": theta, "n_items": n_items,
                "rs_mean": items_for_width(
-                   lambda n: population * (1.0 / n - 1.0 / n_items), eps, n_items)}
+                   lambda n: population * (1.0 / n - 1.0 / n_items), eps, n_items, z)}
         for name, p in predictions.items():
             sigma2 = p * (1.0 - p)
             residual2 = (scores - p) ** 2
-            if predictors[name][1]:
+            if calibrated[name]:
                 row[f"{name} gj"] = items_for_width(
-                    lambda n, s=sigma2: godambe_joshi_variance(s, n), eps, n_items)
+                    lambda n, s=sigma2: godambe_joshi_variance(s, n), eps, n_items, z)
             row[f"{name} policy"] = items_for_width(
-                lambda n, s=sigma2, e=residual2: policy_variance(s, e, n), eps, n_items)
+                lambda n, s=sigma2, e=residual2: policy_variance(s, e, n), eps, n_items, z)
             row[f"{name} brier"] = float(np.mean(residual2))
         rows.append(row)
     return rows
@@ -204,11 +214,13 @@ def target_items(reference: np.ndarray, scores: np.ndarray, epsilons: Sequence[f
 def run_saving_bound(matrix: ScoreMatrix, variants: Sequence[str] = ("standard",),
                      epsilons: Sequence[float] = (0.05,), seeds: int = 25, targets: int = 10,
                      reference_fraction: float = 0.5,
-                     predictors: dict[str, tuple[Callable, bool]] | None = None
-                     ) -> pd.DataFrame:
+                     predictors: dict[str, tuple[Callable, bool]] | None = None,
+                     stacks: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
     """One row per (variant, draw, target, ε) on ``bench validity``'s draws
-    (:func:`~bayeval.experiments.validity.variant_split` with the same seeds)."""
+    (:func:`~bayeval.experiments.validity.variant_split` with the same seeds);
+    ``predictors`` and ``stacks`` default to :data:`PREDICTORS` and :data:`STACKS`."""
     predictors = PREDICTORS if predictors is None else predictors
+    stacks = STACKS if stacks is None else stacks
     rows = []
     for variant in variants:
         vm = variant_matrix(matrix, variant)
@@ -216,7 +228,7 @@ def run_saving_bound(matrix: ScoreMatrix, variants: Sequence[str] = ("standard",
             split = variant_split(vm, variant, targets, reference_fraction, seed)
             for k, scores in enumerate(split.targets.scores):
                 for row in target_items(split.reference.scores, scores, epsilons,
-                                        predictors, seed=seed):
+                                        predictors, stacks, seed=seed):
                     rows.append({"dataset": matrix.name, "variant": variant, "seed": seed,
                                  "target": split.targets.models[k], **row})
     return pd.DataFrame(rows)
@@ -244,6 +256,7 @@ def saving_table(runs: pd.DataFrame, boot: int = 2000, seed: int = 0) -> pd.Data
 
 __all__ = [
     "PREDICTORS",
+    "STACKS",
     "difficulty_predictor",
     "godambe_joshi_variance",
     "inclusion_probabilities",
@@ -253,6 +266,6 @@ __all__ = [
     "run_saving_bound",
     "saving_table",
     "similar_models_predictor",
-    "stacked_predictor",
+    "stack_predictions",
     "target_items",
 ]
