@@ -22,8 +22,9 @@ SMALL = {
                    "interpolation"],
     "inference": ["--methods", "random", "--targets", "2", "--seeds", "1", "--steps", "20",
                   "--every", "10"],
+    # no joint re-fit (20 s of a 50 s run): re-fits are tested in tests/test_joint*.py
     "multitarget": ["--targets", "2", "--seeds", "1", "--regimes", "interpolation",
-                    "--epsilon", "0.3"],
+                    "--epsilon", "0.3", "--refit-every", "100000"],
     "selection": ["--runs", "8", "--algorithms", "SySRs", "--max-budget", "0.1"],
     "coverage": ["--seeds", "2", "--val-seeds", "1", "--budgets", "0.2", "--grid",
                  "default"],
