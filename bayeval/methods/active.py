@@ -8,8 +8,11 @@ Assembled from parts, with any backend as the predictor:
   :mod:`bayeval.inference.difficulty`), ``"exact"`` (the bucket GP of seed 000 with
   exact Gaussian inference), ``"laplace"`` (the bucket GP over logits, Bernoulli
   likelihood), ``"factor"`` (the logistic factor model of seed 001 with online Laplace
-  updates) or ``"linear"`` (the reference-linear GP of ``bq``,
-  :mod:`bayeval.inference.reference_linear`). The default was chosen by
+  updates), ``"linear"`` (the reference-linear GP of ``bq``,
+  :mod:`bayeval.inference.reference_linear`) or ``"stacked"`` (the difficulty model and
+  the reference models most like the target, combined by an online logistic stack learned
+  from predictions made before each score; :mod:`bayeval.inference.stacked`). The default
+  was chosen by
   ``bench/active_predictors.py`` on training models only (a seeded half of each bundled
   dataset's models; the other half is never read):
   at ε = 0.05 over the nine datasets it saved 20.1% of
@@ -58,11 +61,12 @@ from bayeval.inference.exact import ExactBucketGP
 from bayeval.inference.factor_laplace import FactorLaplace
 from bayeval.inference.laplace import LaplaceBucketGP
 from bayeval.inference.reference_linear import ReferenceLinearGP
+from bayeval.inference.stacked import StackedDifficulty
 from bayeval.methods.base import Method, register_method
 from bayeval.stopping import rules as stop
 from bayeval.types import P_CLIP
 
-PREDICTORS = ("exact", "laplace", "factor", "difficulty", "linear")
+PREDICTORS = ("exact", "laplace", "factor", "difficulty", "linear", "stacked")
 
 
 def predictor_backend(predictor: str, refit_every: int = 50,
@@ -81,6 +85,8 @@ def predictor_backend(predictor: str, refit_every: int = 50,
         return CalibratedDifficulty(components).backend()
     if predictor == "linear":
         return ReferenceLinearGP().backend()
+    if predictor == "stacked":
+        return StackedDifficulty(components).backend()
     raise ValueError(f"predictor must be one of {', '.join(PREDICTORS)}, got {predictor!r}")
 
 
