@@ -3,14 +3,17 @@ for a width ε when a predictor already knows the target's whole row (cross-fitt
 what active-pai measured on the same draws.
 
 Run: python bench/saving_bound.py [--datasets a,b] [--variants standard,extremes,sparse]
-    [--epsilons 0.02,0.05,0.1] [--seeds 25] [--targets 10]
+    [--epsilons 0.02,0.05,0.1] [--seeds 25] [--targets 10] [--p-min 0.02]
     [--measured docs/results/validity/results.csv,...] [--out DIR]
 
 The draws are ``bench validity``'s (same seeds, targets and reference models). For each
 target, RS-Mean's items for the width (the normal width of a mean without replacement),
 the Godambe–Joshi bound's items for a calibrated predictor, and the items of a design
 that draws in proportion to the predictor's σ with a 5% uniform share, its variance
-taken from the residuals the predictor really leaves (bayeval.experiments.saving_bound).
+taken from the residuals the predictor really leaves (bayeval.experiments.saving_bound),
+and with ``--p-min`` (active-pai's default 0.02) the same design ``floored``: drawn from
+and floored by the predictor's variances clipped at p_min, as active-pai's rule and
+variance floor read them.
 Saving = 1 − Σ items / Σ items of RS-Mean over the targets, as bench validity computes it;
 its SE is a bootstrap over the draws. None of these charge for estimating the variance
 from the sample, nor for learning the target from its first items, so a real run's saving
@@ -37,7 +40,8 @@ from bayeval.experiments.saving_bound import run_saving_bound, saving_table
 from bayeval.experiments.tables import markdown_table
 
 SHOWN = ("difficulty(5) gj", "difficulty(5) policy", "difficulty(10) policy",
-         "similar-models policy", "stacked policy")
+         "similar-models policy", "stacked policy", "difficulty(5) floored",
+         "stacked floored")
 
 
 def measured_saving(paths: list[Path], method: str = "active-pai") -> pd.DataFrame:
@@ -63,6 +67,8 @@ def main() -> None:
     parser.add_argument("--epsilons", default="0.02,0.05,0.1")
     parser.add_argument("--seeds", type=int, default=25)
     parser.add_argument("--targets", type=int, default=10)
+    parser.add_argument("--p-min", type=float, default=0.02,
+                        help="the clip of the floored design (active-pai's p_min)")
     parser.add_argument("--measured", default="",
                         help="comma-separated results.csv files of bench validity")
     parser.add_argument("--out", type=Path, default=Path("results/saving_bound"))
@@ -81,7 +87,8 @@ def main() -> None:
         matrix = load_dataset(name)
         for variant in args.variants.split(","):
             try:
-                runs = run_saving_bound(matrix, [variant], epsilons, args.seeds, args.targets)
+                runs = run_saving_bound(matrix, [variant], epsilons, args.seeds, args.targets,
+                                        p_min=args.p_min)
             except DataError as err:  # a sparse variant with too few sparse items
                 print(f"skipped {name} {variant}: {err}")
                 continue
@@ -94,15 +101,16 @@ def main() -> None:
     measured = measured_saving([Path(p) for p in args.measured.split(",") if p])
     table = table.merge(measured, on=["dataset", "variant", "epsilon"], how="left")
     table.to_csv(args.out / "saving.csv", index=False)
+    shown_columns = [c for c in SHOWN if c in table]  # an older runs.csv has no floored
 
     shown = pd.DataFrame({
         "dataset": table.dataset, "variant": table.variant, "ε": table.epsilon,
         "targets": table.targets, "RS-Mean items": table.rs_mean.round(1),
         **{f"{c} (%)": [cell(v, s) for v, s in zip(table[c], table[f"{c} se"], strict=True)]
-           for c in SHOWN},
+           for c in shown_columns},
         "active-pai measured (%)": (100 * table.measured).round(1)})
     means = table.groupby(["variant", "epsilon"], sort=False)[
-        [*SHOWN, "measured"]].mean().mul(100).round(1).reset_index()
+        [*shown_columns, "measured"]].mean().mul(100).round(1).reset_index()
     report = ["# The ceiling on the saving against RS-Mean", "",
               "```bash", "python bench/saving_bound.py " + " ".join(
                   f"--{k} {v}" for k, v in (("datasets", args.datasets),
@@ -110,6 +118,7 @@ def main() -> None:
                                              ("epsilons", args.epsilons),
                                              ("seeds", args.seeds),
                                              ("targets", args.targets),
+                                             ("p-min", args.p_min),
                                              ("measured", args.measured),
                                              ("out", args.out)) if v != "")
               + (" --reuse" if args.reuse else ""), "```", "",
@@ -125,8 +134,8 @@ def main() -> None:
     for ax, eps in zip(axes[0], epsilons, strict=True):
         part = standard[standard.epsilon == eps].reset_index(drop=True)
         x = range(len(part))
-        for k, c in enumerate(SHOWN):
-            ax.errorbar([i + 0.1 * (k - 2) for i in x], 100 * part[c],
+        for k, c in enumerate(shown_columns):
+            ax.errorbar([i + 0.1 * (k - 3) for i in x], 100 * part[c],
                         yerr=100 * part[f"{c} se"], fmt="o", ms=4, label=c)
         if part.measured.notna().any():
             ax.plot(list(x), 100 * part.measured, "k*", ms=9, label="active-pai measured")

@@ -8,12 +8,16 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
+from bayeval.estimators.interval import z_value
 from bayeval.experiments.saving_bound import (
+    NOMINAL,
+    difficulty_predictor,
     godambe_joshi_variance,
     inclusion_probabilities,
     items_for_width,
     poisson_variance,
     policy_variance,
+    target_items,
 )
 
 
@@ -72,3 +76,23 @@ def test_items_for_width_equals_a_scan():
             return 0.21 * (1.0 / n - 1.0 / 300)
         scan = next(n for n in range(1, 301) if 2 * 1.959963984540054 * np.sqrt(var(n)) <= eps)
         assert items_for_width(var, eps, 300, 1.959963984540054) == scan
+
+
+def test_floored_design_with_a_perfect_predictor_is_the_clip_floor_in_closed_form():
+    # a predictor that knows every score leaves no residual, so the floored design's
+    # variance is the floor alone; with p_min = 0.5 every clipped v is 1/4 and π = n/N,
+    # so V(n) = (1/4)(1/n − 1/N) and the least n with 2 z sqrt(V(n)) ≤ ε is
+    # ceil(1 / ((ε/z)² + 1/N)); the unfloored policy needs one item
+    scores = (np.random.default_rng(4).random(300) < 0.3).astype(float)
+    perfect = {"perfect": (lambda reference, s, folds: s.copy(), True)}
+    z = z_value(NOMINAL)
+    for eps in (0.05, 0.1):
+        row, = target_items(np.zeros((3, 300)), scores, [eps], perfect, p_min=0.5)
+        assert row["perfect floored"] == int(np.ceil(1.0 / ((eps / z) ** 2 + 1.0 / 300)))
+        assert row["perfect policy"] == 1
+    # a floor can only add items: floored ≥ policy for a real predictor at p_min = 0.02
+    rng = np.random.default_rng(5)
+    reference = (rng.random((30, 300)) < rng.uniform(0.1, 0.9, 300)).astype(float)
+    rows = target_items(reference, scores, [0.05, 0.1],
+                        {"d": (difficulty_predictor(2), True)}, p_min=0.02)
+    assert all(r["d floored"] >= r["d policy"] for r in rows)

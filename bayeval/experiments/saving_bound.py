@@ -18,6 +18,11 @@ of the difference estimator with the residuals e_i = s_i − p̂_i it leaves,
     V_P(n) = (1/N²) Σ_i (1/π_i − 1) e_i²,   π_i ∝ (1 − τ) σ_i / Σ σ + τ / N,
 
 (π from the predictor's own σ, with the uniform share τ of active-pai's policy floor).
+active-pai's interval is not that narrow: its rule and its variance floor read p̂ clipped
+to [p_min, 1 − p_min], and its variance is never below the floor, the design variance
+with v_i = p̃_i (1 − p̃_i) (p̃ the clipped p̂) in place of e_i². With ``p_min`` given, the
+``floored`` design draws from π ∝ (1 − τ) sqrt(v_i) / Σ sqrt(v) + τ / N and its variance
+is max(V_P(n) with e², V_P(n) with v): the same ceiling with the clip charged.
 The number of items for a width ε is the least n with 2 z sqrt(V(n)) ≤ ε; RS-Mean's is the
 same with V_RS(n) = S² (1/n − 1/N), S² the target's population variance (the normal
 width of a mean without replacement). Both ignore what estimating the variance costs, so
@@ -175,11 +180,13 @@ STACKS: dict[str, tuple[str, ...]] = {"stacked": ("difficulty(5)", "similar-mode
 def target_items(reference: np.ndarray, scores: np.ndarray, epsilons: Sequence[float],
                  predictors: dict[str, tuple[Callable, bool]],
                  stacks: dict[str, tuple[str, ...]] | None = None, folds: int = 5,
-                 seed: int = 0, p_clip: float = 1e-4) -> list[dict]:
+                 seed: int = 0, p_clip: float = 1e-4,
+                 p_min: float | None = None) -> list[dict]:
     """For one target: RS-Mean's n and, per predictor and per stack of predictors
     (``stacks``: name → the names it stacks, reusing their predictions), the
     Godambe–Joshi n (``gj``) and the n of the policy's design with the residuals left
-    (``policy``), at each ε; the Godambe–Joshi n only for a predictor marked calibrated."""
+    (``policy``), at each ε; the Godambe–Joshi n only for a predictor marked calibrated;
+    with ``p_min``, the n of the ``floored`` design (module docstring)."""
     scores = np.nan_to_num(np.asarray(scores, np.float64), nan=0.0)
     n_items = scores.size
     theta = scores.mean()
@@ -206,6 +213,13 @@ def target_items(reference: np.ndarray, scores: np.ndarray, epsilons: Sequence[f
                     lambda n, s=sigma2: godambe_joshi_variance(s, n), eps, n_items, z)
             row[f"{name} policy"] = items_for_width(
                 lambda n, s=sigma2, e=residual2: policy_variance(s, e, n), eps, n_items, z)
+            if p_min is not None:
+                clipped = np.clip(p, p_min, 1.0 - p_min)
+                v = clipped * (1.0 - clipped)
+                row[f"{name} floored"] = items_for_width(
+                    lambda n, v=v, e=residual2: max(policy_variance(v, e, n),
+                                                    policy_variance(v, v, n)),
+                    eps, n_items, z)
             row[f"{name} brier"] = float(np.mean(residual2))
         rows.append(row)
     return rows
@@ -215,10 +229,12 @@ def run_saving_bound(matrix: ScoreMatrix, variants: Sequence[str] = ("standard",
                      epsilons: Sequence[float] = (0.05,), seeds: int = 25, targets: int = 10,
                      reference_fraction: float = 0.5,
                      predictors: dict[str, tuple[Callable, bool]] | None = None,
-                     stacks: dict[str, tuple[str, ...]] | None = None) -> pd.DataFrame:
+                     stacks: dict[str, tuple[str, ...]] | None = None,
+                     p_min: float | None = None) -> pd.DataFrame:
     """One row per (variant, draw, target, ε) on ``bench validity``'s draws
     (:func:`~bayeval.experiments.validity.variant_split` with the same seeds);
-    ``predictors`` and ``stacks`` default to :data:`PREDICTORS` and :data:`STACKS`."""
+    ``predictors`` and ``stacks`` default to :data:`PREDICTORS` and :data:`STACKS`;
+    ``p_min``: see :func:`target_items`."""
     predictors = PREDICTORS if predictors is None else predictors
     stacks = STACKS if stacks is None else stacks
     rows = []
@@ -228,7 +244,7 @@ def run_saving_bound(matrix: ScoreMatrix, variants: Sequence[str] = ("standard",
             split = variant_split(vm, variant, targets, reference_fraction, seed)
             for k, scores in enumerate(split.targets.scores):
                 for row in target_items(split.reference.scores, scores, epsilons,
-                                        predictors, stacks, seed=seed):
+                                        predictors, stacks, seed=seed, p_min=p_min):
                     rows.append({"dataset": matrix.name, "variant": variant, "seed": seed,
                                  "target": split.targets.models[k], **row})
     return pd.DataFrame(rows)
@@ -237,7 +253,7 @@ def run_saving_bound(matrix: ScoreMatrix, variants: Sequence[str] = ("standard",
 def saving_table(runs: pd.DataFrame, boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """Per (dataset, variant, ε) and per bound column: saving = 1 − Σ n / Σ n_RS over the
     targets, as ``bench validity`` computes it, with its SE from a bootstrap over draws."""
-    columns = [c for c in runs.columns if c.endswith((" gj", " policy"))]
+    columns = [c for c in runs.columns if c.endswith((" gj", " policy", " floored"))]
     rng = np.random.default_rng(seed)
     out = []
     for key, part in runs.groupby(["dataset", "variant", "epsilon"], sort=False):
