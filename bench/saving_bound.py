@@ -33,6 +33,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from bayeval.cli.common import progress_bar
 from bayeval.data import load_dataset
 from bayeval.data.bundled import list_datasets
 from bayeval.errors import DataError
@@ -83,17 +84,25 @@ def main() -> None:
         if not (args.out / "runs.csv").exists():
             raise SystemExit(f"--reuse: {args.out / 'runs.csv'} does not exist")
         parts.append(pd.read_csv(args.out / "runs.csv"))
-    for name in [] if args.reuse else args.datasets.split(","):
-        matrix = load_dataset(name)
-        for variant in args.variants.split(","):
+    names = [] if args.reuse else args.datasets.split(",")
+    cells = [(name, variant) for name in names for variant in args.variants.split(",")]
+    with progress_bar("bounding") as bar:
+        task = bar.add_task("", total=len(cells) * args.seeds, status="")
+        for k, (name, variant) in enumerate(cells):
+            bar.update(task, status=f"{name} {variant}")
             try:
-                runs = run_saving_bound(matrix, [variant], epsilons, args.seeds, args.targets,
-                                        p_min=args.p_min)
+                runs = run_saving_bound(
+                    load_dataset(name), [variant], epsilons, args.seeds, args.targets,
+                    p_min=args.p_min,
+                    progress=lambda done, _, k=k: bar.update(
+                        task, completed=k * args.seeds + done))
             except DataError as err:  # a sparse variant with too few sparse items
-                print(f"skipped {name} {variant}: {err}")
+                bar.console.print(f"skipped {name} {variant}: {err}")
+                bar.update(task, completed=(k + 1) * args.seeds)
                 continue
             parts.append(runs)
-            print(f"{name} {variant}: {runs.target.nunique()} targets × {len(epsilons)} ε")
+            bar.console.print(f"{name} {variant}: {runs.target.nunique()} targets × "
+                              f"{len(epsilons)} ε")
     runs = pd.concat(parts, ignore_index=True)
     epsilons = sorted(runs.epsilon.unique())
     runs.to_csv(args.out / "runs.csv", index=False, float_format="%.6g")

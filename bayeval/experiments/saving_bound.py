@@ -230,15 +230,17 @@ def run_saving_bound(matrix: ScoreMatrix, variants: Sequence[str] = ("standard",
                      reference_fraction: float = 0.5,
                      predictors: dict[str, tuple[Callable, bool]] | None = None,
                      stacks: dict[str, tuple[str, ...]] | None = None,
-                     p_min: float | None = None) -> pd.DataFrame:
+                     p_min: float | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> pd.DataFrame:
     """One row per (variant, draw, target, ε) on ``bench validity``'s draws
     (:func:`~bayeval.experiments.validity.variant_split` with the same seeds);
     ``predictors`` and ``stacks`` default to :data:`PREDICTORS` and :data:`STACKS`;
-    ``p_min``: see :func:`target_items`."""
+    ``p_min``: see :func:`target_items`; ``progress`` is called with (draws done, draws
+    in all) after each draw."""
     predictors = PREDICTORS if predictors is None else predictors
     stacks = STACKS if stacks is None else stacks
     rows = []
-    for variant in variants:
+    for v, variant in enumerate(variants):
         vm = variant_matrix(matrix, variant)
         for seed in range(seeds):
             split = variant_split(vm, variant, targets, reference_fraction, seed)
@@ -247,6 +249,8 @@ def run_saving_bound(matrix: ScoreMatrix, variants: Sequence[str] = ("standard",
                                         predictors, stacks, seed=seed, p_min=p_min):
                     rows.append({"dataset": matrix.name, "variant": variant, "seed": seed,
                                  "target": split.targets.models[k], **row})
+            if progress is not None:
+                progress(v * seeds + seed + 1, len(variants) * seeds)
     return pd.DataFrame(rows)
 
 
