@@ -52,6 +52,17 @@ def test_session_and_simulator_make_the_same_run(world, name):
     if method.several_targets:
         _same_run_with_two_targets(method, reference, target, seed)
         return
+    _same_run(method, reference, target, seed, name)
+
+
+def test_session_and_simulator_make_the_same_run_with_the_stacked_predictor(world):
+    reference, target = world
+    method = make_method("active-pai", **SETTINGS["active-pai"], predictor="stacked")
+    _same_run(method, reference, target, 11, "active-pai")
+
+
+def _same_run(method, reference, target, seed, name):
+    """The Session's run of ``method`` is the simulator's up to the Session's stop."""
     sim = simulate(method, reference.scores, target[None], [seed], n_steps=STEPS)
     session = Session(reference, "new", method, seed=seed, max_items=STEPS)
     while not session.done:

@@ -1,7 +1,8 @@
 """The stacked predictor (bayeval.inference.stacked) against independent references: its
 start is the difficulty model, its stack posterior the dense Gaussian algebra on features
 taken before each score, its linearised variance a Monte Carlo over the posterior; it
-learns a reference model's twin; the Session and the simulator run it the same."""
+learns a reference model's twin.
+tests/test_engine.py runs it in the Session and the simulator."""
 
 from __future__ import annotations
 
@@ -14,9 +15,6 @@ from scipy import special
 from bayeval.inference.difficulty import CalibratedDifficulty
 from bayeval.inference.factor_laplace import FactorLaplace
 from bayeval.inference.stacked import LOGIT_CLIP, StackedDifficulty
-from bayeval.methods import make_method
-from bayeval.session import Session
-from bayeval.simulate import simulate
 
 
 @pytest.fixture(scope="module")
@@ -122,21 +120,3 @@ def test_linearised_variance_of_the_score_matches_monte_carlo(world):
     r = jnp.mean(jax.nn.sigmoid(cs[:, :1] + cs[:, 1:2] * logit_d + cs[:, 2:3] * x[:, 2]),
                  axis=1)
     assert var == pytest.approx(float(jnp.var(r)), rel=0.03)
-
-
-def test_session_and_simulator_make_the_same_run_with_the_stacked_predictor(ifeval_slice):
-    reference, target = ifeval_slice(5, 30, 40, "stacked")
-    method = make_method("active-pai", predictor="stacked", epsilon=0.6, n_min=5)
-    sim = simulate(method, reference.scores, target[None], [11], n_steps=18)
-    session = Session(reference, "new", method, seed=11, max_items=18)
-    while not session.done:
-        for item in session.ask():
-            session.tell(item, float(target[reference.item_index(item)]))
-    n = session.n_observed
-    assert n >= 5
-    drawn = [reference.item_index(item) for item, _ in session.observations]
-    np.testing.assert_array_equal(drawn, sim.items[0, :n])
-    history = np.array([h[1:] for h in session.history])
-    np.testing.assert_allclose(history[:, 0], sim.estimate[0, :n], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(history[:, 1], np.clip(sim.lower[0, :n], 0, 1), atol=1e-9)
-    np.testing.assert_allclose(history[:, 2], np.clip(sim.upper[0, :n], 0, 1), atol=1e-9)
