@@ -137,7 +137,7 @@ def main() -> None:
     (args.out / "report.md").write_text("\n".join(report))
     print("\n".join(report))
 
-    fig, axes = plt.subplots(1, len(epsilons), figsize=(5 * len(epsilons), 4), sharey=True,
+    fig, axes = plt.subplots(1, len(epsilons), figsize=(5 * len(epsilons) + 2, 4), sharey=True,
                              squeeze=False)
     standard = table[table.variant == "standard"]
     for ax, eps in zip(axes[0], epsilons, strict=True):
@@ -152,7 +152,7 @@ def main() -> None:
         ax.set_xticks(list(x), part.dataset, rotation=60)
         ax.set_title(f"standard, ε = {eps}")
     axes[0][0].set_ylabel("saving against RS-Mean (%)")
-    axes[0][-1].legend(fontsize=7)
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     fig.tight_layout()
     fig.savefig(args.out / "saving.png", dpi=130)
 
