@@ -110,7 +110,7 @@ def test_linearised_variance_of_the_score_matches_monte_carlo(world):
     state = state._replace(cov=0.01 * state.cov, difficulty=state.difficulty._replace(
         posterior=post._replace(cov=0.01 * post.cov)))
     var = float(stacked.predict(state).var)
-    x, _ = stacked.features(state)
+    x = stacked.features(state)
     v = state.difficulty.item_factors
     key_c, key_u = jax.random.split(jax.random.key(0))
     cs = jax.random.multivariate_normal(key_c, state.mean, state.cov, (40_000,))

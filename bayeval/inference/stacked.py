@@ -46,7 +46,12 @@ import numpy as np
 
 from bayeval.inference.base import Backend, no_refit
 from bayeval.inference.difficulty import CalibratedDifficulty
-from bayeval.inference.factor_laplace import FactorLaplace, FactorState, rank_one_update
+from bayeval.inference.factor_laplace import (
+    FactorLaplace,
+    FactorState,
+    item_probabilities,
+    rank_one_update,
+)
 from bayeval.types import Array, Prediction, clip_probability
 
 LOGIT_CLIP = 1e-4  # components' probabilities are clipped to [LOGIT_CLIP, 1 − LOGIT_CLIP]
@@ -67,6 +72,11 @@ class StackedState(NamedTuple):
 def _logit(p: Array) -> Array:
     p = jnp.clip(p, LOGIT_CLIP, 1.0 - LOGIT_CLIP)
     return jnp.log(p) - jnp.log1p(-p)
+
+
+def stack_features(p_d: Array, p_s: Array) -> Array:
+    """x = (1, logit p^d, logit p^s) of the module docstring, on the last axis."""
+    return jnp.stack([jnp.ones_like(p_d), _logit(p_d), _logit(p_s)], axis=-1)
 
 
 def similar_weights(state: StackedState, temperature: float, prior_items: float) -> Array:
@@ -105,27 +115,25 @@ class StackedDifficulty:
                             jnp.zeros(ref.shape[0], jnp.float64), jnp.zeros((), jnp.float64),
                             jnp.asarray([0.0, 1.0, 0.0]), self.prior_sd**2 * jnp.eye(3))
 
-    def features(self, state: StackedState) -> tuple[Array, Array]:
-        """(x (N, 3), p^d (N,)) before the next observation."""
-        p_d = FactorLaplace.predict(state.difficulty).item_mean
+    def features(self, state: StackedState) -> Array:
+        """x (N, 3) of every item before the next observation."""
+        p_d = item_probabilities(state.difficulty.posterior.mean, state.difficulty.item_factors)
         p_s = similar_weights(state, self.temperature, self.prior_items) @ state.reference
-        x = jnp.stack([jnp.ones_like(p_d), _logit(p_d), _logit(p_s)], axis=-1)
-        return x, p_d
+        return stack_features(p_d, p_s)
 
     def observe(self, state: StackedState, item: Array, score: Array) -> StackedState:
         score = jnp.asarray(score, jnp.float64)
-        v = state.difficulty.item_factors[item]
-        p_d = clip_probability(jax.nn.sigmoid(v @ state.difficulty.posterior.mean))
+        p_d = item_probabilities(state.difficulty.posterior.mean,
+                                 state.difficulty.item_factors[item])
         w = similar_weights(state, self.temperature, self.prior_items)
-        p_s = w @ state.reference[:, item]
-        x = jnp.stack([jnp.ones_like(p_d), _logit(p_d), _logit(p_s)])
+        x = stack_features(p_d, w @ state.reference[:, item])
         mean, cov, _, _ = rank_one_update(state.mean, state.cov, x, score)
         agreement = state.agreement + 1.0 - jnp.abs(state.reference[:, item] - score)
         return StackedState(FactorLaplace.observe(state.difficulty, item, score),
                             state.reference, agreement, state.count + 1.0, mean, cov)
 
     def predict(self, state: StackedState) -> Prediction:
-        x, _ = self.features(state)
+        x = self.features(state)
         v = state.difficulty.item_factors
         cov_u = state.difficulty.posterior.cov
         p = clip_probability(jax.nn.sigmoid(x @ state.mean))
@@ -147,4 +155,4 @@ class StackedDifficulty:
                        no_refit)
 
 
-__all__ = ["StackedDifficulty", "StackedState", "similar_weights"]
+__all__ = ["StackedDifficulty", "StackedState", "similar_weights", "stack_features"]
