@@ -50,6 +50,10 @@ from bayeval.methods import Method, make_method
 __all__ = ["JournalFile", "JournalWarning", "PairJournal", "RefitWarning", "Session",
            "load_reference", "load_source_matrix"]
 
+# The re-fit key of the n-th observation, compiled: eager fold_in dispatches several
+# primitives (0.5 ms against 0.1 ms a step); the keys are the same.
+_fold_in = jax.jit(jax.random.fold_in)
+
 JOURNAL_FORMAT = "bayeval-journal"
 JOURNAL_VERSION = 1
 
@@ -748,7 +752,7 @@ class Session(JournalFile):
         self._loop, stop, info = self.method.step(
             self._loop, np.int32(c), np.float64(score), Draw(*map(np.float64, draw)),
             np.float64(n),
-            jax.random.fold_in(self._refit_key, n))
+            _fold_in(self._refit_key, n))
         stop = np.asarray(stop)
         self.stopped_at[(np.atleast_1d(stop) & ~np.atleast_1d(self._stop))] = n
         self._stop = stop
