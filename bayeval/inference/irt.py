@@ -89,8 +89,6 @@ def _map_optimiser(program: Callable, shape: tuple[int, ...], steps: int, seed: 
 
     _OPTIMISERS[key] = (optimise, postprocess, info.z)
     return _OPTIMISERS[key]
-    values = postprocess(optimise(info.param_info.z))
-    return ItemParams(values["discrimination"], values["difficulty"])
 
 
 def fit_ability(kind: str, items: ItemParams, scores: np.ndarray, mask: np.ndarray,
