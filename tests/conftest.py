@@ -3,22 +3,29 @@ from __future__ import annotations
 import os
 import tempfile
 
-import jax
 import numpy as np
 import pytest
 
 from bayeval.data import ScoreMatrix, load_dataset
+from bayeval.devices import keep_compiled_programs
 from bayeval.precision import enable_float64
 
 enable_float64()  # the library refuses float32 (bayeval.precision); tests use its internals
 
-# Many tests (and both xdist workers) compile the same programs: JAX's persistent cache,
-# the one the CLI keeps in ~/.cache/bayeval (cli.common.setup_jax), shares them within a
-# run. A cache never changes a result: an entry is keyed by the program and the versions.
-jax.config.update("jax_compilation_cache_dir",
-                  os.path.join(tempfile.gettempdir(), "bayeval-tests-jax-cache"))
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+# Many tests, both xdist workers and the processes the tests start (the `bayeval` command,
+# the tutorials, `python -c` snippets) compile the same programs, down to the small ones
+# every eager jnp call compiles (~250 per command, 5–15 s on this CPU). One JAX persistent
+# cache for all of them shares those within a run: XDG_CACHE_HOME points the command's
+# cache (bayeval.devices.keep_compiled_programs) here rather than at the user's
+# ~/.cache, and JAX's own environment variables give it to processes that never call
+# bayeval's setup (the tutorials). A cache never changes a result: an entry is keyed by
+# the program, the compile options and the versions.
+_CACHE_HOME = os.path.join(tempfile.gettempdir(), "bayeval-tests-cache")
+os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
+os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(_CACHE_HOME, "bayeval", "jax")
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+keep_compiled_programs()
 
 
 @pytest.fixture(scope="session")
