@@ -63,13 +63,16 @@ def use_cpu_cores(n: int | None = None) -> int:
 
 def keep_compiled_programs() -> None:
     """Keep JAX's compiled programs on disk between processes, under
+    ``$JAX_COMPILATION_CACHE_DIR`` when that is set (JAX's own variable), else
     ``$XDG_CACHE_HOME/bayeval/jax`` (default ``~/.cache``): the ``bayeval`` command and
     the benches' worker processes compile each program once per machine."""
     import jax
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    directory = (os.environ.get("JAX_COMPILATION_CACHE_DIR", "").strip()
+                 or os.path.join(base, "bayeval", "jax"))
     try:
-        jax.config.update("jax_compilation_cache_dir", os.path.join(base, "bayeval", "jax"))
+        jax.config.update("jax_compilation_cache_dir", directory)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     except (AttributeError, ValueError):  # an older JAX without these options

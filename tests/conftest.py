@@ -15,14 +15,14 @@ enable_float64()  # the library refuses float32 (bayeval.precision); tests use i
 # Many tests, both xdist workers and the processes the tests start (the `bayeval` command,
 # the tutorials, `python -c` snippets) compile the same programs, down to the small ones
 # every eager jnp call compiles (~250 per command, 5–15 s on this CPU). One JAX persistent
-# cache for all of them shares those within a run: XDG_CACHE_HOME points the command's
-# cache (bayeval.devices.keep_compiled_programs) here rather than at the user's
-# ~/.cache, and JAX's own environment variables give it to processes that never call
-# bayeval's setup (the tutorials). A cache never changes a result: an entry is keyed by
-# the program, the compile options and the versions.
-_CACHE_HOME = os.path.join(tempfile.gettempdir(), "bayeval-tests-cache")
-os.environ["XDG_CACHE_HOME"] = _CACHE_HOME
-os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(_CACHE_HOME, "bayeval", "jax")
+# cache for all of them shares those within a run and between runs: JAX's own environment
+# variables name it for every process (bayeval.devices.keep_compiled_programs reads
+# JAX_COMPILATION_CACHE_DIR too), and XDG_CACHE_HOME keeps the command's other caches out
+# of the user's ~/.cache. A cache never changes a result: an entry is keyed by the
+# program, the compile options and the versions.
+os.environ["XDG_CACHE_HOME"] = os.path.join(tempfile.gettempdir(), "bayeval-tests-cache")
+os.environ["JAX_COMPILATION_CACHE_DIR"] = os.path.join(tempfile.gettempdir(),
+                                                       "bayeval-tests-jax-cache")
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
 os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
 keep_compiled_programs()

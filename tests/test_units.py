@@ -261,3 +261,23 @@ def test_a_changed_method_default_is_not_served_from_the_cache(tmp_path, monkeyp
     monkeypatch.setitem(base._REGISTRY, "random", changed)
     run_estimation(matrix, **kwargs)
     assert not any("reusing" in line for line in lines)
+
+
+def test_compiled_programs_go_where_jax_or_xdg_says(tmp_path, monkeypatch):
+    """keep_compiled_programs: JAX's own JAX_COMPILATION_CACHE_DIR when set (the tests
+    set it, conftest.py), else $XDG_CACHE_HOME/bayeval/jax."""
+    import jax
+
+    from bayeval.devices import keep_compiled_programs
+
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "jax"))
+        keep_compiled_programs()
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "jax")
+        monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR")
+        keep_compiled_programs()
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path / "xdg" / "bayeval" / "jax")
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
