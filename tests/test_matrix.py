@@ -90,3 +90,20 @@ def test_fingerprint_changes_with_content(small):
     changed[0, 0] = 1.0 - changed[0, 0]
     assert ScoreMatrix(changed, small.models, small.items).fingerprint() != small.fingerprint()
     assert small.select_models(["m0", "m1"]).fingerprint() != small.fingerprint()
+
+
+def test_fill_with_item_means_against_a_loop():
+    from bayeval.data.matrix import fill_with_item_means
+
+    rng = np.random.default_rng(4)
+    scores = rng.random((7, 9))
+    scores[rng.random((7, 9)) < 0.3] = np.nan
+    scores[:, 5] = np.nan  # an item no model has
+    filled = fill_with_item_means(scores, empty=-1.0)
+    for i in range(7):
+        for j in range(9):
+            column = [scores[m, j] for m in range(7) if not np.isnan(scores[m, j])]
+            want = scores[i, j] if not np.isnan(scores[i, j]) else (
+                sum(column) / len(column) if column else -1.0)
+            assert filled[i, j] == pytest.approx(want, abs=1e-15)
+    assert np.isnan(scores).sum() > 7  # the input is left as it was

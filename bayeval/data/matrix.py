@@ -73,6 +73,17 @@ def validate_score(value: object, where: str) -> float:
     return score
 
 
+def fill_with_item_means(scores: np.ndarray, empty: float = 0.0) -> np.ndarray:
+    """A copy of the models × items ``scores`` (NaN = missing) with each missing cell set
+    to its item's mean over the models that have it, and to ``empty`` in an item no model
+    has."""
+    scores = np.asarray(scores, np.float64)
+    seen = ~np.isnan(scores)
+    counts = seen.sum(axis=0)
+    means = np.where(seen, scores, 0.0).sum(axis=0) / np.maximum(counts, 1)
+    return np.where(seen, scores, np.where(counts > 0, means, empty))
+
+
 def infer_kind(scores: np.ndarray) -> Kind:
     """``binary`` when every observed score is 0 or 1, else ``continuous``."""
     observed = scores[~np.isnan(scores)]

@@ -50,6 +50,7 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import ScoreMatrix
+from bayeval.data.matrix import fill_with_item_means
 from bayeval.estimators.interval import z_value
 from bayeval.experiments.validity import NOMINAL, variant_matrix, variant_split
 from bayeval.inference.difficulty import fit_rows, item_features
@@ -144,7 +145,7 @@ def difficulty_predictor(components: int) -> Callable:
 def similar_models_predictor(temperature: float = SIMILARITY_TEMPERATURE) -> Callable:
     """``similar-models`` of the module docstring, cross-fitted."""
     def predict(reference: np.ndarray, scores: np.ndarray, folds: np.ndarray) -> np.ndarray:
-        ref = np.where(np.isnan(reference), np.nanmean(reference, axis=0), reference)
+        ref = fill_with_item_means(reference)
         p = np.empty(scores.size)
         for f in np.unique(folds):
             train = folds != f

@@ -42,8 +42,8 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
+from bayeval.data.matrix import fill_with_item_means
 from bayeval.inference.base import Backend, no_refit
 from bayeval.inference.difficulty import CalibratedDifficulty
 from bayeval.inference.factor_laplace import (
@@ -107,12 +107,9 @@ class StackedDifficulty:
 
     def init(self, reference_scores: Array, n_items: int) -> StackedState:
         difficulty = CalibratedDifficulty(self.components).init(reference_scores, n_items)
-        ref = np.asarray(reference_scores, np.float64)
-        seen = ~np.isnan(ref)
-        column = np.where(seen, ref, 0.0).sum(0) / np.maximum(seen.sum(0), 1)
-        filled = np.where(seen, ref, column)
+        filled = fill_with_item_means(reference_scores)
         return StackedState(difficulty, jnp.asarray(filled),
-                            jnp.zeros(ref.shape[0], jnp.float64), jnp.zeros((), jnp.float64),
+                            jnp.zeros(filled.shape[0], jnp.float64), jnp.zeros((), jnp.float64),
                             jnp.asarray([0.0, 1.0, 0.0]), self.prior_sd**2 * jnp.eye(3))
 
     def features(self, state: StackedState) -> Array:
