@@ -107,3 +107,7 @@ def test_fill_with_item_means_against_a_loop():
                 sum(column) / len(column) if column else -1.0)
             assert filled[i, j] == pytest.approx(want, abs=1e-15)
     assert np.isnan(scores).sum() > 7  # the input is left as it was
+    matrix = ScoreMatrix(scores, [f"m{i}" for i in range(7)], [f"i{j}" for j in range(9)])
+    for j, mean in enumerate(matrix.item_means()):  # the same means, NaN for item 5
+        column = scores[~np.isnan(scores[:, j]), j]
+        assert np.isnan(mean) if j == 5 else mean == pytest.approx(column.mean(), abs=1e-15)

@@ -73,15 +73,22 @@ def validate_score(value: object, where: str) -> float:
     return score
 
 
+def observed_item_means(scores: np.ndarray, empty: float = np.nan) -> np.ndarray:
+    """Each item's mean score over the models that have it, in a models × items array
+    (NaN = missing); ``empty`` for an item no model has."""
+    scores = np.asarray(scores, np.float64)
+    seen = ~np.isnan(scores)
+    counts = seen.sum(axis=0)
+    sums = np.where(seen, scores, 0.0).sum(axis=0)
+    return np.where(counts > 0, sums / np.maximum(counts, 1), empty)
+
+
 def fill_with_item_means(scores: np.ndarray, empty: float = 0.0) -> np.ndarray:
     """A copy of the models × items ``scores`` (NaN = missing) with each missing cell set
     to its item's mean over the models that have it, and to ``empty`` in an item no model
     has."""
     scores = np.asarray(scores, np.float64)
-    seen = ~np.isnan(scores)
-    counts = seen.sum(axis=0)
-    means = np.where(seen, scores, 0.0).sum(axis=0) / np.maximum(counts, 1)
-    return np.where(seen, scores, np.where(counts > 0, means, empty))
+    return np.where(np.isnan(scores), observed_item_means(scores, empty), scores)
 
 
 def infer_kind(scores: np.ndarray) -> Kind:
@@ -253,10 +260,7 @@ class ScoreMatrix:
 
     def item_means(self) -> np.ndarray:
         """Mean observed score of each item over models (NaN when no model has it)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            counts = np.sum(~np.isnan(self.scores), axis=0)
-            sums = np.nansum(self.scores, axis=0)
-            return np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+        return observed_item_means(self.scores)
 
     def fingerprint(self) -> str:
         """SHA-256 over scores, ids and kind: identifies a reference matrix in journals."""

@@ -34,6 +34,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from bayeval.data.matrix import observed_item_means
 from bayeval.inference.base import Backend, no_refit
 from bayeval.types import Array, Prediction
 
@@ -56,10 +57,8 @@ def reference_features(reference_scores: np.ndarray) -> tuple[np.ndarray, np.nda
     """(X, ū) of the module docstring: X (M, N) the centred reference scores over
     sqrt(M − 1) (NaN entries count as the item's mean), ū (N,) the items' means."""
     ref = np.asarray(reference_scores, np.float64)
-    seen = ~np.isnan(ref)
-    counts = np.maximum(seen.sum(0), 1)
-    mean = np.where(seen, ref, 0.0).sum(0) / counts
-    centred = np.where(seen, ref - mean, 0.0)
+    mean = observed_item_means(ref, empty=0.0)
+    centred = np.where(np.isnan(ref), 0.0, ref - mean)
     return centred / np.sqrt(max(ref.shape[0] - 1, 1)), mean
 
 
