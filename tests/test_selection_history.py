@@ -148,7 +148,7 @@ def test_the_session_equals_the_pure_function_and_resumes(tmp_path):
 
 def test_the_history_protocol_splits_by_model_and_compares_on_the_same_runs():
     """history_split: references and candidates partition the models, differ between
-    splits and repeat for a seed; accuracy_table runs SySRs and HI-SySRs on the candidates
+    splits and repeat for a seed; accuracy_table runs SySRs, HI-SySRs and HW-SySRs on the candidates
     only (a dominant candidate is found by both at a generous budget)."""
     from bayeval.experiments.selection import accuracy_table, history_split
 
@@ -162,8 +162,8 @@ def test_the_history_protocol_splits_by_model_and_compares_on_the_same_runs():
     ability = rng.normal(size=(14, 1))
     scores = (rng.random((14, 60)) < 1 / (1 + np.exp(-(ability - rng.normal(size=60))))
               ).astype(float)
-    table = accuracy_table(scores, ["SySRs", "HI-SySRs"], fractions=(0.3, 1.0), runs=4,
-                           history_share=0.5, splits=2, ranks=(2,))
-    assert set(table.algorithm) == {"SySRs", "HI-SySRs"}
+    table = accuracy_table(scores, ["SySRs", "HI-SySRs", "HW-SySRs"], fractions=(0.3, 1.0),
+                           runs=4, history_share=0.5, splits=2, ranks=(2,))
+    assert set(table.algorithm) == {"SySRs", "HI-SySRs", "HW-SySRs"}
     assert (table[table.budget == 1.0].accuracy == 1.0).all()  # every pair: exact means
     assert table.evaluations.max() == 7 * 60

@@ -156,3 +156,35 @@ def test_cli_select_simulates_and_runs_a_command_with_resume(tmp_path):
     assert json.loads(again.stdout)["ranking"] == r["ranking"]
     bad = runner.invoke(app, ["select", "--dataset", "rte", "--budget", "12 items", "-q"])
     assert bad.exit_code == 2 and "--budget" in bad.output
+
+
+def test_cli_select_with_a_history_draws_the_weighted_design(tmp_path):
+    """`select --history`: candidates are 6 RTE models, the history the other 81 (its
+    candidate rows left out); the run is HW-SySRs, with the session's item order the
+    weighted race of the seed, and the journal resumes to the same answer."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+    from bayeval.data import load_dataset
+    from bayeval.selection.design import history_weights
+
+    rte = load_dataset("rte")
+    models = [str(m) for m in rte.models[:6]]
+    journal = tmp_path / "sel.jsonl"
+    runner = CliRunner()
+    result = runner.invoke(app, ["select", "--dataset", "rte", "--models", ",".join(models),
+                                 "--history", "rte", "--budget", "25%", "--seed", "2",
+                                 "--journal", str(journal), "--json", "-q"])
+    assert result.exit_code == 0, result.output
+    r = json.loads(result.stdout)
+    assert r["method"] == "HW-SySRs" and "81 models of rte (item weights)" in r["history"]
+    assert "6 candidate row(s) left out" in r["history"]
+    session = SelectionSession.resume(journal)
+    np.testing.assert_allclose(session.weights, history_weights(rte.scores[6:]), rtol=1e-12)
+    session.close()
+    again = runner.invoke(app, ["select", "--resume", "--journal", str(journal), "--json",
+                                "-q"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["ranking"] == r["ranking"]

@@ -285,8 +285,9 @@ def bench_selection(
         help="Largest budget fraction of the grid (1%…100% plus 1.25…5.5%).")] = 1.0,
     algorithms: Annotated[str, typer.Option(
         help="Comma-separated: SR, SySRs, UCB-E(a=0.1), UCB-E(a=1), UCB-E(a=10), "
-             "SyUCB-E(a=1), US, SyUS, and HI-SySRs (history-informed SySRs; needs "
-             "--history-share).")] = ",".join(
+             "SyUCB-E(a=1), US, SyUS, and with --history-share HI-SySRs (SySRs with the "
+             "reference models' factor model as control variate) and HW-SySRs (SySRs "
+             "with items drawn where strong reference models disagree).")] = ",".join(
         ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)", "US",
          "SyUS")),
     history_share: Annotated[float, typer.Option(
@@ -311,10 +312,10 @@ def bench_selection(
     split); each is saved under OUT/units as soon as it is done and reused by a rerun
     with the same settings, and --workers or --executor ray spread them.
 
-    With --history-share, the models are split into references and candidates and
-    HI-SySRs (METHODS.md §10) uses the references' scores:
+    With --history-share, the models are split into references and candidates, and
+    HI-SySRs and HW-SySRs (METHODS.md §10) use the references' scores:
 
-        bayeval bench selection --history-share 0.5 --algorithms SySRs,HI-SySRs"""
+        bayeval bench selection --history-share 0.5 --algorithms SySRs,HW-SySRs"""
     import pandas as pd
 
     from bayeval.data.sources import bench_dataset
@@ -335,7 +336,8 @@ def bench_selection(
     if unknown:
         raise fail(f"unknown algorithm(s) {unknown} (known: {', '.join(ALGORITHMS)})")
     if history_share == 0 and any(a in HISTORY_ALGORITHMS for a in algos):
-        raise fail(f"--algorithms {', '.join(HISTORY_ALGORITHMS)} needs --history-share "
+        named = ", ".join(a for a in algos if a in HISTORY_ALGORITHMS)
+        raise fail(f"--algorithms {named} needs --history-share "
                    "(e.g. 0.5): the share of models whose scores form the history")
     if history_share > 0 and splits > runs:
         raise fail(f"--splits {splits} is more than --runs {runs}")

@@ -92,16 +92,21 @@ def select(
         "--resume", help="Continue the selection recorded in --journal.")] = False,
     history: Annotated[str | None, typer.Option(
         help="Scores of earlier models on the same items (a bundled dataset name or a "
-             "score-matrix file): a factor model fitted on them guides the ranking "
-             "(HI-SySRs, METHODS.md §10). Rows named like a candidate are left out.")
+             "score-matrix file); rows named like a candidate are left out. By default "
+             "the items where the strongest of them disagree are drawn more often "
+             "(HW-SySRs, METHODS.md §10); see --history-method.")
     ] = None,
+    history_method: Annotated[str | None, typer.Option(
+        help="How --history is used: 'weights' (default: the weighted item design, "
+             "HW-SySRs), 'factor' (a factor model fitted on them as control variate, "
+             "HI-SySRs; cross-validates for up to minutes) or 'both'.")] = None,
     top: Annotated[int, typer.Option(help="Rows of the ranking to print.")] = 10,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
     """Find the best of several models with a budget of model–item evaluations
-    (synchronised successive rejects, SySRs; with --history, HI-SySRs, which also reads
-    the scores of earlier models).
+    (synchronised successive rejects, SySRs; with --history, HW-SySRs or HI-SySRs, which
+    also read the scores of earlier models).
 
     With no options: simulate on the bundled ARC-Challenge matrix with 12% of its pairs,
     and print the ranking, the evaluations used and whether the true best was found.
@@ -110,17 +115,22 @@ def select(
         check_options(seed=seed, timeout=timeout, retries=retries)
         result = _select(dataset, reference, models, items, budget, evaluator, command,
                          timeout, retries, seed, journal, resume, quiet, history,
-                         (task, metric, filter_name))
+                         (task, metric, filter_name), history_method)
     if as_json:
         print(json.dumps(result))
     else:
         _print_selection(result, top)
 
 
-def _history(source: str, candidates: list[str], item_ids: list[str], quiet: bool):
-    """The factor model of the --history matrix's non-candidate rows on the selection's
-    items, and a one-line account of it."""
+HISTORY_METHODS = {"weights": "HW-SySRs", "factor": "HI-SySRs", "both": "HIW-SySRs"}
+
+
+def _history(source: str, candidates: list[str], item_ids: list[str], quiet: bool,
+             method: str = "weights"):
+    """(factor model or None, item weights or None, a one-line account) from the --history
+    matrix's non-candidate rows on the selection's items."""
     from bayeval.errors import DataError
+    from bayeval.selection.design import history_weights
     from bayeval.selection.history import fit_history
 
     path = Path(source)  # a file name has a suffix; a bundled name has none
@@ -136,20 +146,31 @@ def _history(source: str, candidates: list[str], item_ids: list[str], quiet: boo
         raise DataError(f"--history {source}: {len(keep)} of its models are not candidates; "
                         "the factor model needs at least 5 earlier models")
     scores = matrix.scores[np.asarray(keep, int)][:, [index[it] for it in item_ids]]
-    if not quiet:
-        from bayeval.cli.common import err
+    fitted, weights, how = None, None, []
+    if method in ("weights", "both"):
+        weights = history_weights(scores)
+        how.append("item weights")
+    if method in ("factor", "both"):
+        if not quiet:
+            from bayeval.cli.common import err
 
-        err.print(f"fitting the factor model on {len(keep)} history models "
-                  "(cross-validated rank)…", highlight=False)
-    fitted, cv = fit_history(scores)
-    note = (f"{len(keep)} models of {source} (k={cv.k}, λ={cv.weight_decay:g})"
+            err.print(f"fitting the factor model on {len(keep)} history models "
+                      "(cross-validated rank)…", highlight=False)
+        fitted, cv = fit_history(scores)
+        how.append(f"factor model k={cv.k}, λ={cv.weight_decay:g}")
+    note = (f"{len(keep)} models of {source} ({', '.join(how)})"
             + (f", {left_out} candidate row(s) left out" if left_out else ""))
-    return fitted, note
+    return fitted, weights, note
 
 
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
             seed, journal, resume, quiet, history=None,
-            harness: tuple = (None, None, None)) -> dict[str, Any]:
+            harness: tuple = (None, None, None), history_method=None) -> dict[str, Any]:
+    if history_method is not None and history_method not in HISTORY_METHODS:
+        raise BayevalError(f"--history-method {history_method}: use one of "
+                           f"{', '.join(HISTORY_METHODS)}")
+    if history_method is not None and history is None and not resume:
+        raise BayevalError("--history-method needs --history (the earlier models' scores)")
     if history is not None and Path(history).suffix and not Path(history).exists():
         from bayeval.errors import DataError
 
@@ -163,7 +184,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         session = resume_session(SelectionSession, journal, {
             "--dataset": dataset, "--reference": reference, "--models": models,
             "--items": items, "--evaluator": evaluator, "--command": command, "--seed": seed,
-            "--history": history, "--task": harness[0], "--metric": harness[1],
+            "--history": history, "--history-method": history_method,
+            "--task": harness[0], "--metric": harness[1],
             "--filter": harness[2]})
         settings = session.extra
         source = settings.get("source")
@@ -199,14 +221,15 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         n = _parse_budget(budget, len(names) * len(item_ids))
         if journal is None and kind == "command":
             journal = Path(f"bayeval-select-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
-        fitted, history_note = (None, None) if history is None else _history(
-            history, names, item_ids, quiet)
+        fitted, weights, history_note = (None, None, None) if history is None else _history(
+            history, names, item_ids, quiet, history_method or "weights")
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
                     "retries": retries, "source": source, "history": history_note}
         from bayeval.selection.session import SelectionSession
 
         session = SelectionSession(names, item_ids, n, seed=0 if seed is None else seed,
-                                   journal=journal, extra=settings, history=fitted)
+                                   journal=journal, extra=settings, history=fitted,
+                                   weights=weights)
     with session:
         if settings["evaluator"] == EvaluatorKind.command.value:
             runner = command_evaluator(settings["command"], settings["timeout"],
@@ -248,7 +271,9 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
             "best": session.best, "models": len(session.models), "items": len(session.items),
             "budget": session.budget, "evaluations": session.n_evaluations,
             "skipped": len(session.skipped), "phases": len(schedule), "seed": session.seed,
-            "method": "HI-SySRs" if session.history is not None else "SySRs",
+            "method": {(False, False): "SySRs", (False, True): "HW-SySRs",
+                       (True, False): "HI-SySRs", (True, True): "HIW-SySRs"}[
+                (session.history is not None, session.weights is not None)],
             "history": settings.get("history"),
             "ranking": [{"model": m, "mean": means[m][0], "evaluated": means[m][1],
                          **({"true_mean": truth[m]} if truth else {})} for m in ranking],

@@ -9,10 +9,12 @@ read every budget off one item order.
 
 With ``history_share`` > 0 the models are split, by a seeded permutation per split, into
 references (that share) and candidates (the rest): every algorithm runs on the candidates
-only, and HI-SySRs (:mod:`~bayeval.selection.history`) also reads the factor model fitted
-on the references, its (k, λ) chosen on them alone. The runs are divided evenly over
-``splits`` splits; run r uses the same key, so the same item order and tie draws, for
-every algorithm.
+only. HI-SySRs (:mod:`~bayeval.selection.history`) also reads the factor model fitted on
+the references, its (k, λ) chosen on them alone; HW-SySRs draws its items by the weighted
+design of :mod:`~bayeval.selection.design`, its weights from the references' scores. The
+runs are divided evenly over ``splits`` splits; run r uses the same key for every
+algorithm, so SySRs and HI-SySRs meet the items in the same order, and all three share
+their tie draws.
 """
 
 from __future__ import annotations
@@ -27,14 +29,15 @@ import pandas as pd
 from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.units import Unit
 from bayeval.selection.bandits import ucb_e_rankings, uniform_rankings
+from bayeval.selection.design import FLOOR, TOP_SHARE, history_weights
 from bayeval.selection.history import History, fit_history, run_history_schedules
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import run_schedules
 from bayeval.types import Array
 
 ALGORITHMS = ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)",
-              "US", "SyUS", "HI-SySRs")
-HISTORY_ALGORITHMS = ("HI-SySRs",)
+              "US", "SyUS", "HI-SySRs", "HW-SySRs")
+HISTORY_ALGORITHMS = ("HI-SySRs", "HW-SySRs")
 # the factor ranks cross-validated for HI-SySRs in the bench: with a few hundred reference
 # models the 1-SE rule never chose more than 8 on the bundled data, and k = 32, 64 cost
 # most of the fit
@@ -42,6 +45,7 @@ BENCH_RANKS = (2, 4, 8, 16)
 BUDGET_GRID = tuple(sorted({*(k / 100 for k in range(1, 101)),
                             0.0125, 0.015, 0.0175, 0.025, 0.035, 0.045, 0.055}))
 TABLE_BUDGETS = (0.08, 0.12, 0.16, 0.20, 0.25, 0.30, 0.35)
+PER_DATASET_BUDGETS = (4, 8, 12, 16, 20)  # % of pairs, the per-dataset table of the report
 # seed 002 Table 2 (15 benchmarks), mean accuracy at 8/12/16/20% of pairs
 TOP_M = (3, 5, 10)
 TOP = max(TOP_M)
@@ -55,11 +59,13 @@ def _ucb_parameters(name: str) -> tuple[float, bool]:
 
 
 def ranker(scores: np.ndarray, algorithm: str, budgets: np.ndarray, top: int = TOP,
-           history: History | None = None) -> Callable[[Array], np.ndarray]:
+           history: History | None = None, weights: np.ndarray | None = None
+           ) -> Callable[[Array], np.ndarray]:
     """A compiled map from (R,) keys to (B, R, top): each run's top models, best first, at
-    each budget (evaluations): the elimination order for SR/SySRs/HI-SySRs (the model
-    eliminated last ranks first), the empirical means otherwise (seed 002, App. H.2).
-    HI-SySRs needs the reference models' ``history``."""
+    each budget (evaluations): the elimination order for SR/SySRs/HI-SySRs/HW-SySRs (the
+    model eliminated last ranks first), the empirical means otherwise (seed 002, App.
+    H.2). HI-SySRs needs the reference models' factor model ``history``, HW-SySRs the item
+    ``weights`` from their scores."""
     scores_j = jnp.asarray(scores, jnp.float64)
     K, L = scores.shape
     top = min(top, K)
@@ -69,11 +75,14 @@ def ranker(scores: np.ndarray, algorithm: str, budgets: np.ndarray, top: int = T
     if algorithm in ("SR", "SySRs", *HISTORY_ALGORITHMS):
         schedules = jnp.asarray(np.stack([phase_schedule(K, L, int(n)) for n in budgets]))
         if algorithm in HISTORY_ALGORITHMS:
-            if history is None:
+            fitted = history if algorithm == "HI-SySRs" else None
+            design = None if algorithm == "HI-SySRs" or weights is None \
+                else jnp.asarray(weights, jnp.float64)
+            if fitted is None and design is None:
                 raise ValueError(f"{algorithm} needs a history (reference models)")
 
             def orders(keys):  # run_history_schedules is compiled already
-                return run_history_schedules(scores_j, keys, schedules, history).order
+                return run_history_schedules(scores_j, keys, schedules, fitted, design).order
         else:
             shared = algorithm == "SySRs"
             orders = jax.jit(lambda keys: run_schedules(scores_j, keys, schedules, shared
@@ -173,15 +182,15 @@ def correct_counts(scores: np.ndarray, name: str, budgets: np.ndarray, tops: Seq
     ranges add up to the count of their union."""
     part = scores[cands]
     means = part.mean(axis=1)
-    history = split_history(scores, refs, split, ranks, log) if name in HISTORY_ALGORITHMS \
-        else None
+    history = split_history(scores, refs, split, ranks, log) if name == "HI-SySRs" else None
+    weights = history_weights(scores[refs]) if name == "HW-SySRs" else None
     # SR/SySRs hold (R, K, L) running sums and read (R, B, K) means per phase:
     # smaller chunks stay in cache
     size = min(chunk if name not in ("SR", "SySRs", *HISTORY_ALGORITHMS)
                else min(chunk, 20), last - first)
     all_keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.key(seed), r))(
         jnp.arange(first, first + -(-(last - first) // size) * size))
-    run = ranker(part, name, budgets, max(tops, default=1), history)
+    run = ranker(part, name, budgets, max(tops, default=1), history, weights)
     counts = {m: np.zeros(len(budgets), np.int64) for m in (1, *tops)}
     for start in range(0, last - first, size):  # fixed chunk shape: one compile
         ranked = run(all_keys[start:start + size])[:, :min(size, last - first - start)]
@@ -243,6 +252,8 @@ def selection_units(dataset: str, n_models: int, algorithm: str, fractions: Sequ
                 float(history_share), "splits": int(splits) if history_share > 0 else 1,
                 "runs": int(runs), "seed": int(seed), "ranks": list(BENCH_RANKS),
                 "models": int(n_models)}
+    if algorithm == "HW-SySRs":  # the design's constants: a change means new units
+        settings["design"] = {"top": TOP_SHARE, "floor": FLOOR}
     units = []
     for sp, (_, _, first, last) in enumerate(parts):
         for lo in range(first, last, unit_runs):
@@ -374,6 +385,23 @@ def write_report(table: pd.DataFrame, out, runs: int):
     for algo in algorithms:
         lines.append(f"| {algo} | " + " | ".join(
             _confidence_cells(table, algo, "accuracy", (0.9, 0.95, 1.0))) + " |")
+    lines += ["", "Per dataset: accuracy (%) at 4–20% of the pairs and the 95% / 100% "
+              "confidence budgets (% of pairs), one row per algorithm (one binomial SE of "
+              f"an accuracy a is √(a(1 − a)/{runs})):", "",
+              *header("dataset", ["algorithm", *(f"{b:g}%" for b in PER_DATASET_BUDGETS),
+                                  "95% CB", "100% CB"])]
+    for name in datasets:
+        for algo in algorithms:
+            part = table[(table.dataset == name) & (table.algorithm == algo)]
+            if part.empty:
+                continue
+            acc = dict(zip(np.round(100 * part.budget, 6), part.accuracy, strict=True))
+            cells = ["—" if b not in acc else f"{100 * acc[b]:.1f}"
+                     for b in PER_DATASET_BUDGETS]
+            cbs = [confidence_budget(part.budget.to_numpy(), part.accuracy.to_numpy(), lv)
+                   for lv in (0.95, 1.0)]
+            cells += ["—" if np.isnan(c) else f"{100 * c:g}" for c in cbs]
+            lines.append(f"| {name} | {algo} | " + " | ".join(cells) + " |")
     for m in tops:
         part = complete.assign(top_ok=1 - complete[f"top{m}_error"])
         mean_m = part.groupby(["algorithm", "budget"], sort=False)[f"top{m}_error"].mean()

@@ -54,6 +54,12 @@ import numpy as np
 from bayeval.errors import DataError, JournalError
 from bayeval.inference.factor_laplace import item_probabilities, rank_one_update
 from bayeval.models.factor import CrossValidation, cross_validate, factor_prior, fit_factors
+from bayeval.selection.design import (
+    corrected_total,
+    step_term,
+    weighted_order,
+    weighted_sums,
+)
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import (
     SelectionResult,
@@ -111,15 +117,19 @@ def arm_start(history: History) -> ArmState:
                     jnp.zeros(v.shape[0], bool), jnp.zeros((), jnp.int32), zero, zero)
 
 
-def arm_step(state: ArmState, item_factors: Array, item: Array, score: Array) -> ArmState:
+def arm_step(state: ArmState, item_factors: Array, item: Array, score: Array,
+             inverse_probability: Array | None = None) -> ArmState:
     """Add the candidate's ``score`` on ``item`` (not seen before): the d_t term of (★)
-    with the predictions of the scores so far, then the online Laplace update."""
+    with the predictions of the scores so far, then the online Laplace update. With
+    ``inverse_probability`` (π_t, for items met by a weighted design) the term is g_t of
+    (★w) in :mod:`~bayeval.selection.design`; without, the item was uniform over the
+    unused ones (π_t = |R_t|)."""
     n_items = item_factors.shape[0]
     p = item_probabilities(state.mean, item_factors)
     pool = n_items - state.n  # |R_t|, this item included
-    d = p[item] - jnp.sum(jnp.where(state.seen, 0.0, p)) / pool
-    left = pool - 1  # L − t
-    correction = state.correction + jnp.where(left > 0, d / jnp.maximum(left, 1), 0.0)
+    pi = pool if inverse_probability is None else inverse_probability
+    correction = state.correction + step_term(
+        score, state.n + 1, pi, n_items, p[item], jnp.sum(jnp.where(state.seen, 0.0, p)) / pool)
     mean, cov, _, _ = rank_one_update(state.mean, state.cov, item_factors[item], score)
     return ArmState(mean, cov, state.seen.at[item].set(True), state.n + 1,
                     state.total + score, correction)
@@ -127,7 +137,7 @@ def arm_step(state: ArmState, item_factors: Array, item: Array, score: Array) ->
 
 def arm_sum(state: ArmState, n_items: int) -> Array:
     """n μ̂_n of (★): the plain sum of the scores, corrected."""
-    return state.total - (n_items - state.n) * state.correction
+    return corrected_total(state.total, state.correction, state.n, n_items)
 
 
 def arm_estimate(state: ArmState, n_items: int) -> Array:
@@ -136,35 +146,56 @@ def arm_estimate(state: ArmState, n_items: int) -> Array:
     return jnp.where(n > 0, arm_sum(state, n_items) / jnp.maximum(n, 1), jnp.nan)
 
 
-def corrected_sums(scores: Array, order: Array, history: History) -> Array:
+def corrected_sums(scores: Array, order: Array, history: History,
+                   inverse_probability: Array | None = None) -> Array:
     """(K, L) n μ̂_n for every candidate (rows of ``scores``) and every prefix n of the
     item ``order``: the running sums SySRs' elimination reads, with (★) in place of the
-    plain sum."""
+    plain sum, or (★w) when the order was drawn by a weighted design with the
+    ``inverse_probability`` of each step (:func:`~bayeval.selection.design.weighted_order`)."""
     v = history.item_factors
     n_items = v.shape[0]
     start = arm_start(history)
     states = jax.tree.map(lambda x: jnp.broadcast_to(x, (scores.shape[0], *x.shape)), start)
-    step = jax.vmap(arm_step, in_axes=(0, None, None, 0))
+    step = jax.vmap(arm_step, in_axes=(0, None, None, 0, None))
+    if inverse_probability is None:
+        inverse_probability = n_items - jnp.arange(n_items, dtype=v.dtype)  # uniform: |R_t|
 
-    def one(states, item):
-        states = step(states, v, item, scores[:, item])
+    def one(states, x):
+        item, pi = x
+        states = step(states, v, item, scores[:, item], pi)
         return states, arm_sum(states, n_items)
 
-    _, sums = jax.lax.scan(one, states, order)
+    _, sums = jax.lax.scan(one, states, (order, inverse_probability))
     return sums.T
 
 
 @jax.jit
 def run_history_schedules(scores: Array, keys: Array, schedules: Array,
-                          history: History) -> SelectionResult:
+                          history: History | None, weights: Array | None = None
+                          ) -> SelectionResult:
     """History-informed SySRs for R runs and B schedules, batched as
-    :func:`~bayeval.selection.successive_rejects.run_schedules` (same keys: same item
-    orders and tie draws as SySRs, so the two compare run by run)."""
+    :func:`~bayeval.selection.successive_rejects.run_schedules`: the estimate (★) with the
+    factor model ``history``, and/or the items drawn by the weighted design of
+    :mod:`~bayeval.selection.design` (``weights``, (L,); the estimate is then (★w), with
+    f ≡ 0 when ``history`` is None). Without weights the item orders and tie draws are
+    SySRs' for the same keys, so the two compare run by run; with weights the tie draws
+    are."""
     scores = jnp.asarray(scores)
     K, L = scores.shape
+    if history is None and weights is None:
+        raise ValueError("run_history_schedules needs a history, item weights or both "
+                         "(for neither, run_schedules is SySRs)")
     split = jax.vmap(jax.random.split)(keys)
-    orders = jax.vmap(lambda k: item_orders(k, K, L, True)[0])(split[:, 0])
-    running = jax.vmap(lambda o: corrected_sums(scores, o, history))(orders)
+    if weights is None:
+        orders = jax.vmap(lambda k: item_orders(k, K, L, True)[0])(split[:, 0])
+        running = jax.vmap(lambda o: corrected_sums(scores, o, history))(orders)
+    else:
+        orders, inverse = jax.vmap(lambda k: weighted_order(k, weights))(split[:, 0])
+        if history is None:
+            running = jax.vmap(lambda o, pi: weighted_sums(scores, o, pi))(orders, inverse)
+        else:
+            running = jax.vmap(lambda o, pi: corrected_sums(scores, o, history, pi))(
+                orders, inverse)
     ties = jax.vmap(lambda k: jax.random.uniform(k, (K - 1, K)))(split[:, 1])
     return eliminate(running, ties, schedules)
 
@@ -184,31 +215,41 @@ def history_sysrs(scores: Array, key: Array, budget: int,
 
 @functools.partial(jax.jit, static_argnames=("n_items",))
 def _jit_step(state: ArmState, item_factors: Array, item: Array, score: Array,
-              n_items: int) -> tuple[ArmState, Array]:
-    new = arm_step(state, item_factors, item, score)
+              inverse_probability: Array, n_items: int) -> tuple[ArmState, Array]:
+    new = arm_step(state, item_factors, item, score, inverse_probability)
     return new, arm_estimate(new, n_items)
 
 
-def step_and_estimate(state: ArmState, history: History, item: int, score: float
-                      ) -> tuple[ArmState, float]:
+def step_and_estimate(state: ArmState, history: History, item: int, score: float,
+                      inverse_probability: float | None = None) -> tuple[ArmState, float]:
     """:func:`arm_step` then :func:`arm_estimate`, compiled once per item count (for the
-    ask/tell session)."""
+    ask/tell session); ``inverse_probability`` as in :func:`arm_step` (None: the uniform
+    design, π_t = |R_t|)."""
+    n_items = int(history.item_factors.shape[0])
+    dtype = history.item_factors.dtype
+    pi = n_items - state.n if inverse_probability is None else inverse_probability
     new, est = _jit_step(state, history.item_factors, jnp.asarray(item, jnp.int32),
-                         jnp.asarray(score, history.item_factors.dtype),
-                         n_items=int(history.item_factors.shape[0]))
+                         jnp.asarray(score, dtype), jnp.asarray(pi, dtype), n_items=n_items)
     return new, float(est)
 
 
-def save_history(history: History, journal: Path) -> dict[str, str]:
-    """Write ``history`` beside ``journal`` as ``<journal>.history.npz`` and return the
-    header record {file, sha256} that :func:`load_history` checks."""
+def save_history(history: History | None, journal: Path,
+                 weights: np.ndarray | None = None) -> dict[str, str]:
+    """Write what a selection reads of the earlier models (the factor model ``history``,
+    the design's item ``weights``, or both) beside ``journal`` as
+    ``<journal>.history.npz`` and return the header record {file, sha256} that
+    :func:`load_history` checks."""
     import hashlib
     import io
 
     path = journal.with_name(journal.name + ".history.npz")
+    parts = {} if history is None else {
+        "item_factors": np.asarray(history.item_factors), "mean0": np.asarray(history.mean0),
+        "cov0": np.asarray(history.cov0)}
+    if weights is not None:
+        parts["weights"] = np.asarray(weights, np.float64)
     buffer = io.BytesIO()
-    np.savez(buffer, item_factors=np.asarray(history.item_factors),
-             mean0=np.asarray(history.mean0), cov0=np.asarray(history.cov0))
+    np.savez(buffer, **parts)
     data = buffer.getvalue()
     try:
         tmp = path.with_name(path.name + ".tmp")
@@ -219,8 +260,10 @@ def save_history(history: History, journal: Path) -> dict[str, str]:
     return {"file": path.name, "sha256": hashlib.sha256(data).hexdigest()}
 
 
-def load_history(journal: Path, record: dict[str, str]) -> History:
-    """The history a journal's header names, refused if its file changed."""
+def load_history(journal: Path, record: dict[str, str]
+                 ) -> tuple[History | None, np.ndarray | None]:
+    """(factor model, item weights) of the history file a journal's header names (either
+    may be None), refused if the file changed."""
     import hashlib
     import io
 
@@ -234,5 +277,7 @@ def load_history(journal: Path, record: dict[str, str]) -> History:
         raise JournalError(f"journal {journal}: history file {path} is not the one the "
                            "selection started with (SHA-256 differs)")
     with np.load(io.BytesIO(data)) as z:
-        return History(jnp.asarray(z["item_factors"]), jnp.asarray(z["mean0"]),
-                       jnp.asarray(z["cov0"]))
+        history = History(jnp.asarray(z["item_factors"]), jnp.asarray(z["mean0"]),
+                          jnp.asarray(z["cov0"])) if "item_factors" in z.files else None
+        weights = np.asarray(z["weights"]) if "weights" in z.files else None
+    return history, weights

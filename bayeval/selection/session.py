@@ -20,18 +20,27 @@ the tie draws and so the eliminations are those of
 :func:`~bayeval.selection.successive_rejects.synchronised_successive_rejects` with
 ``jax.random.key(seed)``.
 
-With ``history=`` (:func:`~bayeval.selection.history.fit_history` on the scores of earlier
-models, never the candidates) the models are ranked by the history-informed estimate of
-METHODS.md §10 instead of their plain means (HI-SySRs; the same as
-:func:`~bayeval.selection.history.run_history_schedules` with the same seed). The fitted
-history is saved beside the journal (``<journal>.history.npz``, its SHA-256 in the header)
-so that a resume uses the very same factors.
+The scores of earlier models (never the candidates) can guide it in two ways (METHODS.md
+§10), alone or together:
+
+* ``weights=`` (:func:`~bayeval.selection.design.history_weights`): the items are met in a
+  seeded order drawn with probabilities ∝ the weights (HW-SySRs), where the strongest
+  earlier models disagree, and each model's estimate is the design-unbiased (★w);
+* ``history=`` (:func:`~bayeval.selection.history.fit_history`): each model's estimate
+  uses the factor model's predictions as a control variate (HI-SySRs).
+
+Either way the eliminations are those of
+:func:`~bayeval.selection.history.run_history_schedules` with the same seed, and what the
+session read of the earlier models is saved beside the journal
+(``<journal>.history.npz``, its SHA-256 in the header) so that a resume uses the very same
+factors and weights.
 
 A pair that cannot be evaluated is skipped (journaled with the reason); the model's mean
-is then over the items it has. A model with no score at all when its phase ends is
-eliminated first. Every ``tell`` and ``skip`` is an fsync-ed line of the journal
-(:class:`~bayeval.session.PairJournal`); :meth:`SelectionSession.resume` replays it and the
-run continues as the uninterrupted one would have.
+is then over the items it has (with a history the estimate is then no longer exactly
+unbiased: (★) and (★w) assume every asked pair is told). A model with no score at all
+when its phase ends is eliminated first. Every ``tell`` and ``skip`` is an fsync-ed line
+of the journal (:class:`~bayeval.session.PairJournal`); :meth:`SelectionSession.resume`
+replays it and the run continues as the uninterrupted one would have.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ import numpy as np
 
 from bayeval.errors import JournalError, SessionError
 from bayeval.precision import require_float64
+from bayeval.selection.design import corrected_total, step_term, weighted_order
 from bayeval.selection.history import (
     History,
     arm_start,
@@ -73,21 +83,24 @@ class SelectionSession(PairJournal):
     seed: seeds the item permutation and the tie draws.
     journal: path of the JSON-lines journal (must not exist; see :meth:`resume`).
     extra: anything to record in the header (e.g. how the evaluator was set up).
+    history: a factor model of earlier models (HI-SySRs' control variate).
+    weights: (len(items),) positive item weights of the design (HW-SySRs).
     """
 
     def __init__(self, models: Sequence[str], items: Sequence[str], budget: int, *,
                  seed: int = 0, journal: str | os.PathLike | None = None,
-                 extra: dict[str, Any] | None = None, history: History | None = None
-                 ) -> None:
+                 extra: dict[str, Any] | None = None, history: History | None = None,
+                 weights: Sequence[float] | np.ndarray | None = None) -> None:
         require_float64("SelectionSession")
         self._setup([str(m) for m in models], [str(i) for i in items], int(budget), int(seed),
-                    dict(extra or {}), history)
-        if history is not None and journal is not None:
-            self._history_file = save_history(history, Path(journal))
+                    dict(extra or {}), history, weights)
+        if (history is not None or weights is not None) and journal is not None:
+            self._history_file = save_history(history, Path(journal), self.weights)
         self._start_journal(journal)
 
     def _setup(self, models: list[str], items: list[str], budget: int, seed: int,
-               extra: dict[str, Any], history: History | None = None) -> None:
+               extra: dict[str, Any], history: History | None = None,
+               weights: Sequence[float] | np.ndarray | None = None) -> None:
         if len(models) < 2:
             raise SessionError(f"need at least two models to choose from, got {len(models)}")
         for kind, names in (("models", models), ("items", items)):
@@ -104,7 +117,20 @@ class SelectionSession(PairJournal):
             models, items, budget, seed, extra)
         K, L = len(models), len(items)
         order_key, tie_key = jax.random.split(jax.random.key(seed))
-        self.item_order = np.asarray(item_orders(order_key, K, L, shared=True)[0])
+        self.weights = None if weights is None else np.asarray(weights, np.float64)
+        if self.weights is None:
+            self.item_order = np.asarray(item_orders(order_key, K, L, shared=True)[0])
+        else:
+            if self.weights.shape != (L,) or not np.all(np.isfinite(self.weights)) \
+                    or not np.all(self.weights > 0):
+                raise SessionError(f"the item weights must be {L} positive numbers, one per "
+                                   f"item (got shape {self.weights.shape})")
+            order, inverse = weighted_order(order_key, self.weights)
+            self.item_order = np.asarray(order)
+            self._inverse = np.asarray(inverse)  # π_t of the step that meets each item
+        self._position = np.empty(L, np.int64)
+        self._position[self.item_order] = np.arange(1, L + 1)  # t of each item, 1-based
+        self._corrections = np.zeros(K)  # Σ_t g_t / (L − t) of (★w), with weights alone
         self._ties = np.asarray(jax.random.uniform(tie_key, (K - 1, K)))
         self._model_index = {m: i for i, m in enumerate(models)}
         self._item_index = {it: j for j, it in enumerate(items)}
@@ -148,11 +174,11 @@ class SelectionSession(PairJournal):
                                f"{header.get('method', {}).get('name')!r})")
         session = cls.__new__(cls)
         record = header.get("method", {}).get("history")
-        history = load_history(path, record) if record else None
+        history, weights = load_history(path, record) if record else (None, None)
         try:
             session._setup(list(header["models"]), list(header["items"]),
                            int(header["method"]["budget"]), int(header["seed"]),
-                           header.get("extra") or {}, history)
+                           header.get("extra") or {}, history, weights)
         except KeyError as exc:
             raise JournalError(f"journal {path} line 1: header lacks field {exc}") from None
         session._history_file = record
@@ -176,11 +202,14 @@ class SelectionSession(PairJournal):
 
     def _estimate_array(self) -> np.ndarray:
         """Each model's estimate of its full mean (NaN before its first score): the mean of
-        its scores, or with a history the control-variate estimate (★) of
-        :mod:`~bayeval.selection.history` as of the last phase end."""
+        its scores; with weights alone the design-unbiased (★w) of
+        :mod:`~bayeval.selection.design`; with a factor model the control-variate estimate
+        (★) or (★w) of :mod:`~bayeval.selection.history` as of the last phase end."""
         if self.history is not None:
             return self._estimates.copy()
-        return np.where(self._counts > 0, self._sums / np.maximum(self._counts, 1), np.nan)
+        totals = self._sums if self.weights is None else corrected_total(
+            self._sums, self._corrections, self._counts, len(self.items))
+        return np.where(self._counts > 0, totals / np.maximum(self._counts, 1), np.nan)
 
     def _current_means(self) -> np.ndarray:
         """:meth:`_estimate_array` with −inf for no estimate yet (such a model goes
@@ -195,8 +224,10 @@ class SelectionSession(PairJournal):
             for i in np.flatnonzero(self.alive):
                 score = self._phase_scores.pop((int(i), int(j)), None)
                 if score is not None:
+                    pi = None if self.weights is None else \
+                        float(self._inverse[self._position[j] - 1])
                     self._arms[i], self._estimates[i] = step_and_estimate(
-                        self._arms[i], self.history, int(j), score)
+                        self._arms[i], self.history, int(j), score, pi)
 
     def _eliminate(self) -> None:
         if self.history is not None:
@@ -257,6 +288,9 @@ class SelectionSession(PairJournal):
     def _apply_tell(self, i: int, j: int, score: float) -> None:
         self._sums[i] += score
         self._counts[i] += 1
+        if self.weights is not None:
+            t = int(self._position[j])
+            self._corrections[i] += step_term(score, t, self._inverse[t - 1], len(self.items))
         if self.history is not None:
             self._phase_scores[(i, j)] = score
         self.observations.append((self.models[i], self.items[j], score))
