@@ -144,7 +144,7 @@ def _history(source: str, candidates: list[str], item_ids: list[str], quiet: boo
     left_out = len(matrix.models) - len(keep)
     if len(keep) < 5:
         raise DataError(f"--history {source}: {len(keep)} of its models are not candidates; "
-                        "the factor model needs at least 5 earlier models")
+                        "the history needs at least 5 earlier models")
     scores = matrix.scores[np.asarray(keep, int)][:, [index[it] for it in item_ids]]
     fitted, weights, how = None, None, []
     if method in ("weights", "both"):
