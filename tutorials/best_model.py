@@ -11,6 +11,9 @@ Run: python tutorials/best_model.py [--out best_model.png] [--runs 200]
 4. How often does it pick the true best? Simulate many runs at several budgets with the
    pure function (one call for all runs and budgets), against evaluating every model on
    the same number of random items (uniform sampling), and plot accuracy against budget.
+5. The other 194 models of the matrix are earlier models we already scored: draw the
+   items where the strongest of them disagree more often (HW-SySRs, METHODS.md §10; the
+   estimates stay unbiased) and compare on the same budgets.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ import matplotlib.pyplot as plt
 from bayeval.data import load_dataset
 from bayeval.precision import enable_float64
 from bayeval.selection.bandits import uniform_rankings
+from bayeval.selection.design import history_weights
+from bayeval.selection.history import run_history_schedules
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.session import SelectionSession
 from bayeval.selection.successive_rejects import run_schedules
@@ -85,12 +90,18 @@ def main() -> None:
     sysrs = best[np.asarray(run_schedules(jnp.asarray(scores), keys, schedules, True).best)]
     uniform = jax.vmap(lambda k: uniform_rankings(jnp.asarray(scores), k, budgets, True, 1))
     us = best[np.asarray(uniform(keys))[..., 0]]
-    print("budget   SySRs   uniform (shared items)")
-    for f, a, b in zip(fractions, sysrs.mean(0), us.mean(0), strict=True):
-        print(f"{f:6.0%}   {a:5.1%}   {b:5.1%}")
+    # 5. the earlier models' scores as item weights (SelectionSession(weights=...) live)
+    earlier = np.delete(matrix.scores, rows, axis=0)
+    weights = jnp.asarray(history_weights(earlier))
+    hw = best[np.asarray(run_history_schedules(jnp.asarray(scores), keys, schedules, None,
+                                               weights).best)]
+    print("budget   SySRs   HW-SySRs   uniform (shared items)")
+    for f, a, c, b in zip(fractions, sysrs.mean(0), hw.mean(0), us.mean(0), strict=True):
+        print(f"{f:6.0%}   {a:5.1%}   {c:8.1%}   {b:5.1%}")
 
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     ax.plot(100 * fractions, 100 * sysrs.mean(0), "o-", label="SySRs")
+    ax.plot(100 * fractions, 100 * hw.mean(0), "^-", label="HW-SySRs (194 earlier models)")
     ax.plot(100 * fractions, 100 * us.mean(0), "s--", label="uniform sampling (SyUS)")
     ax.set_xlabel("budget (% of model–item pairs)")
     ax.set_ylabel(f"true best found (% of {args.runs} runs)")
