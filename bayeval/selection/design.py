@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeval.data.matrix import observed_item_means
 from bayeval.errors import DataError
 from bayeval.types import Array
 
@@ -82,8 +83,7 @@ def history_weights(reference_scores: np.ndarray, top: float = TOP_SHARE,
         strength = np.nanmean(ref, axis=1)
     ranked = np.argsort(-np.nan_to_num(strength, nan=-np.inf), kind="stable")
     strong = ref[ranked[:max(1, round(top * ref.shape[0]))]]
-    seen = np.isfinite(strong).sum(0)
-    p = np.where(seen > 0, np.nansum(strong, 0) / np.maximum(seen, 1), np.nan)
+    p = observed_item_means(strong)  # NaN where no strong reference has the item
     spread = np.sqrt(np.clip(p * (1 - p), 0.0, None))
     if np.isfinite(spread).any():
         spread = np.where(np.isfinite(spread), spread, np.nanmean(spread))
