@@ -122,7 +122,10 @@ def select(
         _print_selection(result, top)
 
 
-HISTORY_METHODS = {"weights": "HW-SySRs", "factor": "HI-SySRs", "both": "HIW-SySRs"}
+HISTORY_METHODS = ("weights", "factor", "both")  # --history-method: what --history feeds
+# the method a session runs, by (factor model?, item weights?)
+METHOD_NAMES = {(False, False): "SySRs", (False, True): "HW-SySRs", (True, False): "HI-SySRs",
+                (True, True): "HIW-SySRs"}
 
 
 def _history(source: str, candidates: list[str], item_ids: list[str], quiet: bool,
@@ -271,9 +274,7 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
             "best": session.best, "models": len(session.models), "items": len(session.items),
             "budget": session.budget, "evaluations": session.n_evaluations,
             "skipped": len(session.skipped), "phases": len(schedule), "seed": session.seed,
-            "method": {(False, False): "SySRs", (False, True): "HW-SySRs",
-                       (True, False): "HI-SySRs", (True, True): "HIW-SySRs"}[
-                (session.history is not None, session.weights is not None)],
+            "method": METHOD_NAMES[(session.history is not None, session.weights is not None)],
             "history": settings.get("history"),
             "ranking": [{"model": m, "mean": means[m][0], "evaluated": means[m][1],
                          **({"true_mean": truth[m]} if truth else {})} for m in ranking],
