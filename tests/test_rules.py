@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayeval.acquisition import argmax, sample, uniform
+from bayeval.acquisition import argmax, draw_index, inverse_cdf, sample, uniform
 from bayeval.estimators import clip_interval, gaussian_bounds, sample_mean, wilson_fpc_bounds
 from bayeval.estimators.base import gaussian_estimate
 from bayeval.stopping import (
@@ -118,6 +118,29 @@ def test_sample_follows_weights():
     counts = np.bincount(draws, minlength=3)
     assert np.all(np.abs(counts - 4000 * p) < 5 * np.sqrt(4000 * p * (1 - p)))
     assert np.all(np.asarray(uniform()(None, jnp.ones(3, bool))) == 0)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 15, 16, 17, 1297])
+def test_draw_index_is_the_inverse_cdf(n):
+    # Integer weights make every partial sum exact in float64 however it is grouped, so
+    # the block-by-block search must give exactly NumPy's searchsorted (the first item
+    # whose cumulative weight exceeds u) for every u, zero weights included; u runs over
+    # every interval end (the boundary cases) and random points, on a (2, 3) batch.
+    rng = np.random.default_rng(n)
+    w = rng.integers(0, 4, size=(2, 3, n)).astype(np.float64)
+    w[..., rng.integers(n)] += 1.0  # no all-zero row
+    cdf = np.cumsum(w, -1)
+    for u in (cdf[..., rng.integers(n)], cdf[..., 0] * 0.0,
+              rng.uniform(size=(2, 3)) * cdf[..., -1], np.nextafter(cdf[..., -1], 0)):
+        want = np.minimum(np.array([[np.searchsorted(cdf[a, b], u[a, b], side="right")
+                                     for b in range(3)] for a in range(2)]), n - 1)
+        got = np.asarray(draw_index(jnp.asarray(w), jnp.asarray(u)))
+        assert np.array_equal(got, want)
+        assert np.array_equal(got, np.asarray(inverse_cdf(jnp.asarray(cdf), jnp.asarray(u))))
+        inside = u < cdf[..., -1]  # below the total: never a zero-weight item
+        assert np.all(w[np.arange(2)[:, None], np.arange(3), got][inside] > 0)
+    # u at or beyond the total: the last item, as inverse_cdf
+    assert np.all(np.asarray(draw_index(jnp.asarray(w), jnp.asarray(cdf[..., -1]))) == n - 1)
 
 
 class _P:

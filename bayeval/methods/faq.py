@@ -29,7 +29,7 @@ import numpy as np
 
 from bayeval import acquisition as acq
 from bayeval.acquisition.hybrid import hybrid_probabilities
-from bayeval.acquisition.policies import inverse_cdf
+from bayeval.acquisition.policies import draw_index
 from bayeval.acquisition.schedules import exploration_weight, tempering_exponent
 from bayeval.devices import device_count, over_runs, pad_runs
 from bayeval.estimators import pai
@@ -152,7 +152,7 @@ def _hybrid_chunk(item_factors: Array, mean0: Array, cov0: Array, scores: Array,
                          lambda d: hybrid_probabilities(p, d, alpha, beta, tau), d)
         u = jax.vmap(lambda k: jax.random.uniform(jax.random.fold_in(k, s), (),
                                                   q.dtype))(keys)
-        item = inverse_cdf(jnp.cumsum(q, 1), u)
+        item = draw_index(q, u)
         z = scores[targets, item]
         sums = jax.vmap(pai_update)(sums, z, p[rows, item], q[rows, item], p.sum(1))
         # laplace_update batched by hand: vmapping it gathers V's rows per run and made
