@@ -187,11 +187,8 @@ def main() -> None:
                 lines.append(f"| {labels[workload]} | {r['condition']} | {r['seconds']:.2f} "
                              f"({each}) | {base['seconds'] / r['seconds']:.2f}× | "
                              f"{'bit for bit' if same else f'max abs Δ {diff:.1e}'} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if opts.out:
-        opts.out.parent.mkdir(parents=True, exist_ok=True)
-        opts.out.write_text(text)
+    from bayeval.experiments.tables import emit_report
+    emit_report(lines, opts.out)
 
 
 if __name__ == "__main__":

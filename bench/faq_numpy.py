@@ -50,6 +50,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 from bayeval.data import load_dataset  # noqa: E402
+from bayeval.experiments.tables import emit_report  # noqa: E402
 from bayeval.methods import faq as faq_module  # noqa: E402
 from bayeval.methods.faq import HybridParams, simulate_hybrid  # noqa: E402
 from bayeval.models.factor import factor_prior, fit_factors  # noqa: E402
@@ -98,6 +99,22 @@ def numpy_faq(V: np.ndarray, mean0: np.ndarray, cov0: np.ndarray, scores: np.nda
     return theta, v2 / T
 
 
+def workload(budget: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int,
+                                     HybridParams]:
+    """The FAQ benches' workload (that of ``bench/faq_parallel.py``): IFEval+MuSR, models
+    split 50/50 into history and new (seed 0), the factor model (k = 8, λ = 0.1) fitted on
+    the history, the robust default policy at a ``budget`` share of the items. Returns
+    (V, prior mean, prior covariance, the new models' scores, rounds, policy)."""
+    matrix = load_dataset("ifeval+musr")
+    order = np.random.default_rng(0).permutation(matrix.n_models)
+    half = matrix.n_models // 2
+    history, new = matrix.scores[order[:half]], matrix.scores[order[half:]]
+    fit = fit_factors(history, 8, 0.1)
+    mean0, cov0 = (np.asarray(x) for x in factor_prior(fit.U))
+    return (np.asarray(fit.V), mean0, cov0, new, budget_rounds(budget, matrix.n_items),
+            HybridParams(1.0, 0.0, 0.0, 0.05))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--runs", type=int, default=512)
@@ -107,16 +124,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     opts = parser.parse_args()
 
-    matrix = load_dataset("ifeval+musr")
-    order = np.random.default_rng(0).permutation(matrix.n_models)
-    half = matrix.n_models // 2
-    history, new = matrix.scores[order[:half]], matrix.scores[order[half:]]
-    fit = fit_factors(history, 8, 0.1)
-    V, (mean0, cov0) = np.asarray(fit.V), (np.asarray(x) for x in factor_prior(fit.U))
-    rounds = budget_rounds(opts.budget, matrix.n_items)
+    V, mean0, cov0, new, rounds, params = workload(opts.budget)
     targets = np.resize(np.arange(len(new)), opts.runs)
     seeds = np.arange(opts.runs)
-    params = HybridParams(1.0, 0.0, 0.0, 0.05)
     keys = jax.vmap(jax.random.key)(jnp.asarray(seeds, jnp.uint32))
     steps = jnp.arange(rounds, dtype=jnp.float64)  # the rounds as simulate_hybrid folds them
     uniforms = np.asarray(jax.vmap(lambda k: jax.vmap(lambda s: jax.random.uniform(
@@ -185,11 +195,7 @@ def main() -> None:
         f"| achieved: GFLOP/s | {flops / us['bayeval'] / 1e3:.2f} |",
         f"| achieved: GB/s | {touched / us['bayeval'] / 1e3:.2f} |",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if opts.out:
-        opts.out.parent.mkdir(parents=True, exist_ok=True)
-        opts.out.write_text(text)
+    emit_report(lines, opts.out)
 
 
 if __name__ == "__main__":

@@ -191,11 +191,8 @@ def main() -> None:
             lines += ["", f"FAQ's factor fit on the references: {r['fit_epoch_s']:.2f} s per "
                           f"AdamW epoch, so the paper's 2000 epochs ≈ "
                           f"{2000 * r['fit_epoch_s'] / 60:.0f} min (not run)."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if opts.out:
-        opts.out.parent.mkdir(parents=True, exist_ok=True)
-        opts.out.write_text(text)
+    from bayeval.experiments.tables import emit_report
+    emit_report(lines, opts.out)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+from pathlib import Path
 
 import pandas as pd
 
@@ -20,3 +21,14 @@ def markdown_table(frame: pd.DataFrame, floatfmt: str = ".4g") -> str:
     rows = ["| " + " | ".join(cell(v) for v in row) + " |"
             for row in frame.itertuples(index=False)]
     return "\n".join([header, rule, *rows])
+
+
+def emit_report(lines: list[str], out: Path | None) -> str:
+    """A report's ``lines`` joined into one text, printed, and written to ``out`` (its folder
+    made) when given: the benches' one way to show and save what they measured."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+    return text
