@@ -21,7 +21,8 @@ Laplace update of û and Σ), fed the uniforms bayeval's keys draw (run r, round
 (run, round) of each after a warm-up, their ratio, the largest difference of θ̂ and of
 its variance, and the compiled program's own count of floating-point operations and bytes
 touched per run-round (XLA's cost analysis of a one-round program, which includes the
-prior's start) against the O(N k) the formulas need.
+prior's start) against the O(N k) the formulas need, and where a run-round's time goes:
+the round timed in cumulative stages (:func:`round_stages`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -49,6 +51,8 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bayeval.acquisition import draw_index  # noqa: E402
+from bayeval.acquisition.hybrid import hybrid_probabilities  # noqa: E402
 from bayeval.data import load_dataset  # noqa: E402
 from bayeval.experiments.tables import emit_report  # noqa: E402
 from bayeval.methods import faq as faq_module  # noqa: E402
@@ -56,6 +60,7 @@ from bayeval.methods.faq import HybridParams, simulate_hybrid  # noqa: E402
 from bayeval.models.factor import factor_prior, fit_factors  # noqa: E402
 from bayeval.precision import enable_float64  # noqa: E402
 from bayeval.stopping.rules import budget_rounds  # noqa: E402
+from bayeval.types import clip_probability  # noqa: E402
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
@@ -115,6 +120,40 @@ def workload(budget: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
             HybridParams(1.0, 0.0, 0.0, 0.05))
 
 
+def round_stages(V: np.ndarray, mean0: np.ndarray, runs: int, rounds: int, tau: float
+                 ) -> dict[str, Callable[[], object]]:
+    """What a run-round's parts cost: one program per stage, each a scan of ``rounds``
+    rounds over ``runs`` runs doing the round's work up to that stage (the prediction's
+    N k product û·V; p̂ = clip(σ(·)); h_o = √(p̂(1 − p̂)) and its sum; q and the draw), its
+    output fed back into û by a negligible amount so that no round can be hoisted out of
+    the loop. Cumulative: each stage's time less the one before is that part's cost."""
+    v = jnp.asarray(V, jnp.float64)
+    start = jnp.broadcast_to(jnp.asarray(mean0, jnp.float64), (runs, V.shape[1]))
+    rows = jnp.arange(runs)
+
+    def stage(level: int):
+        def step(m, s):
+            logits = m @ v.T
+            if level == 0:
+                return m + 1e-12 * logits.sum(1)[:, None], None
+            p = clip_probability(jax.nn.sigmoid(logits))
+            if level == 1:
+                return m + 1e-12 * p.sum(1)[:, None], None
+            h = jnp.sqrt(p * (1.0 - p))
+            if level == 2:
+                return m + 1e-12 * (h.sum(1) + p.sum(1))[:, None], None
+            q = hybrid_probabilities(p, jnp.zeros_like(p), 0.0, 1.0, tau)
+            item = draw_index(q, jnp.mod(0.37 + 0.01 * s + 1e-3 * rows, 1.0))
+            return m + 1e-12 * (q[rows, item] + p.sum(1))[:, None], None
+
+        program = jax.jit(lambda m: jax.lax.scan(step, m, jnp.arange(rounds, dtype=float))[0])
+        return lambda: program(start).block_until_ready()
+
+    names = ("the N k product û·V", "+ p̂ = clip(σ(û·V))", "+ h_o = √(p̂(1 − p̂)), Σ h_o",
+             "+ q (Eq. 4) and the draw")
+    return {name: stage(level) for level, name in enumerate(names)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--runs", type=int, default=512)
@@ -150,9 +189,13 @@ def main() -> None:
 
     a, b = ours(), theirs()  # warm-up (compilation) and the equality check
     c = with_active_part()
-    times = {"bayeval": [], "numpy": [], "active": []}
+    stages = round_stages(V, mean0, opts.runs, rounds, params.tau)
+    for call in stages.values():
+        call()  # compilation
+    calls = {"bayeval": ours, "numpy": theirs, "active": with_active_part, **stages}
+    times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(opts.repeats):
-        for name, call in (("bayeval", ours), ("numpy", theirs), ("active", with_active_part)):
+        for name, call in calls.items():
             start = time.perf_counter()
             call()
             times[name].append(time.perf_counter() - start)
@@ -193,8 +236,17 @@ def main() -> None:
         f"| bytes of one N-vector of float64 | {8 * N:,} |",
         f"| operations the formulas need (2 N k + 10 N) | {needed:,} |",
         f"| achieved: GFLOP/s | {flops / us['bayeval'] / 1e3:.2f} |",
-        f"| achieved: GB/s | {touched / us['bayeval'] / 1e3:.2f} |",
+        f"| achieved: GB/s | {touched / us['bayeval'] / 1e3:.2f} |", "",
+        "Where a run-round's time goes (each stage one program doing the round up to that "
+        "part; the part's cost is the difference):", "",
+        "| stage | µs per run-round | this part |", "|---|---|---|",
     ]
+    before = 0.0
+    for name in (*stages, "bayeval"):
+        label = "whole round (`simulate_hybrid`): + the estimate's sums, the Laplace update" \
+            if name == "bayeval" else name
+        lines.append(f"| {label} | {us[name]:.2f} | {us[name] - before:+.2f} |")
+        before = us[name]
     emit_report(lines, opts.out)
 
 
