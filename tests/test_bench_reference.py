@@ -68,3 +68,17 @@ def test_a_bench_refuses_harness_options_without_harness_logs(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert "--task, --metric and --filter read lm-evaluation-harness logs" in done.stderr
+
+
+def test_emit_report_prints_writes_and_makes_the_folder(tmp_path, capsys):
+    """The benches' one way to show and save a report: printed, written under a folder that
+    does not exist yet, and the same text returned; with no ``out`` nothing is written."""
+    from bayeval.experiments.tables import emit_report
+
+    out = tmp_path / "new" / "folder" / "report.md"
+    text = emit_report(["# title", "", "| a | b |"], out)
+    assert text == "# title\n\n| a | b |\n"
+    assert out.read_text() == text
+    assert capsys.readouterr().out == text + "\n"  # print adds its own newline
+    assert emit_report(["x"], None) == "x\n"
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["report.md"]
