@@ -37,7 +37,10 @@ def test_checkpoints_tutorial_runs(tmp_path):
 def test_best_model_tutorial_runs(tmp_path):
     stdout = _run_tutorial("best_model", tmp_path, "--runs", "20")
     assert "chosen: " in stdout and "evaluations used: 2800 of 28128" in stdout
-    assert "HW-SySRs" in stdout
+    # the live ask/tell run with item weights spends the same budget as SySRs' session
+    assert "HW-SySRs (item weights from the 194 earlier models): chosen " in stdout
+    assert "), 2800 evaluations (one run" in stdout
+    assert "budget   SySRs   HW-SySRs" in stdout
 
 
 def test_compress_tutorial_runs(tmp_path):

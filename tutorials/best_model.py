@@ -13,7 +13,8 @@ Run: python tutorials/best_model.py [--out best_model.png] [--runs 200]
    the same number of random items (uniform sampling), and plot accuracy against budget.
 5. The other 194 models of the matrix are earlier models we already scored: draw the
    items where the strongest of them disagree more often (HW-SySRs, METHODS.md §10; the
-   estimates stay unbiased) and compare on the same budgets.
+   estimates stay unbiased), once live (``SelectionSession(..., weights=...)``) and then
+   simulated on the same budgets.
 """
 
 from __future__ import annotations
@@ -59,17 +60,22 @@ def main() -> None:
         """Stand-in for one batched inference call of ``model`` on ``items``."""
         return [float(scores[models.index(model), matrix.item_index(i)]) for i in items]
 
+    def run_session(session: SelectionSession) -> int:
+        """Ask/tell until the session has chosen; returns how many phases it took."""
+        phases = 0
+        while not session.done:
+            by_model = defaultdict(list)
+            for model, item in session.ask():  # every survivor on the phase's new items
+                by_model[model].append(item)
+            for model, items in by_model.items():
+                for item, score in zip(items, run_batch(model, items), strict=True):
+                    session.tell(model, item, score)
+            phases += 1
+        return phases
+
     budget = round(0.10 * K * L)
     session = SelectionSession(models, matrix.items, budget, seed=0)
-    phases = 0
-    while not session.done:
-        by_model = defaultdict(list)
-        for model, item in session.ask():  # every survivor on the phase's new items
-            by_model[model].append(item)
-        for model, items in by_model.items():
-            for item, score in zip(items, run_batch(model, items), strict=True):
-                session.tell(model, item, score)
-        phases += 1
+    phases = run_session(session)
     ranking = session.ranking()
     true_order = sorted(models, key=lambda m: -truth[m])
     print(f"{K} candidates × {L} items; budget {budget} evaluations "
@@ -90,9 +96,16 @@ def main() -> None:
     sysrs = best[np.asarray(run_schedules(jnp.asarray(scores), keys, schedules, True).best)]
     uniform = jax.vmap(lambda k: uniform_rankings(jnp.asarray(scores), k, budgets, True, 1))
     us = best[np.asarray(uniform(keys))[..., 0]]
-    # 5. the earlier models' scores as item weights (SelectionSession(weights=...) live)
+    # 5. the earlier models' scores as item weights: live with ask/tell, then simulated
     earlier = np.delete(matrix.scores, rows, axis=0)
-    weights = jnp.asarray(history_weights(earlier))
+    weights = history_weights(earlier)
+    weighted = SelectionSession(models, matrix.items, budget, seed=0, weights=weights)
+    run_session(weighted)
+    print(f"HW-SySRs (item weights from the {len(earlier)} earlier models): chosen "
+          f"{weighted.best} (true rank {true_order.index(weighted.best) + 1}), "
+          f"{weighted.n_evaluations} evaluations (one run: the simulation below says how "
+          f"often each finds the best)")
+    weights = jnp.asarray(weights)
     hw = best[np.asarray(run_history_schedules(jnp.asarray(scores), keys, schedules, None,
                                                weights).best)]
     print("budget   SySRs   HW-SySRs   uniform (shared items)")
