@@ -118,7 +118,7 @@ def draw_index(weights: Array, u: Array) -> Array:
     drawn unless ``u`` is at or beyond the total, where the last item is returned, as
     :func:`inverse_cdf` does."""
     n = weights.shape[-1]
-    size = max(1, math.isqrt(n - 1) + 1) if n > 1 else 1  # ⌈√N⌉
+    size = math.isqrt(n - 1) + 1 if n > 1 else 1  # ⌈√N⌉
     blocks = -(-n // size)
     lead = weights.shape[:-1]
     padded = jnp.pad(weights, [(0, 0)] * len(lead) + [(0, blocks * size - n)])
