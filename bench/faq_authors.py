@@ -41,13 +41,13 @@ import faq_numpy  # first: it pins the process to --cores before JAX and NumPy s
 import jax
 import numpy as np
 
+from bayeval.estimators import gaussian_bounds, z_value
 from bayeval.experiments.tables import emit_report
 from bayeval.methods.faq import simulate_hybrid
 
 CORES = faq_numpy.CORES
 
 SOURCE = "faq_final.py"
-Z95 = 1.959963984540054  # Φ⁻¹(0.975)
 
 
 def load_trial(directory: Path):
@@ -108,9 +108,11 @@ def main() -> None:
         out = simulate_hybrid(V, mean0, cov0, new, np.arange(n_new),
                               seed * n_new + np.arange(n_new), params, rounds, chunk=n_new,
                               devices=1)
-        half_width = Z95 * np.sqrt(np.asarray(out.var))
-        lower = np.minimum(np.asarray(out.theta) - half_width, 1.0)
-        upper = np.maximum(np.asarray(out.theta) + half_width, 0.0)
+        lower, upper = (np.asarray(x) for x in gaussian_bounds(out.theta, out.var,
+                                                               z_value(0.95)))
+        # clamped as the authors' trial clamps its bounds (lower ≤ 1, upper ≥ 0), so that
+        # the two widths compare like for like
+        lower, upper = np.minimum(lower, 1.0), np.maximum(upper, 0.0)
         return float(np.mean(upper - lower)), float(np.mean((lower <= truth)
                                                             & (truth <= upper)))
 
