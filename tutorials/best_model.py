@@ -105,9 +105,8 @@ def main() -> None:
           f"{weighted.best} (true rank {true_order.index(weighted.best) + 1}), "
           f"{weighted.n_evaluations} evaluations (one run: the simulation below says how "
           f"often each finds the best)")
-    weights = jnp.asarray(weights)
     hw = best[np.asarray(run_history_schedules(jnp.asarray(scores), keys, schedules, None,
-                                               weights).best)]
+                                               jnp.asarray(weights)).best)]
     print("budget   SySRs   HW-SySRs   uniform (shared items)")
     for f, a, c, b in zip(fractions, sysrs.mean(0), hw.mean(0), us.mean(0), strict=True):
         print(f"{f:6.0%}   {a:5.1%}   {c:8.1%}   {b:5.1%}")
