@@ -119,6 +119,7 @@ class CommandEvaluator:
         self.command = command
         self.timeout = timeout
         self.retries = retries
+        self._children = ChildProcesses()
         self._template = _PLACEHOLDER.sub(
             lambda m: f'"${self.PLACEHOLDERS[m.group(1)]}"', command)
         if "{item}" not in command:
@@ -146,13 +147,10 @@ class CommandEvaluator:
 
     def _attempt(self, command: tuple[str, dict[str, str]], item: str) -> float:
         cmd, env = command
-        proc = subprocess.Popen(cmd, shell=True, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                                env={**os.environ, **env}, start_new_session=True)
         try:
-            stdout, stderr = proc.communicate(timeout=self.timeout)
+            proc, stdout, stderr = self._children.run(cmd, self.timeout, shell=True,
+                                                      env={**os.environ, **env})
         except subprocess.TimeoutExpired:
-            kill_group(proc)
             raise EvaluationError(f"item {item!r}: command timed out after "
                                   f"{self.timeout:g}s (its process group was killed)") from None
         if proc.returncode != 0:
@@ -167,6 +165,10 @@ class CommandEvaluator:
             return validate_score(lines[-1], f"item {item!r}: command answered")
         except DataError as exc:
             raise EvaluationError(str(exc)) from None
+
+    def cancel(self) -> None:
+        """Kill the commands running now (with their process groups)."""
+        self._children.cancel()
 
     def __call__(self, item: str, target: str | None = None) -> float:
         command = self.command_for(item, target)  # refuses unsafe ids before any attempt
@@ -206,6 +208,114 @@ def kill_group(proc: subprocess.Popen) -> None:
     """Kill ``proc``'s whole process group and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass  # a grandchild that left the group still holds a pipe: don't wait on it
+
+
+def kill_leftovers(proc: subprocess.Popen) -> None:
+    """End what a finished evaluator process left running in its group (a background
+    job of the command): nothing of an evaluation outlives it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def start_child(argv: str | list[str], **kwargs) -> subprocess.Popen:
+    """Start an evaluator process in a process group of its own (no ``preexec_fn``: a
+    fork of a process running JAX's threads is unsafe), its output read as text with
+    undecodable bytes replaced."""
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, errors="replace",
+                            start_new_session=True, **kwargs)
+
+
+# A watchdog process reads "+PGID" / "-PGID" lines on a pipe from bayeval; when the pipe
+# closes (bayeval ended, by any means, SIGKILL included) it kills the groups still listed.
+_WATCHDOG = """
+import os, signal, sys
+live = set()
+for line in sys.stdin:
+    sign, group = line[:1], line[1:].strip()
+    if group.isdigit():
+        (live.add if sign == "+" else live.discard)(int(group))
+for group in live:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+"""
+
+
+class _Watchdog:
+    """The one watchdog of this process (started with the first evaluator process)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+
+    def say(self, line: str) -> None:
+        with self._lock:
+            try:
+                if self._proc is None or self._proc.poll() is not None:
+                    import sys
+
+                    self._proc = subprocess.Popen(
+                        [sys.executable, "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        start_new_session=True, text=True)
+                self._proc.stdin.write(line + "\n")
+                self._proc.stdin.flush()
+            except OSError:
+                pass  # no watchdog: the parent-death signal still ends the child
+
+
+_watchdog = _Watchdog()
+
+
+class ChildProcesses:
+    """The evaluator processes running now, so that every way out of a run (the stop
+    with evaluations in flight, an error, Ctrl-C, SIGTERM, and a SIGKILL of bayeval,
+    through a watchdog process that outlives it) ends their whole process groups."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._running: set[subprocess.Popen] = set()
+
+    def run(self, argv: str | list[str], timeout: float, **kwargs) -> tuple[
+            subprocess.Popen, str, str]:
+        """Run ``argv`` to its end (its group killed at ``timeout`` seconds, raising
+        subprocess.TimeoutExpired, or on any exception): (process, stdout, stderr)."""
+        proc = start_child(argv, **kwargs)
+        _watchdog.say(f"+{proc.pid}")
+        with self._lock:
+            self._running.add(proc)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except BaseException:
+            kill_group(proc)
+            raise
+        finally:
+            with self._lock:
+                self._running.discard(proc)
+            kill_leftovers(proc)
+            _watchdog.say(f"-{proc.pid}")
+        return proc, stdout, stderr
+
+    def cancel(self) -> None:
+        """Kill every running process group."""
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass

@@ -23,11 +23,14 @@ journaled, and a run stops after several in a row.
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +42,7 @@ from bayeval.data.lm_eval import (
 )
 from bayeval.data.matrix import validate_score
 from bayeval.errors import DataError, EvaluationError
+from bayeval.evaluators import ChildProcesses
 
 # options bayeval sets on every launch; a user's --lm-eval-args must not set them
 RESERVED = ("--tasks", "--samples", "-E", "--output_path", "-o", "--log_samples", "-s",
@@ -107,27 +111,49 @@ class HarnessEvaluator:
         return result
 
 
+FOLDER_PREFIX = "bayeval-lm-eval-"
+
+
+def sweep_folders() -> None:
+    """Remove the temporary folders of harness launches whose bayeval process is gone
+    (killed with SIGKILL, which leaves no chance to clean up): ``bayeval-lm-eval-PID-*``
+    with no process PID."""
+    root = Path(tempfile.gettempdir())
+    for folder in root.glob(f"{FOLDER_PREFIX}*-*"):
+        pid = folder.name[len(FOLDER_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except PermissionError:
+            pass
+
+
 class LmEvalCommand(HarnessEvaluator):
     """One ``lm_eval run`` launch per batch: ``args`` (e.g. ``--model hf --model_args
     pretrained=gpt2 --include_path tasks/``) plus ``--tasks``, ``--samples``,
     ``--log_samples`` and ``--output_path`` (a temporary folder), which bayeval sets.
 
     ``executable``: the harness's command (default: this Python's ``-m lm_eval``);
-    ``timeout``: seconds per launch, after which its whole process group is killed."""
+    ``timeout``: seconds per launch, after which its whole process group is killed;
+    ``output_path``: where each launch's own output (results and samples files) is kept.
+    Each launch's process group is killed on every way out of bayeval (a watchdog process
+    ends it after a SIGKILL, :class:`~bayeval.evaluators.ChildProcesses`); a temporary
+    folder left by a killed bayeval is removed by the next launch."""
 
     def __init__(self, args: str, task: str, subtasks: Sequence[tuple[str, int]] = (),
                  metric: str | None = None, filter_name: str | None = None,
-                 timeout: float = 3600.0, executable: Sequence[str] | None = None) -> None:
+                 timeout: float = 3600.0, executable: Sequence[str] | None = None,
+                 output_path: str | Path | None = None) -> None:
         super().__init__(task, subtasks, metric, filter_name)
+        self.output_path = None if output_path is None else Path(output_path)
         try:
             self.args = shlex.split(args)
         except ValueError as exc:
             raise EvaluationError(f"--lm-eval-args: {exc}") from None
-        clash = [a for a in self.args if a.split("=")[0] in RESERVED]
-        if clash:
-            raise EvaluationError(f"--lm-eval-args: drop {clash[0].split('=')[0]} (bayeval "
-                                  "sets --tasks, --samples, --log_samples and --output_path "
-                                  "for each batch)")
+        refuse_reserved(self.args)
         if not any(a.split("=")[0] == "--model" for a in self.args):
             raise EvaluationError("--lm-eval-args needs --model (e.g. '--model hf "
                                   "--model_args pretrained=gpt2')")
@@ -135,6 +161,11 @@ class LmEvalCommand(HarnessEvaluator):
             raise EvaluationError(f"timeout must be > 0, got {timeout:g}")
         self.timeout = timeout
         self.executable = list(executable or [sys.executable, "-m", "lm_eval"])
+        self._children = ChildProcesses()
+
+    def cancel(self) -> None:
+        """Kill a harness launch running now (with its process group)."""
+        self._children.cancel()
 
     def argv(self, samples: dict[str, list[int]], output: Path) -> list[str]:
         """The launch's command line."""
@@ -143,23 +174,22 @@ class LmEvalCommand(HarnessEvaluator):
                 str(output)]
 
     def _run(self, samples: dict[str, list[int]]) -> dict[str, dict[int, float]]:
-        from bayeval.evaluators import kill_group
-
-        with tempfile.TemporaryDirectory(prefix="bayeval-lm-eval-") as folder:
-            proc = subprocess.Popen(self.argv(samples, Path(folder)), stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                    text=True, start_new_session=True)
+        sweep_folders()
+        with tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-") as folder:
             try:
-                _, stderr = proc.communicate(timeout=self.timeout)
+                proc, _, stderr = self._children.run(self.argv(samples, Path(folder)),
+                                                     self.timeout)
             except subprocess.TimeoutExpired:
-                kill_group(proc)
                 raise EvaluationError(f"lm_eval timed out after {self.timeout:g}s (its "
                                       "process group was killed)") from None
             if proc.returncode != 0:
                 lines = [ln for ln in stderr.splitlines() if ln.strip()]
                 detail = f": {lines[-1][:160]}" if lines else ""
                 raise EvaluationError(f"lm_eval exited with status {proc.returncode}{detail}")
-            return self._read_back(Path(folder), samples)
+            scores = self._read_back(Path(folder), samples)
+            if self.output_path is not None:  # the launch's own output, kept
+                shutil.copytree(folder, self.output_path, dirs_exist_ok=True)
+            return scores
 
     def _read_back(self, folder: Path, samples: dict[str, list[int]]
                    ) -> dict[str, dict[int, float]]:
@@ -178,40 +208,213 @@ class LmEvalCommand(HarnessEvaluator):
         return scores
 
 
+# the harness's seeds when it is not told others (lm_eval.simple_evaluate's defaults)
+HARNESS_SEEDS = {"random_seed": 0, "numpy_random_seed": 1234, "torch_random_seed": 1234,
+                 "fewshot_random_seed": 1234}
+# what bayeval's options are for the harness options it sets itself
+EQUIVALENT = {"--limit": "--max-items", "-L": "--max-items", "--samples": "the items it asks",
+              "-E": "the items it asks", "--tasks": "--task", "-t": "--task",
+              "--output_path": "--lm-eval-output", "-o": "--lm-eval-output",
+              "--log_samples": "--lm-eval-output", "-s": "--lm-eval-output"}
+
+
+def refuse_reserved(args: Sequence[str]) -> None:
+    """A one-line error for a harness option that bayeval sets itself, naming bayeval's."""
+    for arg in args:
+        name = arg.split("=")[0]
+        if name in RESERVED:
+            raise EvaluationError(f"--lm-eval-args: drop {name}; bayeval sets it for each "
+                                  f"batch (use {EQUIVALENT.get(name, 'bayeval’s option')})")
+
+
+def harness_config(args: str | Sequence[str], task: str) -> Any:
+    """The harness's own reading of ``args`` (its ``lm_eval run`` options) with
+    ``--tasks task``: an ``lm_eval.config.evaluate_config.EvaluatorConfig``. An option the
+    harness refuses is a one-line EvaluationError with the harness's words."""
+    import contextlib
+    import io
+
+    try:
+        from lm_eval._cli.harness import HarnessCLI
+        from lm_eval.config.evaluate_config import EvaluatorConfig
+    except ImportError:
+        raise EvaluationError("lm-evaluation-harness is not installed (pip install "
+                              "lm-eval)") from None
+    try:
+        argv = shlex.split(args) if isinstance(args, str) else list(args)
+    except ValueError as exc:
+        raise EvaluationError(f"--lm-eval-args: {exc}") from None
+    refuse_reserved(argv)
+    if not any(a.split("=")[0] in ("--model", "-M") for a in argv):
+        raise EvaluationError("--lm-eval-args needs --model (e.g. '--model hf "
+                              "--model_args pretrained=gpt2')")
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            namespace = HarnessCLI()._parser.parse_args(["run", *argv, "--tasks", task])
+    except SystemExit:
+        words = [ln for ln in said.getvalue().splitlines() if ln.strip()]
+        raise EvaluationError(f"--lm-eval-args: the harness refused them: "
+                              f"{words[-1] if words else 'bad options'}") from None
+    try:
+        return EvaluatorConfig.from_cli(namespace)
+    except (ValueError, TypeError, FileNotFoundError) as exc:
+        raise EvaluationError(f"--lm-eval-args: {exc}") from None
+
+
+def check_harness_task(args: str | Sequence[str], task: str) -> None:
+    """Refuse, in one line, harness options the harness refuses and a task it does not
+    know (its own task index, with the options' ``--include_path``), before any launch."""
+    cfg = harness_config(args, task)
+    try:
+        cfg.process_tasks(cfg.metadata)
+    except (KeyError, ValueError) as exc:
+        raise EvaluationError(_unknown_task(task, cfg.include_path, exc)) from None
+
+
 class LmEvalInProcess(HarnessEvaluator):
-    """``lm_eval.simple_evaluate(model=lm, tasks=…, samples=…)`` in this process, the
-    model loaded once: ``model`` is an ``lm_eval.api.model.LM`` or a registered model name
-    (``"hf"``, ``"dummy"``, …) built with ``model_args``; ``include_path`` adds local task
-    YAMLs to the harness's (or ``task_manager``, an ``lm_eval.tasks.TaskManager``, is used
-    as it is); ``evaluate_kwargs`` go to ``simple_evaluate`` (``num_fewshot``, ...)."""
+    """lm-evaluation-harness in this process, the model and the task loaded once: each
+    batch builds and runs only the asked documents (``lm_eval.evaluator.evaluate`` with
+    ``samples=``) on the model and task objects made at the start.
+
+    ``model`` is an ``lm_eval.api.model.LM`` or a registered model name (``"hf"``,
+    ``"local-completions"``, ``"dummy"``, …) built with ``model_args``; ``include_path``
+    adds local task YAMLs to the harness's (or ``task_manager``, an
+    ``lm_eval.tasks.TaskManager``, is used as it is). ``evaluate_kwargs`` are
+    ``simple_evaluate``'s settings: ``num_fewshot``, ``gen_kwargs``, ``batch_size``,
+    ``max_batch_size``, ``device``, the four seeds (``random_seed``, …; set once, at the
+    start), and what ``lm_eval.evaluator.evaluate`` takes (``apply_chat_template``,
+    ``system_instruction``, …). The task is looked up at once: an unknown one is a
+    one-line error before any model is loaded. ``output_path``: the harness's own
+    per-document output of the target is kept there (``samples_<task>_<time>.jsonl``
+    and a ``results_<time>.json``, as ``--log_samples --output_path`` writes them), so
+    the new model can join the reference later, under ``name`` (default: the harness's
+    name for the model)."""
 
     def __init__(self, model: Any, task: str, subtasks: Sequence[tuple[str, int]] = (),
                  metric: str | None = None, filter_name: str | None = None,
-                 model_args: str = "", include_path: str | Path | None = None,
-                 task_manager: Any = None, **evaluate_kwargs: Any) -> None:
+                 model_args: str | dict = "", include_path: str | Path | None = None,
+                 task_manager: Any = None, output_path: str | Path | None = None,
+                 name: str | None = None, **evaluate_kwargs: Any) -> None:
         super().__init__(task, subtasks, metric, filter_name)
         try:
-            import lm_eval
             from lm_eval.api.registry import get_model
+            from lm_eval.evaluator import evaluate
             from lm_eval.tasks import TaskManager
         except ImportError:
             raise EvaluationError("lm-evaluation-harness is not installed (pip install "
                                   "lm-eval)") from None
-        self._evaluate = lm_eval.simple_evaluate
-        self.lm = get_model(model).create_from_arg_string(model_args) if isinstance(
-            model, str) else model
+        self._evaluate = evaluate
+        settings = dict(evaluate_kwargs)
+        seeds = {k: settings.pop(k, v) for k, v in HARNESS_SEEDS.items()}
+        num_fewshot = settings.pop("num_fewshot", None)
+        gen_kwargs = settings.pop("gen_kwargs", None)
+        build = {k: settings.pop(k, None) for k in ("batch_size", "max_batch_size", "device")}
         self.tasks = task_manager or TaskManager(
             include_path=None if include_path is None else str(include_path))
-        self.evaluate_kwargs = evaluate_kwargs
+        self.loaded = self._load_task(task)
+        self._seed(seeds)
+        if isinstance(model, str):
+            try:
+                maker = get_model(model)
+            except (KeyError, ValueError) as exc:
+                raise EvaluationError(f"the harness has no model {model!r} ({exc})") from None
+            self.lm = (maker.create_from_arg_obj(model_args, build) if isinstance(
+                model_args, dict) else maker.create_from_arg_string(model_args, build))
+        else:
+            self.lm = model
+        for task_obj in self.loaded["tasks"].values():
+            _configure_task(task_obj, num_fewshot, gen_kwargs, seeds["fewshot_random_seed"])
+        self.evaluate_kwargs = settings
+        self.model_name = model if isinstance(model, str) else type(model).__name__
+        self.model_args = model_args
+        self._tracker = None
+        if output_path is not None:
+            from lm_eval.loggers import EvaluationTracker
+
+            self._tracker = EvaluationTracker(output_path=str(output_path))
+            # the stamp of this run's files, named as the harness names its own runs'
+            self._tracker.date_id = datetime.now().isoformat().replace(":", "-")
+            from lm_eval.utils import sanitize_model_name
+
+            config = self._tracker.general_config_tracker
+            config.log_experiment_args(
+                model_source=self.model_name,
+                model_args=model_args if isinstance(model_args, str) else ",".join(
+                    f"{k}={v}" for k, v in model_args.items()),
+                system_instruction=settings.get("system_instruction"),
+                chat_template=None, fewshot_as_multiturn=False)
+            if name is not None:  # the run's files under the target's name
+                config.model_name = name
+                config.model_name_sanitized = sanitize_model_name(name)
+        self._logged: dict[str, int] = {}
+
+    @classmethod
+    def from_args(cls, args: str | Sequence[str], task: str,
+                  subtasks: Sequence[tuple[str, int]] = (), metric: str | None = None,
+                  filter_name: str | None = None, output_path: str | Path | None = None,
+                  name: str | None = None) -> LmEvalInProcess:
+        """The evaluator for the harness options ``args`` (``--model hf --model_args
+        pretrained=… --include_path …``, as ``lm_eval run`` takes them)."""
+        cfg = harness_config(args, task)
+        seeds = dict(zip(HARNESS_SEEDS, cfg.seed, strict=True)) if cfg.seed else {}
+        try:
+            manager = cfg.process_tasks(cfg.metadata)
+        except (KeyError, ValueError) as exc:
+            raise EvaluationError(_unknown_task(task, cfg.include_path, exc)) from None
+        extra = {k: getattr(cfg, k) for k in ("apply_chat_template", "system_instruction",
+                                             "fewshot_as_multiturn",
+                                             "confirm_run_unsafe_code") if getattr(cfg, k)}
+        return cls(cfg.model, task, subtasks, metric, filter_name,
+                   model_args=cfg.model_args or "", task_manager=manager,
+                   output_path=output_path, name=name, num_fewshot=cfg.num_fewshot,
+                   gen_kwargs=cfg.gen_kwargs or None, batch_size=cfg.batch_size,
+                   max_batch_size=cfg.max_batch_size, device=cfg.device, **seeds, **extra)
+
+    def _load_task(self, task: str) -> dict:
+        try:
+            loaded = self.tasks.load([task])
+        except (KeyError, ValueError) as exc:
+            raise EvaluationError(_unknown_task(task, getattr(self.tasks, "include_path",
+                                                              None), exc)) from None
+        if not loaded.get("tasks"):
+            raise EvaluationError(f"the harness task {task!r} holds no task to run")
+        return loaded
+
+    @staticmethod
+    def _seed(seeds: dict[str, int | None]) -> None:
+        """Seed the generators the harness's models read, once (as simple_evaluate does
+        at each call)."""
+        import random
+
+        import numpy as np
+
+        if seeds["random_seed"] is not None:
+            random.seed(seeds["random_seed"])
+        if seeds["numpy_random_seed"] is not None:
+            np.random.seed(seeds["numpy_random_seed"])
+        if seeds["torch_random_seed"] is not None:
+            try:
+                import torch
+            except ImportError:
+                return
+            torch.manual_seed(seeds["torch_random_seed"])
 
     def _run(self, samples: dict[str, list[int]]) -> dict[str, dict[int, float]]:
+        tasks = self.loaded["tasks"]
+        unknown = [k for k in samples if k not in tasks]
+        if unknown:
+            raise EvaluationError(f"the harness task {self.task!r} has no subtask "
+                                  f"{unknown[0]!r} (it has {', '.join(tasks)})")
         try:
-            result = self._evaluate(model=self.lm, tasks=list(samples), samples=samples,
-                                    log_samples=True, task_manager=self.tasks,
+            result = self._evaluate(lm=self.lm, task_dict={"tasks": {k: tasks[k]
+                                                                      for k in samples},
+                                                           "groups": {}},
+                                    samples=samples, log_samples=True, bootstrap_iters=0,
                                     **self.evaluate_kwargs)
         except Exception as exc:  # the harness and the model raise anything
-            raise EvaluationError(f"lm_eval.simple_evaluate failed: {type(exc).__name__}: "
-                                  f"{str(exc)[:160]}") from None
+            raise EvaluationError(f"lm_eval.evaluator.evaluate failed: "
+                                  f"{type(exc).__name__}: {str(exc)[:160]}") from None
         logged = (result or {}).get("samples", {})
         scores = {}
         for key in samples:
@@ -222,7 +425,52 @@ class LmEvalInProcess(HarnessEvaluator):
                 raise EvaluationError(str(exc)) from None
             self.metric = self.metric or log.metric
             scores[key] = log.scores
+        self._keep(result, logged)
         return scores
 
+    def _keep(self, result: dict | None, logged: dict[str, list]) -> None:
+        """Append the batch's per-document output to the kept harness output, and
+        rewrite its results file with the documents kept so far."""
+        if self._tracker is None or not result:
+            return
+        from lm_eval.utils import handle_non_serializable
 
-__all__ = ["RESERVED", "HarnessEvaluator", "LmEvalCommand", "LmEvalInProcess"]
+        for key, records in logged.items():
+            self._tracker.save_results_samples(task_name=key, samples=records)
+            self._logged[key] = self._logged.get(key, 0) + len(records)
+        folder = Path(self._tracker.output_path) / \
+            self._tracker.general_config_tracker.model_name_sanitized
+        summary = {k: v for k, v in result.items() if k != "samples"}
+        summary["model_name"] = self._tracker.general_config_tracker.model_name
+        summary["n-samples"] = {k: {"original": len(self.loaded["tasks"][k].eval_docs),
+                                    "effective": n} for k, n in self._logged.items()}
+        summary["bayeval"] = {"note": "documents chosen by bayeval; a partial run"}
+        path = folder / f"results_{self._tracker.date_id}.json"
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(summary, indent=2, default=handle_non_serializable))
+        tmp.replace(path)
+
+
+def _configure_task(task: Any, num_fewshot: int | None, gen_kwargs: Any,
+                    fewshot_seed: int | None) -> None:
+    """The harness's per-run task settings, as ``lm_eval.simple_evaluate`` applies them:
+    generation options for generative tasks, the few-shot count (a task's own 0 kept;
+    none given: the task's, else 0) and the few-shot sampler's seed."""
+    if task.get_config("output_type") == "generate_until" and gen_kwargs:
+        task.set_config(key="generation_kwargs", value=gen_kwargs, update=True)
+    if num_fewshot is not None and task.get_config("num_fewshot") != 0:
+        task.set_config(key="num_fewshot", value=num_fewshot)
+    elif task.get_config("num_fewshot") is None:
+        task.set_config(key="num_fewshot", value=0)
+    task.set_fewshot_seed(seed=fewshot_seed)
+
+
+def _unknown_task(task: str, include_path: Any, exc: Exception) -> str:
+    hint = ("; add --include_path DIR to --lm-eval-args for a task of your own"
+            if not include_path else f" (looked in the harness's tasks and {include_path})")
+    detail = str(exc).strip("'\"")
+    return f"lm-evaluation-harness has no task {task!r}{hint}: {detail[:120]}"
+
+
+__all__ = ["RESERVED", "HarnessEvaluator", "LmEvalCommand", "LmEvalInProcess",
+           "check_harness_task", "harness_config", "refuse_reserved"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import math
 import os
@@ -46,6 +47,7 @@ from bayeval.errors import (
 from bayeval.estimators.base import Draw
 from bayeval.estimators.interval import clip_interval
 from bayeval.methods import Method, make_method
+from bayeval.timing import RunTimes
 
 __all__ = ["JournalFile", "JournalWarning", "PairJournal", "RefitWarning", "Session",
            "load_reference", "load_source_matrix"]
@@ -235,9 +237,13 @@ class JournalFile:
         self.skip(*args, reason)
 
     def _append(self, record: dict[str, Any]) -> None:
-        if self._journal is None:
+        self._append_many([record])
+
+    def _append_many(self, records: list[dict[str, Any]]) -> None:
+        """Write ``records`` as JSON lines and fsync them once."""
+        if self._journal is None or not records:
             return
-        self._journal.write((json.dumps(record) + "\n").encode())
+        self._journal.write("".join(json.dumps(r) + "\n" for r in records).encode())
         self._journal.flush()
         os.fsync(self._journal.fileno())
 
@@ -452,12 +458,21 @@ class Session(JournalFile):
         self.stopped_at = np.zeros(len(ids), np.int64)  # observations when each stopped
         self._observed = np.zeros(n, bool)
         self._skipped = np.zeros(n, bool)
-        self._pending = np.zeros(n, bool)
-        # how each pending item was drawn: (q, design) of its Draw, and its place in the
-        # order of asks (a design-based estimate takes a batch's scores in that order)
+        self._pending = np.zeros(n, bool)  # asked, not yet applied (in flight or told)
+        # how each pending item was drawn: (q, design) of its Draw
         self._pending_draw = np.full((n, 2), np.nan)
-        self._pending_order = np.zeros(n, np.int64)
-        self._asked = 0
+        # Rounds (streaming, METHODS.md §9): every asked item is a round in draw order;
+        # its score is journaled when it arrives and applied once every earlier round's
+        # has, so each round's estimate reads only the past (one target, no repeats)
+        self._rounds: list[int] = []  # cells in draw order
+        self._order_of: dict[int, int] = {}  # cell → its place in the draw order
+        self._open: set[int] = set()  # rounds drawn and not yet applied
+        self._applied_rounds = 0  # with draw-order application: the prefix applied
+        self._arrived: dict[int, tuple[str, Any]] = {}  # cell → ("tell", s) | ("skip", why)
+        self._reissue: list[int] = []  # rounds asked before a resume and not yet answered
+        self._told = 0  # tell records journaled (their "n")
+        self._calls = 0  # ask calls that drew (their "call")
+        self.ask_calls_replayed = 0  # of those, the ones replayed from a journal
         self._scores = np.full(n, np.nan)
         self._n_events = 0
         self.observations: list[tuple] = []
@@ -508,20 +523,52 @@ class Session(JournalFile):
         with self._record_errors(where):
             item = str(event["item"])
             target = event.get("target") if self.several else None
-            if kind == "tell":
-                c = self._cell(item, target, where)
+            c = self._cell(item, target, where)
+            if kind == "ask":
+                self._replay_ask(event, c, where)
+            elif kind == "tell":
                 if self._observed[c] and not self.method.with_replacement:
                     raise JournalError(f"{where}: {self._name(c)} recorded twice")
-                if event.get("n") != len(self.observations) + 1:
+                if event.get("n") != self._told + 1:
                     raise JournalError(f"{where}: observation number {event.get('n')} out of "
-                                       f"sequence (expected {len(self.observations) + 1})")
+                                       f"sequence (expected {self._told + 1})")
                 score = validate_score(event["score"], where)
-                self._apply_tell(c, score, self._replayed_draw(event, c, where))
+                if "order" in event:
+                    self._arrive(c, ("tell", score), event["order"], where)
+                else:  # a tell applied at once (no ask recorded: an older journal)
+                    self._told += 1
+                    self._apply_tell(c, score, self._replayed_draw(event, c, where))
             elif kind == "skip":
-                self._apply_skip(self._cell(item, target, where),
-                                 str(event.get("reason", "")))
+                reason = str(event.get("reason", ""))
+                if "order" in event:
+                    self._arrive(c, ("skip", reason), event["order"], where)
+                else:
+                    self._apply_skip(c, reason)
             else:
                 raise JournalError(f"{where}: unknown event {kind!r}")
+
+    def _replay_ask(self, event: dict[str, Any], c: int, where: str) -> None:
+        """Restore a journaled draw: the next round, with its recorded probability."""
+        if not self._streams:
+            raise JournalError(f"{where}: {self.method.name} records no asks")
+        if event.get("order") != len(self._rounds):
+            raise JournalError(f"{where}: draw number {event.get('order')} out of sequence "
+                               f"(expected {len(self._rounds)})")
+        if self._observed[c] or self._pending[c] or self._skipped[c]:
+            raise JournalError(f"{where}: {self._name(c)} drawn twice")
+        q = event.get("q", float("nan"))
+        if not isinstance(q, int | float) or not (math.isnan(q) or 0.0 < q <= 1.0 + 1e-9):
+            raise JournalError(f"{where}: draw probability {q!r} is not in (0, 1]")
+        design = event.get("design", float("nan"))
+        if not isinstance(design, int | float):
+            raise JournalError(f"{where}: the draw's design statistic {design!r} is not a "
+                               "number")
+        self._add_round(c, float(q), float(design))
+        self._reissue.append(c)
+        call = event.get("call")
+        if isinstance(call, int) and call >= self._calls:
+            self._calls = call + 1
+            self.ask_calls_replayed = self._calls
 
     # ------------------------------------------------------------------ ask / tell
     def _cell(self, item: str, target: str | None, where: str) -> int:
@@ -592,33 +639,121 @@ class Session(JournalFile):
         """Up to ``k`` item ids to evaluate next (none once :attr:`done`); with several
         targets, (target, item) pairs.
 
-        Asked items are held back from later asks until told or skipped; asks are not
-        journaled (they are recomputed after a resume).
+        Items are drawn one after another, each from the state that the scores applied so
+        far give, with the items already asked removed (METHODS.md §9 "Batches" and
+        "Streaming"): ask again while earlier items are still being evaluated and the
+        next draw reads every score told by then. Asked items are held back from later
+        asks until told or skipped. With one target each draw is journaled (its item, its
+        place in the draw order and its probability) before ``ask`` returns, so that a
+        resumed session asks exactly the items still unanswered, first.
         """
         if k < 1:
             raise SessionError(f"ask(k) needs k ≥ 1, got {k}")
         if self.method.with_replacement:
             return self._ask_with_replacement()
-        if self.done:
-            return []
+        again = [self._asked_form(c) for c in self._reissue[:k]]
+        del self._reissue[:len(again)]
+        if again or self.done:
+            return again
         available = self._available()
         if self.max_items is not None:
             k = min(k, self.max_items - self.n_observed - int(self._pending.sum()))
         k = min(k, int(available.sum()))
         if k <= 0:
             return []
-        if self.several and k > 1:
-            raise SessionError(f"ask(k): {self.method.name} asks one (target, item) pair at "
-                               f"a time, not {k}")
-        chosen, draws = self.method.select(self._loop, available, self._key,
-                                           np.uint32(self._n_events), k)
-        chosen = np.asarray(chosen)
-        self._pending[chosen] = True
-        self._pending_draw[chosen] = np.stack([np.asarray(draws.q),
-                                               np.asarray(draws.design)], axis=1)
-        self._pending_order[chosen] = self._asked + np.arange(chosen.size)
-        self._asked += chosen.size
-        return [self._asked_form(c) for c in chosen]
+        if self.several:
+            if k > 1:
+                raise SessionError(f"ask(k): {self.method.name} asks one (target, item) "
+                                   f"pair at a time, not {k}")
+            chosen, draws = self.method.select(self._loop, available, self._key,
+                                               np.uint32(self._n_events), 1)
+            c = int(np.asarray(chosen)[0])
+            self._pending[c] = True
+            self._pending_draw[c] = (float(np.asarray(draws.q)[0]),
+                                     float(np.asarray(draws.design)[0]))
+            return [self._asked_form(c)]
+        records, asked = [], []
+        for _ in range(k):
+            # the draw's key: its place in the draw order (the applied events and the
+            # rounds outstanding), as the simulator's
+            counter = self._n_events + len(self._open)
+            chosen, draws = self.method.select(self._loop, available, self._key,
+                                               np.uint32(counter), 1)
+            c = int(np.asarray(chosen)[0])
+            q, design = float(np.asarray(draws.q)[0]), float(np.asarray(draws.design)[0])
+            records.append(self._ask_record(c, q, design))
+            self._add_round(c, q, design)
+            available[c] = False
+            asked.append(self._asked_form(c))
+        self._append_many(records)
+        self._calls += 1
+        return asked
+
+    def _ask_record(self, c: int, q: float, design: float) -> dict[str, Any]:
+        record: dict[str, Any] = {"event": "ask", "order": len(self._rounds),
+                                  "call": self._calls, "item": str(self.reference.items[c])}
+        if np.isfinite(q):
+            record["q"] = q
+        if np.isfinite(design):
+            record["design"] = design
+        return record
+
+    def _add_round(self, c: int, q: float, design: float) -> None:
+        self._pending[c] = True
+        self._pending_draw[c] = (q, design)
+        self._order_of[c] = len(self._rounds)
+        self._rounds.append(c)
+        self._open.add(c)
+
+    def _arrive(self, c: int, answer: tuple[str, Any], order: Any, where: str) -> None:
+        """Take the answer of the round ``order`` (cell ``c``). A design-based estimate
+        keeps it until every earlier round is answered and applies the rounds in draw
+        order (each round's estimate then reads only the past); a model-based one applies
+        it at once."""
+        if (not isinstance(order, int) or not 0 <= order < len(self._rounds)
+                or self._rounds[order] != c):
+            raise JournalError(f"{where}: {self._name(c)} was not drawn as round {order!r}")
+        if c in self._arrived or c not in self._open:
+            raise JournalError(f"{where}: {self._name(c)} answered twice")
+        if answer[0] == "tell":
+            self._told += 1
+        if c in self._reissue:
+            self._reissue.remove(c)
+        if not self._needs_draws:
+            self._apply_round(c, answer)
+            return
+        self._arrived[c] = answer
+        self._drain()
+
+    def _apply_round(self, c: int, answer: tuple[str, Any]) -> None:
+        self._open.discard(c)
+        if answer[0] == "tell":
+            self._apply_tell(c, answer[1], Draw(*map(float, self._pending_draw[c])))
+        else:
+            self._apply_skip(c, answer[1])
+
+    def _drain(self) -> None:
+        """Apply the answered rounds at the head of the draw order, until the stopping
+        rule fires: the estimate is the one at the stop (scores that arrive later stay
+        in the journal, unapplied), as in the simulator."""
+        while self._applied_rounds < len(self._rounds) and not np.all(self._stop):
+            c = self._rounds[self._applied_rounds]
+            answer = self._arrived.pop(c, None)
+            if answer is None:
+                return
+            self._applied_rounds += 1
+            self._apply_round(c, answer)
+
+    @property
+    def _streams(self) -> bool:
+        """Whether asks are rounds in a draw order (one target, draws without
+        replacement): their scores are applied in that order, whenever they arrive."""
+        return not self.several and not self.method.with_replacement
+
+    def outstanding(self) -> list:
+        """The items asked and not yet told or skipped, in draw order."""
+        return [self._asked_form(c) for c in self._rounds
+                if c in self._open and c not in self._arrived]
 
     def _ask_with_replacement(self) -> list:
         """One item per round (the policy changes after every round). A draw of an item
@@ -639,6 +774,13 @@ class Session(JournalFile):
                 return [self._asked_form(j)]
             self._record_tell(j, float(self._scores[j]), draw, repeat=True)
         return []
+
+    @property
+    def n_drawn(self) -> int:
+        """Items asked so far (drawn and sent to evaluation), whether or not their scores
+        are in or were applied before the stop."""
+        return len(self._rounds) if self._streams else self.n_evaluated + int(
+            self._pending.sum())
 
     @property
     def n_evaluated(self) -> int:
@@ -663,16 +805,23 @@ class Session(JournalFile):
                                "each score by the draw's probability)")
         if self._observed[c]:
             raise SessionError(f"tell: {self._name(c)} was already observed")
-        if self._needs_draws:  # (sampling with replacement has one pending item at most)
-            earlier = self._pending & (self._pending_order < self._pending_order[c])
-            if earlier.any():
-                first = int(np.flatnonzero(earlier)[np.argmin(self._pending_order[earlier])])
-                raise SessionError(
-                    f"tell: item {item!r} came before {self._name(first)}, "
-                    f"which was asked earlier; {self.method.name} takes the scores of a "
-                    "batch in the order ask returned them")
+        score = validate_score(score, f"tell: {self._name(c)}")
+        if self._streams and self._pending[c]:
+            if c in self._arrived:
+                raise SessionError(f"tell: {self._name(c)} was already told")
+            order = self._order_of[c]
+            record = {"event": "tell", "n": self._told + 1, "item": item, "score": score,
+                      "order": order}
+            q, design = self._pending_draw[c]
+            if np.isfinite(q):
+                record["q"] = float(q)
+            if np.isfinite(design):
+                record["design"] = float(design)
+            self._append(record)
+            self._arrive(c, ("tell", score), order, "tell")
+            return
         draw = Draw(*map(float, self._pending_draw[c]))  # NaN unless c is pending
-        self._record_tell(c, validate_score(score, f"tell: {self._name(c)}"), draw)
+        self._record_tell(c, score, draw)
 
     def _tell_args(self, args: tuple[str, ...], score: float) -> None:
         if self.several:
@@ -697,7 +846,8 @@ class Session(JournalFile):
         :class:`~bayeval.estimators.base.Draw` as numbers; NaN: not drawn by the policy,
         or no design statistic), then apply it."""
         t, j = divmod(int(c), self.n_items)
-        record = {"event": "tell", "n": self.n_observed + 1}
+        self._told += 1
+        record = {"event": "tell", "n": self._told}
         if self.several:
             record["target"] = self.target_ids[t]
         record.update(item=str(self.reference.items[j]), score=score)
@@ -741,6 +891,13 @@ class Session(JournalFile):
                                "item; retry the evaluation or score the failure")
         if self._observed[c]:
             raise SessionError(f"skip: {self._name(c)} was already observed")
+        if self._streams and self._pending[c]:
+            if c in self._arrived:
+                raise SessionError(f"skip: {self._name(c)} was already answered")
+            order = self._order_of[c]
+            self._append({"event": "skip", "item": item, "reason": reason, "order": order})
+            self._arrive(c, ("skip", reason), order, "skip")
+            return
         record: dict[str, Any] = {"event": "skip"}
         if self.several:
             record["target"] = self.target_ids[c // self.n_items]
@@ -844,14 +1001,41 @@ class Session(JournalFile):
 
     def run(self, evaluator: Callable[..., float], batch: int = 1,
             on_step: Callable[..., None] | None = None,
-            max_failures: int | None = None) -> tuple[float, float, float] | dict:
+            max_failures: int | None = None,
+            concurrency: int = 1) -> tuple[float, float, float] | dict:
         """Ask, evaluate and tell until done: ``evaluator(item)``, or
         ``evaluator(target, item)`` with several targets (whose result is then
         :meth:`estimates`). An item whose evaluation raises :class:`EvaluationError` is
         skipped with the reason journaled, never scored; ``max_failures`` failures in a
         row stop the run with :class:`EvaluatorFailedError`. An evaluator with
         ``evaluate_batch(items)`` (:mod:`bayeval.harness`) gets each batch of ``batch``
-        asked items in one call."""
+        asked items in one call.
+
+        ``concurrency`` K > 1 keeps K evaluations in flight, each in a thread: when one
+        finishes its score is told and the next item is asked from the latest state
+        (METHODS.md §9 "Streaming"), so a slow item never holds the others back. At the
+        stop the evaluations still in flight are abandoned (an evaluator with
+        ``cancel()`` is asked to end them). :attr:`times` says where the time went."""
+        if concurrency < 1:
+            raise SessionError(f"concurrency must be ≥ 1, got {concurrency}")
+        if concurrency > 1 and not self._streams:
+            raise SessionError(f"{self.method.name} evaluates one item at a time; "
+                               "concurrency > 1 needs a method that draws without "
+                               "replacement for one target")
+        clock = self.times
+        clock.start()
+        try:
+            if concurrency > 1:
+                self._run_streaming(evaluator, concurrency, on_step, max_failures)
+            else:
+                self._run_serial(evaluator, batch, on_step, max_failures)
+        finally:
+            clock.stop()
+        return self.estimates() if self.several else self.estimate()
+
+    def _run_serial(self, evaluator: Callable[..., float], batch: int,
+                    on_step: Callable[..., None] | None, max_failures: int | None) -> None:
+        clock = self.times
         batched = getattr(evaluator, "evaluate_batch", None)
         while not self.done:
             asked = self.ask(1 if self.several else batch)
@@ -860,13 +1044,65 @@ class Session(JournalFile):
             if batched is not None and not self.several:
                 # one evaluator call for the batch (one harness launch, say); each result
                 # is then told or skipped as one evaluation would be
-                for a, result in zip(asked, batched(list(asked)), strict=True):
+                with clock.waiting(), clock.evaluating(len(asked)):
+                    results = batched(list(asked))
+                for a, result in zip(asked, results, strict=True):
                     self._run_one(_answer(result), (a,), on_step, max_failures)
                 continue
             for a in asked:
-                self._run_one(evaluator, tuple(a) if self.several else (a,), on_step,
-                              max_failures)
-        return self.estimates() if self.several else self.estimate()
+                args = tuple(a) if self.several else (a,)
+                with clock.waiting():
+                    result, _ = _attempt(evaluator, args, clock)
+                self._run_one(_answer(result), args, on_step, max_failures)
+
+    def _run_streaming(self, evaluator: Callable[..., float], concurrency: int,
+                       on_step: Callable[..., None] | None,
+                       max_failures: int | None) -> None:
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        clock = self.times
+        pool = ThreadPoolExecutor(concurrency, thread_name_prefix="bayeval-eval")
+        flying: dict[Any, str] = {}
+        try:
+            while True:
+                while not self.done and len(flying) < concurrency:
+                    asked = self.ask(1)
+                    if not asked:
+                        break
+                    flying[pool.submit(_attempt, evaluator, (asked[0],), clock)] = asked[0]
+                if not flying:
+                    return
+                with clock.waiting():
+                    finished, _ = wait(flying, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=lambda f: f.result()[1]):
+                    item = flying.pop(future)
+                    self._run_one(_answer(future.result()[0]), (item,), on_step,
+                                  max_failures)
+                if self.done:
+                    return
+        finally:
+            cancel = getattr(evaluator, "cancel", None)
+            if flying and cancel is not None:
+                cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    @functools.cached_property
+    def times(self) -> RunTimes:
+        """Where the time of :meth:`run` went (:class:`~bayeval.timing.RunTimes`)."""
+        return RunTimes()
+
+
+def _attempt(evaluator: Callable[..., float], args: tuple,
+             clock: RunTimes) -> tuple[float | EvaluationError, float]:
+    """``evaluator(*args)``, timed: (its score or the EvaluationError it raised, when it
+    finished); any other exception propagates. Results that finish together are told in
+    the order they finished."""
+    with clock.evaluating(1):
+        try:
+            result = evaluator(*args)
+        except EvaluationError as exc:
+            result = exc
+    return result, time.perf_counter()
 
 
 def _answer(result: float | EvaluationError) -> Callable[..., float]:

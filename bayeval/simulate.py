@@ -22,11 +22,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeval.devices import device_count, over_runs, pad_runs
+from bayeval.estimators.base import Draw
 from bayeval.inference.base import nothing_done
 from bayeval.methods import Method
-from bayeval.types import SimulationResult
+from bayeval.types import Array, SimulationResult
 
-__all__ = ["SimulationResult", "concatenate", "simulate"]
+__all__ = ["SimulationResult", "completion_delay", "concatenate", "simulate"]
 
 
 def _tree_bytes(tree) -> int:
@@ -115,11 +116,181 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool,
     return jax.jit(over_runs(run, (True, True, True), n_devices))
 
 
+DELAY_STREAM = 2**31 - 2  # fold_in of a run's key: the stream of its completion delays
+
+
+def completion_delay(key: Array, order: Array, item_time: Array) -> Array:
+    """How long the evaluation of the round drawn ``order``-th takes in a simulated
+    streaming run: ``item_time`` (the item's mean time) × an Exp(1) draw from the run's
+    delay stream ``fold_in(fold_in(key, DELAY_STREAM), order)``."""
+    stream = jax.random.fold_in(jax.random.fold_in(key, DELAY_STREAM), order)
+    return item_time * jax.random.exponential(stream, (), jnp.float64)
+
+
+@functools.lru_cache(maxsize=32)
+def _compile_stream_chunk(method: Method, n_steps: int, until_stop: bool, concurrency: int,
+                          batch: int, n_devices: int = 1) -> Callable:
+    """The jitted chunk runner of a streaming run (METHODS.md §9 "Streaming"): up to
+    ``concurrency`` evaluations in flight, each finishing after
+    :func:`completion_delay`; or, with ``batch`` > 1, batches of ``batch`` items drawn
+    from one state and finishing together. Rounds are drawn one at a time with the key
+    ``fold_in(key, d)`` (d: the draw's place in the draw order) from the state of the
+    rounds applied so far, and applied in draw order once each earlier round's score has
+    arrived: the Session's loop when scores are told as they finish. An iteration of a run
+    moves its clock to the next finish when it can neither apply nor draw, applies the
+    next round if its score is in, and then draws if a slot is free and no applied round
+    is waiting, as the Session does (it applies every answered round before the next
+    ask)."""
+    quiet0 = nothing_done()
+
+    def one_select(loop, available, key, counter):
+        items, draws = method.choose(loop, available, jax.random.fold_in(key, counter), 1)
+        return items[0].astype(jnp.int32), jax.tree_util.tree_map(lambda x: x[0], draws)
+
+    v_select = jax.vmap(one_select)
+    v_record = jax.vmap(method.record)
+    v_report = jax.vmap(method.report)
+
+    def v_maintain(states, n, keys, applied):
+        # run by run (a real branch for each: a re-fit costs only where it is due)
+        def one(args):
+            state, n, key, applied = args
+            return jax.lax.cond(applied, lambda: method.maintain(state, n, key),
+                                lambda: (state, quiet0))
+
+        return jax.lax.map(one, (states, n, keys, applied))
+
+    def pick(mask, new, old):
+        def choose(a, b):
+            m = mask.reshape(mask.shape + (1,) * (a.ndim - 1))
+            return jnp.where(m, a, b)
+
+        return jax.tree_util.tree_map(choose, new, old)
+
+    def run(loops, keys, targets, item_times):
+        R, N = targets.shape
+        rows = jnp.arange(R)
+        slots = jnp.arange(n_steps)
+        loops = jax.vmap(method.begin)(loops, keys)
+        shape = loops.estimate.value.shape
+        records = {name: jnp.zeros((R, n_steps)) for name in (
+            "estimate", "var", "lower", "upper")}
+        records["items"] = jnp.zeros((R, n_steps), jnp.int32)
+        records["r_hat"] = jnp.full((R, n_steps), jnp.nan)
+        records["divergences"] = jnp.zeros((R, n_steps), jnp.int32)
+        refit_keys = jax.vmap(method.refit_key)(keys)
+        zeros = jnp.zeros(R, jnp.int32)
+        carry = dict(
+            loops=loops, available=jnp.ones((R, N), bool),
+            rounds=jnp.zeros((R, n_steps), jnp.int32),
+            q=jnp.ones((R, n_steps)), design=jnp.ones((R, n_steps)),
+            finish=jnp.full((R, n_steps), jnp.inf), drawn=zeros, applied=zeros,
+            now=jnp.zeros(R), batch_end=jnp.full(R, batch, jnp.int32),
+            stop_n=jnp.zeros(shape, jnp.int32), drawn_at_stop=zeros, records=records,
+            refits=zeros, failed=zeros)
+
+        def live(c):
+            going = c["applied"] < n_steps
+            if until_stop:
+                going &= c["stop_n"] == 0
+            return going
+
+        def next_ready(c):
+            head = jnp.minimum(c["applied"], n_steps - 1)
+            return (c["applied"] < c["drawn"]) & (c["finish"][rows, head] <= c["now"])
+
+        def slot_free(c):
+            if batch > 1:
+                return c["drawn"] < c["batch_end"]
+            flying = ((slots[None, :] >= c["applied"][:, None])
+                      & (slots[None, :] < c["drawn"][:, None])
+                      & (c["finish"] > c["now"][:, None]))
+            return jnp.sum(flying, 1) < concurrency
+
+        def can_draw(c):
+            if batch > 1:  # a new batch once the last one is applied
+                c = {**c, "batch_end": jnp.where(c["applied"] == c["drawn"],
+                                                 c["drawn"] + batch, c["batch_end"])}
+            return live(c) & (c["drawn"] < n_steps) & slot_free(c), c
+
+        def body(c):
+            on = live(c)
+            drawable, _ = can_draw(c)
+            stuck = on & ~next_ready(c) & ~drawable
+            flying = ((slots[None, :] >= c["applied"][:, None])
+                      & (slots[None, :] < c["drawn"][:, None]))
+            soonest = jnp.min(jnp.where(flying & (c["finish"] > c["now"][:, None]),
+                                        c["finish"], jnp.inf), 1)
+            c = {**c, "now": jnp.where(stuck & jnp.isfinite(soonest), soonest, c["now"])}
+            # apply the next round where its score is in
+            apply = on & next_ready(c)
+            head = jnp.minimum(c["applied"], n_steps - 1)
+            items = c["rounds"][rows, head]
+            draws = Draw(c["q"][rows, head], c["design"][rows, head])
+            new = v_record(c["loops"], items, targets[rows, items], draws)
+            n = head + 1
+            keys_n = jax.vmap(jax.random.fold_in)(refit_keys, n)
+            state, info = v_maintain(new.backend, n, keys_n, apply)
+            new, stop = v_report(new._replace(backend=state))
+            loops = pick(apply, new, c["loops"])
+            stopping = apply & (c["stop_n"] == 0) & stop
+            est = new.estimate
+            rec = c["records"]
+
+            def put(name, value):
+                return rec[name].at[rows, head].set(jnp.where(apply, value,
+                                                              rec[name][rows, head]))
+
+            records = {
+                "estimate": put("estimate", est.value), "var": put("var", est.var),
+                "lower": put("lower", est.lower), "upper": put("upper", est.upper),
+                "items": put("items", items),
+                "r_hat": put("r_hat", jnp.where(info.refitted, info.r_hat, jnp.nan)),
+                "divergences": put("divergences", jnp.where(info.refitted,
+                                                            info.divergences, 0)),
+            }
+            c = {**c, "loops": loops, "records": records,
+                 "applied": c["applied"] + apply,
+                 "stop_n": jnp.where(stopping, n, c["stop_n"]),
+                 "drawn_at_stop": jnp.where(stopping, c["drawn"], c["drawn_at_stop"]),
+                 "refits": c["refits"] + (apply & info.refitted),
+                 "failed": c["failed"] + (apply & info.refitted & ~info.accepted)}
+            # then draw where a slot is free and no answered round waits
+            drawable, c = can_draw(c)
+            draw = drawable & ~next_ready(c)
+            item, dr = v_select(c["loops"], c["available"], keys, c["drawn"])
+            spot = jnp.minimum(c["drawn"], n_steps - 1)
+            if batch > 1:
+                delay = jnp.ones(R)
+            else:
+                delay = jax.vmap(completion_delay)(keys, c["drawn"], item_times[rows, item])
+
+            def put_round(name, value):
+                return c[name].at[rows, spot].set(jnp.where(draw, value, c[name][rows, spot]))
+
+            return {**c, "rounds": put_round("rounds", item), "q": put_round("q", dr.q),
+                    "design": put_round("design", dr.design),
+                    "finish": put_round("finish", c["now"] + delay),
+                    "available": c["available"].at[rows, item].set(
+                        c["available"][rows, item] & ~draw),
+                    "drawn": c["drawn"] + draw}
+
+        def cond(c):
+            return jnp.any(live(c))
+
+        c = jax.lax.while_loop(cond, body, carry)
+        return (c["records"], c["stop_n"], c["applied"], c["refits"], c["failed"],
+                c["drawn_at_stop"])
+
+    return jax.jit(over_runs(run, (True, True, True, True), n_devices))
+
+
 def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
              seeds: Sequence[int], n_steps: int | None = None, until_stop: bool = False,
              memory_budget: float = 2e9,
              progress: Callable[[int, int], None] | None = None,
-             devices: int | None = None) -> SimulationResult:
+             devices: int | None = None, concurrency: int = 1, batch: int = 1,
+             item_times: np.ndarray | None = None) -> SimulationResult:
     """Run ``method`` for every (target row, seed) pair given, exactly as a
     :class:`~bayeval.session.Session` would (sampling with replacement included).
 
@@ -139,6 +310,16 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     progress: called with (runs done, runs total) after each chunk.
     devices: how many local devices share each chunk's runs (default: all of them; see
         :mod:`bayeval.devices`). The runs' results do not depend on it.
+    concurrency: evaluations in flight (METHODS.md §9 "Streaming"): each round finishes
+        after :func:`completion_delay` and its score is applied in draw order once every
+        earlier one's is in; the next item is drawn as a slot frees. 1: one at a time.
+    batch: items drawn together from one state and evaluated as one batch (a harness
+        launch); the next batch is drawn once all of them are applied.
+    item_times: (R, N) or (N,) mean evaluation time of each item (default 1), which
+        scales the completion delays of a streaming run.
+
+    With ``concurrency`` or ``batch`` above 1 the result's ``drawn_at_stop`` says how many
+    items had been drawn (started) when the stopping rule fired.
     """
     targets = np.asarray(targets, dtype=np.float64)
     if targets.ndim not in (2, 3) or np.isnan(targets).any():
@@ -159,6 +340,23 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     n_steps = cells if n_steps is None else int(n_steps)
     if n_steps < 1 or (n_steps > cells and not method.with_replacement):
         raise ValueError(f"n_steps must be in 1..{cells}")
+    if concurrency < 1 or batch < 1 or (concurrency > 1 and batch > 1):
+        raise ValueError(f"give concurrency ≥ 1 or batch ≥ 1, not both above 1 (got "
+                         f"{concurrency} and {batch})")
+    streaming = concurrency > 1 or batch > 1
+    if streaming and (several or method.with_replacement):
+        raise ValueError(f"method {method.name!r} evaluates one item at a time: "
+                         "concurrency and batch need one target and draws without "
+                         "replacement")
+    if concurrency > 1 and not method.estimator.needs_probabilities:
+        raise ValueError(f"method {method.name!r}: a streaming simulation applies rounds in "
+                         "draw order, as a design-based estimator does; a model-based "
+                         "Session applies scores as they arrive (simulate it with "
+                         "batch=K instead)")
+    times = np.ones((R, N)) if item_times is None else np.broadcast_to(
+        np.asarray(item_times, np.float64), (R, N))
+    if streaming and not (np.all(np.isfinite(times)) and np.all(times > 0)):
+        raise ValueError("item_times must be positive and finite")
     loop0 = method.start(reference_scores, N, T)
     truth = targets.mean(axis=-1)
     targets = targets.reshape(R, cells)
@@ -166,22 +364,32 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     chunk = int(max(1, min(R, memory_budget // max(per_run, 1))))
     n_devices = device_count(devices, chunk)
     chunk = pad_runs(chunk, n_devices)
-    run = _compile_chunk(method, n_steps, until_stop, n_devices)
+    if streaming:
+        run = _compile_stream_chunk(method, n_steps, until_stop, concurrency, batch,
+                                    n_devices)
+    else:
+        plain = _compile_chunk(method, n_steps, until_stop, n_devices)
+
+        def run(loops, keys, targets, times):
+            return (*plain(loops, keys, targets), None)
     out = {k: [] for k in ("estimate", "var", "lower", "upper", "items", "r_hat",
                            "divergences")}
-    stops, refit_counts, failed_counts = [], [], []
+    stops, refit_counts, failed_counts, drawn = [], [], [], []
     for start in range(0, R, chunk):
         size = min(chunk, R - start)
         # a last chunk short of a multiple of the devices repeats its first run
         width = pad_runs(size, n_devices)
         fill = np.r_[np.arange(start, start + size), np.full(width - size, start)]
 
-        def batch(x, width=width):
+        def widen(x, width=width):
             return jnp.broadcast_to(x, (width, *jnp.shape(x)))
 
         keys = jax.vmap(jax.random.key)(jnp.asarray(seeds[fill]))
-        records, stop_n, t_end, refits, failed = run(jax.tree_util.tree_map(batch, loop0), keys,
-                                                     jnp.asarray(targets[fill]))
+        records, stop_n, t_end, refits, failed, at_stop = run(
+            jax.tree_util.tree_map(widen, loop0), keys, jnp.asarray(targets[fill]),
+            jnp.asarray(times[fill]))
+        if at_stop is not None:
+            drawn.append(np.asarray(at_stop)[:size])
         t_end = np.asarray(t_end)[:size]
         for k in out:
             values = np.asarray(records[k])[:size]
@@ -201,9 +409,11 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     return SimulationResult(arrays["estimate"], arrays["var"], arrays["lower"],
                             arrays["upper"], arrays["items"], stop_n, truth,
                             np.concatenate(refit_counts), np.concatenate(failed_counts),
-                            arrays["r_hat"], arrays["divergences"])
+                            arrays["r_hat"], arrays["divergences"],
+                            np.concatenate(drawn) if drawn else None)
 
 
 def concatenate(parts: Sequence[SimulationResult]) -> SimulationResult:
     """The runs of several :func:`simulate` calls of the same length as one result."""
-    return SimulationResult(*(np.concatenate(x) for x in zip(*parts, strict=True)))
+    return SimulationResult(*(None if any(p is None for p in x) else np.concatenate(x)
+                              for x in zip(*parts, strict=True)))

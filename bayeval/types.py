@@ -83,3 +83,5 @@ class SimulationResult(NamedTuple):
     refit_r_hat: np.ndarray | None = None  # (R, T) split R̂ of an MCMC re-fit after step t
     #                                        (NaN: none there)
     refit_divergences: np.ndarray | None = None  # (R, T) its divergent transitions
+    drawn_at_stop: np.ndarray | None = None  # (R,) items drawn (started) when the rule
+    #                                          fired, in a streaming or batched run

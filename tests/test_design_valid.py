@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate, optimize
 
 from bayeval import acquisition as acq
-from bayeval.errors import BayevalError, SessionError
+from bayeval.errors import BayevalError
 from bayeval.estimators import design_valid as dv
 from bayeval.estimators.base import Draw
 from bayeval.methods import Method, make_method
@@ -276,6 +276,10 @@ def test_variance_estimate_matches_the_spread_over_runs(slice120, weights):
 
 
 def test_batch_draws_use_past_only_probabilities_and_are_journaled(slice120, tmp_path):
+    # a batch's items are drawn one after another from the prediction before the batch,
+    # each from the rule over the items still available (METHODS.md §9 "Batches"): its q
+    # and design statistic are those of that distribution, journaled with its ask; the
+    # scores may be told in any order, and are applied in draw order
     reference, target = slice120
     method = make_method("active-pai", predictor="exact", refit_every=0, epsilon=1e-3)
     journal = tmp_path / "j.jsonl"
@@ -283,22 +287,29 @@ def test_batch_draws_use_past_only_probabilities_and_are_journaled(slice120, tmp
     for _ in range(2):  # one round of single asks, then a batch
         session.tell(*_scored(session, session.ask()[0], target))
     before = session.prediction
-    available = ~session._observed
+    available = jnp.asarray(~session._observed)
     batch = session.ask(3)
-    positions = jnp.asarray([reference.item_index(i) for i in batch])
-    log_w = method.rule(before, jnp.asarray(available))
-    want_q = acq.sequential_probabilities(log_w, jnp.asarray(available), positions)
-    dists = acq.sequential_distributions(log_w, jnp.asarray(available), positions)
-    want_design = [float(dv.predicted_variance(before, d, p_min=method.params["p_min"]))
-                   for d in dists]
-    with pytest.raises(SessionError, match="asked earlier"):
-        session.tell(*_scored(session, batch[2], target))
+    want_q, want_design = [], []
     for item in batch:
+        position = reference.item_index(item)
+        q = acq.probabilities(method.rule(before, available), available)
+        want_q.append(float(q[position]))
+        want_design.append(float(dv.predicted_variance(before, q,
+                                                       p_min=method.params["p_min"])))
+        available = available.at[position].set(False)
+    session.tell(*_scored(session, batch[2], target))  # early: kept until 0 and 1 are in
+    assert session.n_observed == 2
+    for item in batch[:2]:
         session.tell(*_scored(session, item, target))
+    assert [i for i, _ in session.observations[2:]] == batch  # applied in draw order
     session.close()
-    tells = [json.loads(line) for line in journal.read_text().splitlines()[1:]][-3:]
-    np.testing.assert_allclose([t["q"] for t in tells], np.asarray(want_q), rtol=1e-12)
-    np.testing.assert_allclose([t["design"] for t in tells], want_design, rtol=1e-12)
+    records = [json.loads(line) for line in journal.read_text().splitlines()[1:]]
+    asks = [r for r in records if r["event"] == "ask"][-3:]
+    tells = [r for r in records if r["event"] == "tell"][-3:]
+    assert [a["item"] for a in asks] == batch and [t["item"] for t in tells] == \
+        [batch[2], batch[0], batch[1]]
+    np.testing.assert_allclose([a["q"] for a in asks], want_q, rtol=1e-12)
+    np.testing.assert_allclose([a["design"] for a in asks], want_design, rtol=1e-12)
     resumed = Session.resume(journal, reference)
     assert resumed.estimate() == session.estimate()
     resumed.close()

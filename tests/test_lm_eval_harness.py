@@ -82,8 +82,9 @@ def _bayeval(folder: Path, *args: str, timeout: float = 300) -> subprocess.Compl
                           env={**os.environ, **OFFLINE})
 
 
-def _in_process(folder: Path, capsys, *args: str) -> str:
-    """``bayeval ARGS`` through the console entry point in this process; its stdout."""
+def _run_in_process(folder: Path, capsys, *args: str) -> tuple[int, str, str]:
+    """``bayeval ARGS`` through the console entry point in this process: (exit status,
+    stdout, stderr)."""
     from bayeval.cli import main
 
     cwd = os.getcwd()
@@ -95,8 +96,14 @@ def _in_process(folder: Path, capsys, *args: str) -> str:
     finally:
         os.chdir(cwd)
     captured = capsys.readouterr()
-    assert done.value.code == 0, captured.err
-    return captured.out
+    return done.value.code, captured.out, captured.err
+
+
+def _in_process(folder: Path, capsys, *args: str) -> str:
+    """``bayeval ARGS`` in this process, which must succeed; its stdout."""
+    code, out, err = _run_in_process(folder, capsys, *args)
+    assert code == 0, err
+    return out
 
 
 def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
@@ -114,10 +121,13 @@ def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["items_evaluated"] >= 20
-    assert result["harness_launches"] == math.ceil(result["items_evaluated"] / 20)
+    # every drawn item was evaluated (a batch is run whole); the estimate is the one at
+    # the stopping rule, which may fire inside the last batch
+    assert result["harness_launches"] == math.ceil(result["items_drawn"] / 20)
+    assert result["items_drawn"] - 20 < result["items_evaluated"] <= result["items_drawn"]
     assert result["lower"] <= result["estimate"] <= result["upper"]
     told = [json.loads(line) for line in (workdir / "run.jsonl").read_text().splitlines()[1:]]
-    assert len([r for r in told if r["event"] == "tell"]) == result["items_evaluated"]
+    assert len([r for r in told if r["event"] == "tell"]) == result["items_drawn"]
     assert {r["score"] for r in told if r["event"] == "tell"} <= {0.0, 1.0}
 
     # compress → the --samples file → the harness evaluates exactly those docs (bayeval's
@@ -323,3 +333,99 @@ def test_in_process_evaluator_keeps_the_model_and_matches_the_session(workdir, t
         assert {s for _, s in session.observations} <= {0.0, 1.0}
     finally:
         os.chdir(cwd)
+
+
+def _in_process_fails(folder: Path, capsys, *args: str) -> tuple[int, str]:
+    """``bayeval ARGS`` in this process expected to fail: (exit status, stderr)."""
+    code, _, err = _run_in_process(folder, capsys, *args)
+    return code, err
+
+
+HARNESS_RUN = ("evaluate", "--reference", "lm-eval:logs", "--task", TASK,
+               "--evaluator", "lm-eval", "--target", "org/new")
+
+
+def test_in_process_route_keeps_the_target_output_and_counts_every_launch(workdir, capsys):
+    # the default route: the model and the task loaded once, one harness call per batch;
+    # the target's own harness output kept (--output-path) and read back as a reference
+    # row whose scores are the journal's; a resume counts the launches before it too
+    os.environ.update(OFFLINE)
+    journal = workdir / "kept.jsonl"
+    result = json.loads(_in_process(
+        workdir, capsys, *HARNESS_RUN, "--lm-eval-args",
+        "--model dummy --model_args pretrained=org/new --include_path .", "--batch", "10",
+        "--max-items", "20", "--output-path", "kept", "--journal", str(journal), "--json",
+        "-q"))
+    assert result["items_used"] == 20 and result["harness_launches"] == 2
+    times = result["times"]
+    assert times["items_timed"] == 20 and times["wall_seconds"] >= times["evaluator_seconds"]
+    assert times["full_run_seconds"] == pytest.approx(40 * times["item_seconds_mean"])
+    kept = read_lm_eval_samples(workdir / "kept", TASK)
+    assert kept.models == ["org/new"]
+    told = {r["item"]: r["score"] for r in map(json.loads, journal.read_text().splitlines()[1:])
+            if r["event"] == "tell"}
+    row = kept.row("org/new")
+    assert {kept.items[j]: row[j] for j in np.flatnonzero(~np.isnan(row))} == told
+    again = json.loads(_in_process(workdir, capsys, "evaluate", "--journal", str(journal),
+                                   "--resume", "--json", "-q"))
+    assert again["harness_launches"] == 2 and again["items_used"] == 20
+
+
+@pytest.mark.parametrize("mode", ["in-process", "subprocess"])
+def test_the_harness_options_and_task_are_checked_before_any_journal(workdir, capsys, mode):
+    os.environ.update(OFFLINE)
+    cases = [
+        ("--model dummy --model_args pretrained=org/new",  # the task is local
+         f"has no task '{TASK}'; add --include_path DIR to --lm-eval-args"),
+        ("--model dummy --include_path . --limit 5", "drop --limit; bayeval sets it for "
+                                                     "each batch (use --max-items)"),
+        ("--model dummy --include_path . --bogus 1", "the harness refused them: lm-eval: "
+                                                     "error: unrecognized arguments: --bogus"),
+    ]
+    for args, said in cases:
+        journal = workdir / f"never-{mode}.jsonl"
+        code, stderr = _in_process_fails(workdir, capsys, *HARNESS_RUN, "--lm-eval-args", args,
+                                         "--lm-eval-mode", mode, "--journal", str(journal))
+        assert code in (2, 3) and said in stderr, stderr
+        assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
+        assert not journal.exists()  # nothing frozen with the wrong options
+
+
+def test_a_killed_bayeval_leaves_no_harness_process_nor_folder(workdir, tmp_path):
+    # a launch whose bayeval dies by SIGKILL dies with it (the watchdog kills its group),
+    # and its temporary folder is removed by the next launch of any bayeval
+    import signal
+    import tempfile
+    import time
+
+    marker = "61.37"
+    script = (f"from bayeval.harness import LmEvalCommand\n"
+              f"LmEvalCommand('--model dummy', 'toy', executable=['sh', '-c', "
+              f"'sleep {marker}', 'lm']).evaluate_batch(['toy-00001'])\n")
+    (tmp_path / "launch.py").write_text(script)  # (not on the command line pgrep reads)
+    child = subprocess.Popen([sys.executable, str(tmp_path / "launch.py")])
+    try:
+        for _ in range(200):
+            if _running(f"sleep {marker}"):
+                break
+            time.sleep(0.1)
+        assert _running(f"sleep {marker}")
+        folders = list(Path(tempfile.gettempdir()).glob(f"bayeval-lm-eval-{child.pid}-*"))
+        assert len(folders) == 1
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+    for _ in range(50):
+        if not _running(f"sleep {marker}"):
+            break
+        time.sleep(0.1)
+    assert not _running(f"sleep {marker}")
+    from bayeval.harness import sweep_folders
+
+    sweep_folders()
+    assert not folders[0].exists()
+
+
+def _running(pattern: str) -> bool:
+    found = subprocess.run(["pgrep", "-f", "-x", pattern], capture_output=True, text=True)
+    return bool(found.stdout.strip())

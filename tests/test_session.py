@@ -108,7 +108,11 @@ def test_journal_resume_continues_exactly(tmp_path, reference, world):
     assert resumed.observations == uninterrupted.observations
     lines = path.read_text().splitlines()
     assert json.loads(lines[0])["format"] == "bayeval-journal"
-    assert [json.loads(x)["n"] for x in lines[1:]] == list(range(1, len(lines)))
+    records = [json.loads(x) for x in lines[1:]]
+    # each draw is journaled before its score: ask, tell, ask, tell, …
+    assert [r["event"] for r in records] == ["ask", "tell"] * (len(records) // 2)
+    assert [r["n"] for r in records[1::2]] == list(range(1, len(records) // 2 + 1))
+    assert [r["order"] for r in records[::2]] == list(range(len(records) // 2))
 
 
 def test_crash_at_every_byte_loses_nothing(tmp_path, reference, world):
@@ -129,7 +133,10 @@ def test_crash_at_every_byte_loses_nothing(tmp_path, reference, world):
             s = Session.resume(path, reference=reference)
         # a line cut just before its newline is still a whole record
         whole_json = cut in line_ends or data[cut:cut + 1] == b"\n"
-        assert s.n_observed == data[:cut].count(b"\n") - 1 + (cut not in line_ends and whole_json)
+        kept = data[:cut] + (b"\n" if cut not in line_ends and whole_json else b"")
+        tells = sum(b'"event": "tell"' in line for line in kept.split(b"\n")[1:]
+                    if line.endswith(b"}"))
+        assert s.n_observed == tells
         assert bool(caught) == (not whole_json)  # a cut record is reported
         assert s.run(oracle) == result
         assert s.observations == done.observations
@@ -155,7 +162,7 @@ def test_incomplete_last_line_is_reported_and_cut(tmp_path, reference, world):
     path.write_text(text + '{"event": "tell", "n": 99, "it')
     with pytest.warns(JournalWarning, match=rf"line {n_lines + 1}: incomplete record"):
         s = Session.resume(path, reference=reference)
-    assert s.n_observed == n_lines - 1 and s.notes
+    assert s.n_observed == text.count("\"event\": \"tell\"") and s.notes
     s.close()
     assert path.read_text() == text
 
@@ -192,13 +199,19 @@ def test_bad_journals(tmp_path, reference):
 def test_tampered_journal_records(tmp_path, reference, world):
     path = tmp_path / "j.jsonl"
     _full_run(reference, world, seed=0, journal=path)
-    lines = path.read_text().splitlines(keepends=True)
-    dup = lines[:3] + [lines[2].replace('"n": 2', '"n": 3')]
+    lines = path.read_text().splitlines(keepends=True)  # header, ask, tell, ask, tell…
+    dup = lines[:3] + [lines[2].replace('"n": 1', '"n": 2')]
     path.write_text("".join(dup))
     with pytest.raises(JournalError, match="line 4: item 'q.*' recorded twice"):
         Session.resume(path, reference=reference)
-    path.write_text("".join(lines[:2] + [lines[3]]))
-    with pytest.raises(JournalError, match="line 3: observation number 3 out of sequence"):
+    path.write_text("".join(lines[:4] + [lines[4].replace('"n": 2', '"n": 3')]))
+    with pytest.raises(JournalError, match="line 5: observation number 3 out of sequence"):
+        Session.resume(path, reference=reference)
+    path.write_text("".join(lines[:1] + [lines[3]]))
+    with pytest.raises(JournalError, match="line 2: draw number 1 out of sequence"):
+        Session.resume(path, reference=reference)
+    path.write_text("".join(lines[:3] + [lines[4]]))
+    with pytest.raises(JournalError, match="line 4: item 'q.*' was not drawn as round 1"):
         Session.resume(path, reference=reference)
 
 

@@ -28,6 +28,7 @@ def main(argv: list[str] | None = None) -> None:
     # Click's base exception, whether typer vendors Click or depends on it
     click_exception = next(c for c in typer.BadParameter.__mro__
                            if c.__name__ == "ClickException")
+    _terminate_like_interrupt()
     try:
         code = app(args=argv, standalone_mode=False)
     except click_exception as exc:
@@ -40,3 +41,16 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _terminate_like_interrupt() -> None:
+    """SIGTERM ends the command as Ctrl-C does: the journal is closed and every process
+    an evaluator started is killed with its group, exit status 130."""
+    import signal
+    import threading
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)

@@ -504,6 +504,13 @@ def bench_validity(
     reference_fraction: ReferenceFractionOption = 0.5,
     faq: Annotated[bool, typer.Option(
         help="Also run FAQ with the first method's mean stopping n as its budget.")] = True,
+    concurrency: Annotated[int, typer.Option(
+        min=1, help="Run the design-based methods with K evaluations in flight, each "
+                    "finishing after an Exp(1) time (streaming draws); RS-Mean and FAQ "
+                    "run one item at a time.")] = 1,
+    batch: Annotated[int, typer.Option(
+        min=1, help="Run the design-based methods in batches of k items drawn from one "
+                    "state (a harness launch per batch).")] = 1,
     executor: ExecutorOption = "local",
     workers: WorkersOption = 1,
     address: AddressOption = None,
@@ -533,6 +540,8 @@ def bench_validity(
     specs = split_method_specs(methods)
     if "random" not in specs:
         specs.append("random")
+    if concurrency > 1 and batch > 1:
+        raise fail("give --concurrency or --batch, not both")
     all_runs, all_faq = [], []
     try:
         sources = bench_sources(datasets, reference, task, metric, filter_name)
@@ -543,7 +552,7 @@ def bench_validity(
                 faq, log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",
                                                 highlight=False),
                 runs_dir=out / "runs", out=out, executor=executor, workers=workers,
-                address=address)
+                address=address, concurrency=concurrency, batch=batch)
             all_runs.append(runs)
             all_faq.append(faq_rows)
             write_report(pd.concat(all_runs), pd.concat(all_faq), out)  # keep partial

@@ -39,6 +39,15 @@ JOINT_METHOD = "active-pai-joint"  # the default with --targets
 JOINT_METHODS = ("active-pai-joint", "bayesame-joint")  # the methods --targets takes
 
 
+class LmEvalMode(StrEnum):
+    in_process = "in-process"
+    subprocess = "subprocess"
+
+
+# a journal written before the in-process route existed launched the harness per batch
+SUBPROCESS = LmEvalMode.subprocess.value
+
+
 class EvaluatorKind(StrEnum):
     oracle = "oracle"
     command = "command"
@@ -182,12 +191,17 @@ def make_evaluator(settings: dict[str, Any], matrix, targets: list[str],
     from bayeval.evaluators import MatrixOracle
 
     if settings["evaluator"] == EvaluatorKind.lm_eval.value:
-        from bayeval.harness import LmEvalCommand
+        from bayeval.harness import LmEvalCommand, LmEvalInProcess
 
-        return LmEvalCommand(settings["lm_eval_args"], settings["task"],
-                             [tuple(x) for x in settings.get("subtasks") or []],
-                             settings.get("metric"), settings.get("filter"),
-                             timeout=settings["timeout"])
+        where = ([tuple(x) for x in settings.get("subtasks") or []],
+                 settings.get("metric"), settings.get("filter"))
+        if settings.get("lm_eval_mode", SUBPROCESS) == SUBPROCESS:
+            return LmEvalCommand(settings["lm_eval_args"], settings["task"], *where,
+                                 timeout=settings["timeout"],
+                                 output_path=settings.get("output_path"))
+        return LmEvalInProcess.from_args(settings["lm_eval_args"], settings["task"], *where,
+                                         output_path=settings.get("output_path"),
+                                         name=targets[0])
     if settings["evaluator"] == EvaluatorKind.command.value:
         runner = command_evaluator(settings["command"], settings["timeout"],
                                    settings["retries"])

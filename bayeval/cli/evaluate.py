@@ -21,6 +21,7 @@ from bayeval.cli.common import (
     EvaluatorKind,
     FilterOption,
     JsonOption,
+    LmEvalMode,
     MetricOption,
     QuietOption,
     ReferenceOption,
@@ -31,6 +32,7 @@ from bayeval.cli.common import (
     app,
     check_options,
     comma_list,
+    err,
     evaluation_errors,
     evaluator_kind,
     failure_summary,
@@ -67,17 +69,31 @@ def evaluate(
              "{target} in it is replaced by the model's name.")] = None,
     evaluator: Annotated[EvaluatorKind | None, typer.Option(
         help="oracle: simulate with the target's known row; command: run --command for "
-             "each item; lm-eval: run lm-evaluation-harness once per batch of --batch "
-             "items (lm_eval run --lm-eval-args --tasks TASK --samples …), reading the "
-             "reference's metric back.")] = None,
+             "each item; lm-eval: lm-evaluation-harness, the model and task loaded once "
+             "in this process and run on each batch of --batch items (see "
+             "--lm-eval-mode), reading the reference's metric back.")] = None,
     lm_eval_args: Annotated[str | None, typer.Option(
-        help="With --evaluator lm-eval: the harness's model options, e.g. '--model hf "
-             "--model_args pretrained=gpt2 --include_path tasks/' (bayeval adds --tasks, "
-             "--samples, --log_samples and --output_path).")] = None,
+        help="With --evaluator lm-eval: the harness's options as `lm_eval run` takes "
+             "them, e.g. '--model hf --model_args pretrained=gpt2 --include_path tasks/' "
+             "or '--model local-completions --model_args model=M,base_url=URL' (bayeval "
+             "sets --tasks and --samples; --limit is --max-items here).")] = None,
+    lm_eval_mode: Annotated[LmEvalMode, typer.Option(
+        help="in-process: load the model and the task once and run each batch on them "
+             "(fast); subprocess: launch `lm_eval run` once per batch (isolated, but "
+             "every launch loads the model again).")] = LmEvalMode.in_process,
+    output_path: Annotated[Path | None, typer.Option(
+        help="With --evaluator lm-eval: keep the harness's own per-document output of "
+             "the target here (samples and results files, as --log_samples writes them), "
+             "so the new model can join the reference.")] = None,
     batch: Annotated[int | None, typer.Option(
-        help="Items asked and evaluated together (default 20 with --evaluator lm-eval: "
-             "one harness launch per batch; else 1). Draw probabilities stay those of "
+        help="Items asked and evaluated together (default 32 with --evaluator lm-eval: "
+             "one harness call per batch; else 1). Draw probabilities stay those of "
              "the state before the batch.")] = None,
+    concurrency: Annotated[int, typer.Option(
+        help="Evaluations kept in flight (--evaluator command or oracle): when one "
+             "finishes, its score is told and the next item is drawn from the latest "
+             "state, so a slow item never holds the others back; the interval stays "
+             "design-valid (rounds are applied in draw order).")] = 1,
     command: Annotated[str | None, typer.Option(
         help="Shell command that evaluates one item and prints its score (0..1) as the "
              "last line; {item} (unquoted: it is passed quoted, as one argument) becomes the "
@@ -125,11 +141,19 @@ def evaluate(
                       retries=retries)
         if batch is not None and batch < 1:
             raise BayevalError(f"--batch must be ≥ 1, got {batch}")
+        if concurrency < 1:
+            raise BayevalError(f"--concurrency must be ≥ 1, got {concurrency}")
+        if concurrency > 1 and batch is not None and batch > 1:
+            raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
+                               "all its items; concurrency draws as each one finishes)")
         if targets is not None and target is not None:
             raise BayevalError("give either --target or --targets, not both")
         result = _evaluate(dataset, reference, target, targets, evaluator, command, timeout,
                            retries, method, epsilon, max_items, seed, journal, resume, quiet,
-                           (task, metric, filter_name), lm_eval_args, batch)
+                           (task, metric, filter_name), lm_eval_args, batch,
+                           {"lm_eval_mode": lm_eval_mode.value,
+                            "output_path": None if output_path is None else str(output_path),
+                            "concurrency": concurrency})
     if as_json:
         print(json.dumps(result))
     elif "targets" in result:
@@ -140,9 +164,11 @@ def evaluate(
 
 def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, retries,
               method, epsilon, max_items, seed, journal, resume, quiet,
-              harness=(None, None, None), lm_eval_args=None, batch=None) -> dict[str, Any]:
+              harness=(None, None, None), lm_eval_args=None, batch=None,
+              live=None) -> dict[str, Any]:
     """One evaluation run, of one target (--target) or several jointly (--targets)."""
     # options and the reference are checked before JAX starts (seconds of start-up)
+    evaluate_fn = None
     if resume:
         if journal is None:
             raise BayevalError("--resume needs --journal PATH (the journal to continue)")
@@ -199,11 +225,21 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
 
             stem = "joint" if several else safe_file_name(names[0])
             journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+        live = dict(live or {})
+        harness_run = kind == EvaluatorKind.lm_eval.value
+        if live.get("concurrency", 1) > 1 and harness_run:
+            raise BayevalError("--concurrency is for --evaluator command or oracle; the "
+                               "harness runs a batch's documents together (--batch)")
+        if live.get("output_path") is not None and not harness_run:
+            raise BayevalError("--output-path keeps the harness's output: it needs "
+                               "--evaluator lm-eval")
         settings = {"evaluator": kind, "command": command, "timeout": timeout,
-                    "retries": retries,
-                    "batch": batch or (20 if kind == EvaluatorKind.lm_eval.value else 1)}
-        if kind == EvaluatorKind.lm_eval.value:
+                    "retries": retries, "batch": batch or (32 if harness_run else 1),
+                    "concurrency": live.get("concurrency", 1)}
+        if harness_run:
             settings.update(_harness_settings(matrix, lm_eval_args, *harness))
+            settings.update(lm_eval_mode=live.get("lm_eval_mode"),
+                            output_path=live.get("output_path"))
         from bayeval.methods import make_method, parse_method_spec
 
         name, params = parse_method_spec(method or (JOINT_METHOD if several
@@ -216,14 +252,23 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                                "evaluates one")
         from bayeval.session import Session
 
+        evaluate_fn = None
+        if harness_run:  # the model and the task, loaded (or checked) before any journal
+            evaluate_fn = _harness_evaluator(settings, matrix, names[0])
         setup_jax()
         session = Session(ref, names if several else names[0], name, method_params=params,
                           seed=seed, journal=journal, max_items=max_items,
                           reference_source=source, extra=settings)
+        if settings["concurrency"] > 1 and not session._streams:
+            session.close()
+            raise BayevalError(f"--concurrency: {name} evaluates one item at a time")
     with session:
-        evaluate_fn = make_evaluator(settings, matrix, session.target_ids, session.several)
+        if evaluate_fn is None:
+            evaluate_fn = make_evaluator(settings, matrix, session.target_ids,
+                                         session.several)
         _run_with_progress(session, evaluate_fn, quiet, max_failures(settings),
-                           batch if batch is not None else settings.get("batch", 1))
+                           batch if batch is not None else settings.get("batch", 1),
+                           settings.get("concurrency", 1))
         if session.n_observed == 0:
             raise EvaluationError(f"no item was evaluated ({len(session.skipped)} failed); "
                                   "there is no estimate to report")
@@ -257,13 +302,38 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                                     else _row_score(matrix, session.target_id)),
             "items_used": session.n_observed,
             "items_evaluated": session.n_evaluated,
+            "items_drawn": session.n_drawn,
             "random_items_for_width": _random_items(value, upper - lower, session),
             "items_skipped": len(session.skipped),
             "skipped_items": skipped_note(session.method.estimator.name, len(session.skipped)),
             "failures": failure_summary(session.skipped),
             "items": [item for item, _ in session.observations],
-            "harness_launches": getattr(evaluate_fn, "launches", None),
+            "harness_launches": _launches(session, evaluate_fn),
+            "times": session.times.summary(session.n_items),
         }
+
+
+def _harness_evaluator(settings: dict[str, Any], matrix, target: str):
+    """The lm-eval evaluator of a fresh run, made before its journal: in process the
+    model and the task are loaded now; per batch the options and the task are checked
+    now (the harness's own parser and task index), so that a wrong option or task is a
+    one-line error and no journal freezes it."""
+    from bayeval.cli.common import SUBPROCESS
+
+    if settings.get("lm_eval_mode") == SUBPROCESS:
+        from bayeval.harness import check_harness_task
+
+        check_harness_task(settings["lm_eval_args"], settings["task"])
+    return make_evaluator(settings, matrix, [target])
+
+
+def _launches(session, evaluate_fn) -> int | None:
+    """Harness calls of the whole journal: one per ask of a batch journaled before a
+    resume, plus this process's."""
+    now = getattr(evaluate_fn, "launches", None)
+    if now is None:
+        return None
+    return session.ask_calls_replayed + now
 
 
 def _harness_settings(matrix, lm_eval_args: str, task: str | None, metric: str | None,
@@ -345,27 +415,47 @@ def _print_joint_result(r: dict[str, Any]) -> None:
 
 
 def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None,
-                       batch: int = 1) -> None:
+                       batch: int = 1, concurrency: int = 1) -> None:
+    run = {"batch": batch, "max_failures": limit, "concurrency": concurrency}
     if quiet:
-        session.run(evaluate_fn, batch=batch, max_failures=limit)
+        session.run(evaluate_fn, **run)
         return
     T = len(session.target_ids)
+    total = T * session.n_items
+    if session.max_items is not None:
+        total = min(total, session.max_items)
+
+    def status_of(s, item, score) -> str:
+        if s.several:
+            status = f"{int(np.sum(s.stopped_at > 0))}/{T} targets done"
+        else:
+            value, lower, upper = s.estimate()
+            status = f"estimate {value:.3f} [{lower:.3f}, {upper:.3f}]"
+        return status + (f"  (skipped {item})" if score is None else "")
+
+    if not err.is_terminal:  # a log: one plain line per batch (or per 10 items)
+        every = max(batch, 10 if batch == 1 else 1)
+        last = [session.n_observed]
+
+        def on_line(s, *asked):
+            *_, item, score = asked
+            if s.n_observed - last[0] >= every or s.done:
+                last[0] = s.n_observed
+                err.print(f"evaluating: {s.n_observed}/{total} items, "
+                          f"{s.times.summary(s.n_items)['wall_seconds']:.0f} s, "
+                          f"{status_of(s, item, score)}", highlight=False)
+
+        session.run(evaluate_fn, on_step=on_line, **run)
+        return
     with progress_bar("evaluating") as progress:
-        task = progress.add_task("eval", total=T * session.n_items,
-                                 completed=session.n_observed, status="")
+        task = progress.add_task("eval", total=total, completed=session.n_observed,
+                                 status="")
 
         def on_step(s, *asked):
             *_, item, score = asked
-            if s.several:
-                status = f"{int(np.sum(s.stopped_at > 0))}/{T} targets done"
-            else:
-                value, lower, upper = s.estimate()
-                status = f"estimate {value:.3f} [{lower:.3f}, {upper:.3f}]"
-            if score is None:
-                status += f"  (skipped {item})"
-            progress.update(task, completed=s.n_observed, status=status)
+            progress.update(task, completed=s.n_observed, status=status_of(s, item, score))
 
-        session.run(evaluate_fn, batch=batch, on_step=on_step, max_failures=limit)
+        session.run(evaluate_fn, on_step=on_step, **run)
 
 
 def _print_result(r: dict[str, Any]) -> None:
@@ -389,6 +479,9 @@ def _print_result(r: dict[str, Any]) -> None:
         used += f" draws, {r['items_evaluated']} distinct items evaluated"
     if r["items_skipped"]:
         used += f", {r['items_skipped']} left unevaluated after failures"
+    late = r.get("items_drawn", 0) - r["items_used"] - r["items_skipped"]
+    if late > 0:
+        used += f" (+{late} drawn before the stop, in flight or in its batch)"
     table.add_row("items used", used)
     rs = r.get("random_items_for_width")
     if rs is not None and r["method"] != "random":
@@ -402,6 +495,8 @@ def _print_result(r: dict[str, Any]) -> None:
         table.add_row("skipped items", r["skipped_items"])
     if r.get("harness_launches") is not None:
         table.add_row("harness runs", f"{r['harness_launches']} (one per batch)")
+    for name, text in time_rows(r.get("times"), r["n_items"]):
+        table.add_row(name, text)
     table.add_row("stopped by", str(r["stopped"]))
     if r["journal"]:
         table.add_row("journal", r["journal"])
@@ -415,3 +510,21 @@ def _random_items(value: float, width: float, session) -> int:
     from bayeval.estimators.sample_mean import items_for_width
 
     return items_for_width(value, width, session.n_items, session.method.level)
+
+
+def time_rows(times: dict[str, Any] | None, n_items: int) -> list[tuple[str, str]]:
+    """The result's time lines: the run's wall time split into the evaluator's and
+    bayeval's own, and what evaluating every item one after another would take at the
+    per-item time measured."""
+    if not times or not times.get("items_timed"):
+        return []
+    rows = [("time", f"{times['wall_seconds']:.1f} s wall: evaluator "
+                     f"{times['evaluator_seconds']:.1f} s over {times['items_timed']} items, "
+                     f"bayeval {times['own_seconds']:.1f} s "
+                     f"({times['own_seconds_per_item'] * 1e3:.0f} ms per item)")]
+    if times.get("full_run_seconds") is not None:
+        rows.append(("full run", f"≈ {times['full_run_seconds']:.0f} s for all {n_items} items "
+                                 f"one after another [{times['full_run_lower']:.0f}, "
+                                 f"{times['full_run_upper']:.0f}] at the measured "
+                                 f"{times['item_seconds_mean']:.2f} s per item"))
+    return rows

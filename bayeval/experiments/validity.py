@@ -89,8 +89,8 @@ def variant_split(matrix: ScoreMatrix, variant: str, n_targets: int,
 
 
 def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int,
-                   epsilon: float | None, extra: dict | None = None, first: int = 0
-                   ) -> SimulationResult:
+                   epsilon: float | None, extra: dict | None = None, first: int = 0,
+                   concurrency: int = 1, batch: int = 1) -> SimulationResult:
     name, params = parse_method_spec(spec)
     if epsilon is not None and accepts_parameter(name, "epsilon"):
         params.setdefault("epsilon", epsilon)
@@ -98,13 +98,31 @@ def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int,
         params.setdefault("bucket_capacity", capacity)
     params.update(extra or {})
     method = make_method(name, **params)
+    if not streams(method):  # RS-Mean and FAQ draw regardless of what is in flight
+        concurrency = batch = 1
     parts = []
     for s, sp in enumerate(splits, start=first):
         targets = np.repeat(sp.targets.scores, reps, axis=0)
         seeds = 1_000_003 * s + np.arange(targets.shape[0])
         parts.append(simulate(method, sp.reference.scores, targets, seeds,
-                              until_stop=not method.with_replacement))
+                              until_stop=not method.with_replacement,
+                              concurrency=concurrency, batch=batch))
     return concatenate(parts)  # every part has N steps (NaN after an early end)
+
+
+def streams(method) -> bool:
+    """Whether ``bench validity``'s --concurrency and --batch change how ``method`` runs:
+    a design-based estimate drawn without replacement reads the state at each draw.
+    RS-Mean's draws are the same whatever is in flight, and FAQ draws with replacement
+    one at a time; they run one item at a time."""
+    return method.estimator.needs_probabilities and not method.with_replacement
+
+
+def stream_label(spec: str, concurrency: int, batch: int) -> str:
+    """The method's name in the tables: ``spec``, with ``[K=8]`` or ``[batch=32]``."""
+    if concurrency > 1:
+        return f"{spec} [K={concurrency}]"
+    return f"{spec} [batch={batch}]" if batch > 1 else spec
 
 
 def _at(values: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -119,10 +137,14 @@ def stop_table(result: SimulationResult, n_items: int) -> pd.DataFrame:
     lower = np.clip(_at(result.lower, n), 0.0, 1.0)
     upper = np.clip(_at(result.upper, n), 0.0, 1.0)
     distinct = np.array([np.unique(result.items[r, :n[r]]).size for r in range(n.size)])
+    # items started by the stop: with evaluations in flight, more than the items used
+    drawn = distinct if result.drawn_at_stop is None else np.where(
+        result.stop_n > 0, result.drawn_at_stop, distinct)
     truth = result.truth
     with np.errstate(divide="ignore", invalid="ignore"):
         rs_var = truth * (1 - truth) / distinct * (n_items - distinct) / max(n_items - 1, 1)
-    return pd.DataFrame({"n": n, "items": distinct, "estimate": _at(result.estimate, n),
+    return pd.DataFrame({"n": n, "items": distinct, "drawn": drawn,
+                         "estimate": _at(result.estimate, n),
                          "lower": lower, "upper": upper, "truth": truth,
                          "covered": covers(lower, upper, truth), "rs_var": rs_var})
 
@@ -156,6 +178,8 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                          "runs": len(part), "coverage": cov,
                          "coverage_se": math.sqrt(max(cov * (1 - cov), 1e-12) / len(part)),
                          "mean_items": float(part["items"].mean()),
+                         "mean_drawn": float(part["drawn"].mean()) if "drawn" in part
+                         else float(part["items"].mean()),
                          "mean_width": float((part.upper - part.lower).mean()),
                          "variance_ratio": _variance_ratio(part),
                          "mae": float((part.estimate - part.truth).abs().mean())})
@@ -163,7 +187,10 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     rs = table[table.method == "random"].set_index(["dataset", "variant", "epsilon",
                                                    "stratum"])["mean_items"]
     idx = pd.MultiIndex.from_frame(table[["dataset", "variant", "epsilon", "stratum"]])
-    table["saving_vs_rs"] = 1.0 - table["mean_items"].to_numpy() / rs.reindex(idx).to_numpy()
+    rs_items = rs.reindex(idx).to_numpy()
+    table["saving_vs_rs"] = 1.0 - table["mean_items"].to_numpy() / rs_items
+    # counting the items in flight at the stop as spent
+    table["saving_drawn_vs_rs"] = 1.0 - table["mean_drawn"].to_numpy() / rs_items
     return table
 
 
@@ -178,7 +205,8 @@ def validity_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndar
                        unit.first)
     extra = {"budget": s["budget"]} if s.get("budget") is not None else None
     result = _simulate_spec(s["spec"], [sp], s["reps"], s["capacity"], s["epsilon"], extra,
-                            first=unit.first)
+                            first=unit.first, concurrency=s.get("concurrency", 1),
+                            batch=s.get("batch", 1))
     rows = stop_table(result, matrix.n_items)
     out = {f"rows/{c}": rows[c].to_numpy() for c in rows.columns}
     if s.get("bounds"):
@@ -197,13 +225,17 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                  reps: int = 5, reference_fraction: float = 0.5, faq: bool = True,
                  log: Callable[[str], None] = print, runs_dir: Path | None = None,
                  out: Path | None = None, executor: str = "local", workers: int = 1,
-                 address: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 address: str | None = None, concurrency: int = 1,
+                 batch: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-run rows, FAQ comparison rows) for every variant, ε and method (module
     docstring). Every (variant, ε, method, seed) is a unit of
     :mod:`~bayeval.experiments.units`: with ``out`` saved there as it finishes and reused
     by a rerun; ``executor``, ``workers`` and ``address`` say where the units run (FAQ's
     after the first method's, whose mean stop sets FAQ's budget). ``runs_dir``: each
-    (variant, ε, method) leaves its per-run rows there as CSV."""
+    (variant, ε, method) leaves its per-run rows there as CSV. ``concurrency`` K > 1 runs
+    the design-based methods with K evaluations in flight (METHODS.md §9 "Streaming",
+    :func:`~bayeval.simulate.simulate`), ``batch`` k > 1 with batches of k; their rows are
+    labelled ``spec [K=…]`` / ``spec [batch=…]`` (:func:`stream_label`)."""
     label, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
     t0 = time.time()
     cells = []  # (variant, data, capacity)
@@ -219,6 +251,10 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                                          for sp in splits)))
 
     def units_of(variant, eps, spec, capacity, **more):
+        name, params = parse_method_spec(spec)
+        if "budget" not in more and streams(make_method(name, **params)):
+            more.update({k: v for k, v in (("concurrency", concurrency), ("batch", batch))
+                         if v > 1})
         settings = {"variant": variant, "epsilon": eps, "spec": spec,
                     "parameters": resolved_parameters(spec),
                     "n_targets": int(n_targets), "reps": int(reps),
@@ -226,6 +262,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                     "capacity": int(capacity), **more}
         name = (f"{variant}-{spec}-budget={more['budget']}" if "budget" in more
                 else f"{variant}-{eps:g}-{spec}")
+        name += "".join(f"-{k}={more[k]}" for k in ("concurrency", "batch") if k in more)
         return [Unit("validity", label, name, s, s + 1, settings) for s in range(seeds)]
 
     plan = {(v, eps, spec): units_of(v, eps, spec, cap, bounds=(i == 0 and faq))
@@ -236,8 +273,10 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
     all_runs, firsts = [], {}
     for (variant, eps, spec), us in plan.items():
         n_items = next(d for v, d, _ in cells if v == variant).n_items
+        shown = stream_label(spec, us[0].settings.get("concurrency", 1),
+                             us[0].settings.get("batch", 1))
         runs = pd.concat([_rows(done[u]) for u in us], ignore_index=True).assign(
-            dataset=label, variant=variant, epsilon=eps, method=spec)
+            dataset=label, variant=variant, epsilon=eps, method=shown)
         all_runs.append(runs)
         if us[0].settings["bounds"]:
             firsts[variant, eps] = (spec, runs, np.concatenate([done[u]["lower"] for u in us]),
