@@ -319,8 +319,13 @@ class LmEvalInProcess(HarnessEvaluator):
                 maker = get_model(model)
             except (KeyError, ValueError) as exc:
                 raise EvaluationError(f"the harness has no model {model!r} ({exc})") from None
-            self.lm = (maker.create_from_arg_obj(model_args, build) if isinstance(
-                model_args, dict) else maker.create_from_arg_string(model_args, build))
+            try:
+                self.lm = (maker.create_from_arg_obj(model_args, build) if isinstance(
+                    model_args, dict) else maker.create_from_arg_string(model_args, build))
+            except Exception as exc:  # a model's loader raises anything
+                raise EvaluationError(f"the harness could not load model {model!r} with "
+                                      f"{model_args!r}: {type(exc).__name__}: "
+                                      f"{str(exc)[:160]}") from None
         else:
             self.lm = model
         for task_obj in self.loaded["tasks"].values():

@@ -8,14 +8,22 @@
             session.tell(item, run_my_model_on(item))
     value, lower, upper = session.estimate()
 
-Every ``tell`` (and every ``skip`` of an item that could not be evaluated) is appended to
-the journal as one JSON line and ``fsync``-ed before the call returns. The journal's first
-line is a header naming the reference matrix (by fingerprint and, where known, by how to
-load it), the target, the method with its parameters, and the seed.
-:meth:`Session.resume` replays the journal and rebuilds the state exactly: item choices
-depend only on the seed and on how many events were recorded, so a resumed run continues
-as the uninterrupted one would have. A crash mid-write leaves at most an incomplete last
-line; resume keeps every whole line, reports the rest and cuts it off.
+Every draw (``ask``, with its place in the draw order and its probability), every
+``tell`` (with the order it arrived in) and every ``skip`` of an item that could not be
+evaluated is appended to the journal as one JSON line and ``fsync``-ed before the call
+returns. The journal's first line is a header naming the reference matrix (by fingerprint
+and, where known, by how to load it), the target, the method with its parameters, and the
+seed. :meth:`Session.resume` replays the journal and rebuilds the state exactly: item
+choices depend only on the seed and on the draw order, and the items drawn but not yet
+answered are asked again first, so a resumed run continues as the uninterrupted one would
+have. A crash mid-write leaves at most an incomplete last line; resume keeps every whole
+line, reports the rest and cuts it off.
+
+Scores may arrive in any order (several evaluations in flight, METHODS.md §9
+"Streaming"): a design-based estimate applies the rounds in draw order, each once every
+earlier round's score is in, and the next draw reads the rounds applied so far; a
+model-based one applies each score as it arrives. ``run(evaluator, concurrency=K)`` keeps
+K evaluations in flight.
 """
 
 from __future__ import annotations
@@ -796,7 +804,8 @@ class Session(JournalFile):
 
     def tell(self, item: str, score: float, *, target: str | None = None) -> None:
         """Record the target's score on ``item`` (``target``'s, with several targets):
-        journaled (fsync) before it returns."""
+        journaled (fsync) before it returns. Asked items may be told in any order; a
+        design-based estimate applies their scores in the order they were drawn."""
         item = str(item)
         c = self._cell(item, target, "tell")
         if self._needs_draws and not self._pending[c]:

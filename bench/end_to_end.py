@@ -41,6 +41,7 @@ import numpy as np
 
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "TRANSFORMERS_VERBOSITY": "error"}
+DEVICE = os.environ.get("BAYEVAL_E2E_DEVICE", "cpu")  # "cuda" where one is lent
 WORDS = [str(k) for k in range(200)] + ["+", "=", "next", ":", ","]
 
 
@@ -155,7 +156,7 @@ def log_references(models: list[Path], tasks: Path, logs: Path, task: str) -> No
         tracker = EvaluationTracker(output_path=str(logs))
         result = simple_evaluate(model="hf", model_args=f"pretrained={path}", tasks=[task],
                                  log_samples=True, task_manager=manager, batch_size=32,
-                                 evaluation_tracker=tracker)
+                                 device=DEVICE, evaluation_tracker=tracker)
         samples = result.pop("samples")
         tracker.save_results_aggregated(results=result, samples=samples)
         tracker.save_results_samples(task_name=task, samples=samples[task])
@@ -175,6 +176,7 @@ def full_run(target: Path, tasks: Path, task: str, work: Path, batch: int) -> tu
     seconds, done = timed([sys.executable, "-m", "lm_eval", "run", "--model", "hf",
                            "--model_args", f"pretrained={target}", "--tasks", task,
                            "--include_path", str(tasks), "--batch_size", str(batch),
+                           "--device", DEVICE,
                            "--log_samples", "--output_path", str(out)], work)
     if done.returncode != 0:
         raise SystemExit(f"lm_eval failed: {done.stderr[-400:]}")
@@ -192,7 +194,8 @@ def bayeval_run(target: Path, tasks: Path, task: str, logs: Path, work: Path, mo
         sys.executable, "-m", "bayeval.cli", "evaluate", "--reference", f"lm-eval:{logs}",
         "--task", task, "--evaluator", "lm-eval", "--lm-eval-mode", mode, "--lm-eval-args",
         f"--model hf --model_args pretrained={target} --include_path {tasks} "
-        f"--batch_size {harness_batch}", "--target", "new", "--epsilon", str(epsilon),
+        f"--batch_size {harness_batch} --device {DEVICE}", "--target", "new",
+        "--epsilon", str(epsilon),
         "--batch", str(batch), "--seed", str(seed), "--journal", str(journal), "--json",
         "-q"], work)
     if done.returncode != 0:

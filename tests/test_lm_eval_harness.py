@@ -429,3 +429,41 @@ def test_a_killed_bayeval_leaves_no_harness_process_nor_folder(workdir, tmp_path
 def _running(pattern: str) -> bool:
     found = subprocess.run(["pgrep", "-f", "-x", pattern], capture_output=True, text=True)
     return bool(found.stdout.strip())
+
+
+def test_resume_may_correct_the_harness_options_of_a_run_without_a_score(workdir, capsys):
+    # a run whose first launch failed (a model the harness cannot load) froze its options
+    # with no score: --resume --lm-eval-args replaces them and asks the same documents;
+    # once a score is in, the options can no longer change
+    os.environ.update(OFFLINE)
+    journal = workdir / "fix.jsonl"
+    code, err = _in_process_fails(
+        workdir, capsys, *HARNESS_RUN, "--lm-eval-mode", "subprocess", "--lm-eval-args",
+        "--model hf --model_args pretrained=/no/such/model --include_path .", "--batch", "5",
+        "--max-items", "10", "--journal", str(journal), "-q")
+    assert code == 3 and "lm_eval exited with status" in err, err
+    asked = [r["item"] for r in map(json.loads, journal.read_text().splitlines()[1:])]
+    good = "--model dummy --model_args pretrained=org/new --include_path ."
+    code, err = _in_process_fails(workdir, capsys, "evaluate", "--journal", str(journal),
+                                  "--resume", "--lm-eval-args", "--model dummy --bogus 1")
+    assert code == 2 and "unrecognized arguments: --bogus" in err
+    result = json.loads(_in_process(workdir, capsys, "evaluate", "--journal", str(journal),
+                                    "--resume", "--lm-eval-args", good, "--json", "-q"))
+    assert result["items"][:5] == asked[:5] and result["items_used"] == 10
+    header = json.loads(journal.read_text().splitlines()[0])
+    assert header["extra"]["lm_eval_args"] == good
+    code, err = _in_process_fails(workdir, capsys, "evaluate", "--journal", str(journal),
+                                  "--resume", "--lm-eval-args", good)
+    assert code == 2 and "already holds scores made with them" in err
+
+
+def test_progress_is_a_line_per_batch_on_a_log(workdir, capsys):
+    # not a terminal (a CI log, a file): plain lines, whose total honours --max-items
+    os.environ.update(OFFLINE)
+    code, _, err = _run_in_process(
+        workdir, capsys, *HARNESS_RUN, "--lm-eval-args",
+        "--model dummy --model_args pretrained=org/new --include_path .", "--batch", "8",
+        "--max-items", "16", "--journal", str(workdir / "log.jsonl"))
+    lines = [x for x in err.splitlines() if x.startswith("evaluating:")]
+    assert code == 0 and lines[0].startswith("evaluating: 8/16 items")
+    assert lines[-1].startswith("evaluating: 16/16 items")

@@ -174,13 +174,15 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             raise BayevalError("--resume needs --journal PATH (the journal to continue)")
         from bayeval.session import Session
 
+        if lm_eval_args is not None:
+            correct_evaluator_args(journal, lm_eval_args)
         setup_jax()
         session, settings, matrix = resume_from(Session, journal, {
             "--dataset": dataset, "--reference": reference, "--target": target,
             "--targets": targets, "--evaluator": evaluator, "--command": command,
             "--method": method, "--epsilon": epsilon, "--max-items": max_items,
             "--seed": seed, "--task": harness[0], "--metric": harness[1],
-            "--filter": harness[2], "--lm-eval-args": lm_eval_args})
+            "--filter": harness[2]})
     else:
         several = targets is not None
         usage = "CMD {target} {item}" if several else "CMD {item}"
@@ -311,6 +313,43 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "harness_launches": _launches(session, evaluate_fn),
             "times": session.times.summary(session.n_items),
         }
+
+
+def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
+    """``--resume --lm-eval-args …``: replace the harness options a journal froze, which
+    is allowed only while it holds no score (the run failed before any, e.g. on a wrong
+    model path); the options are checked by the harness's parser first, and the journal's
+    header is rewritten atomically."""
+    import os
+
+    from bayeval.harness import harness_config
+    from bayeval.session import Session
+
+    header, events, _, _ = Session.read_journal(journal)
+    settings = header.get("extra") or {}
+    if settings.get("evaluator") != EvaluatorKind.lm_eval.value:
+        raise BayevalError(f"--lm-eval-args: {journal} is not a run of --evaluator lm-eval")
+    if any(e.get("event") == "tell" for e in events):
+        raise BayevalError(f"--resume reads the harness options from {journal}, which "
+                           "already holds scores made with them; drop --lm-eval-args")
+    try:
+        harness_config(lm_eval_args, settings["task"])
+    except EvaluationError as exc:
+        raise BayevalError(str(exc)) from None
+    import fcntl
+
+    header["extra"] = {**settings, "lm_eval_args": lm_eval_args}
+    with open(journal, "ab") as held:  # one writer: not while another session runs it
+        try:
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise BayevalError(f"journal {journal} is in use by another session") from None
+        lines = journal.read_bytes().split(b"\n")
+        tmp = journal.with_name(journal.name + ".tmp")
+        tmp.write_bytes(b"\n".join([json.dumps(header).encode(), *lines[1:]]))
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, journal)
 
 
 def _harness_evaluator(settings: dict[str, Any], matrix, target: str):
