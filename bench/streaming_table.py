@@ -29,8 +29,18 @@ import pandas as pd
 
 
 def table(frames: list[pd.DataFrame], stratum: str = "all") -> pd.DataFrame:
+    """The design-based rows of ``stratum``; a one-at-a-time run (results written before
+    the drawn count existed) has drawn = used, and is labelled ``[K=1]``."""
     rows = pd.concat(frames, ignore_index=True)
-    rows = rows[(rows.stratum == stratum) & (rows.method != "random")]
+    rows = rows[(rows.stratum == stratum) & (rows.method != "random")].copy()
+    if "mean_drawn" not in rows:
+        rows["mean_drawn"] = float("nan")
+        rows["saving_drawn_vs_rs"] = float("nan")
+    one = rows.mean_drawn.isna()
+    rows.loc[one, "mean_drawn"] = rows.loc[one, "mean_items"]
+    rows.loc[one, "saving_drawn_vs_rs"] = rows.loc[one, "saving_vs_rs"]
+    plain = ~rows.method.str.contains(r"\[", regex=True)
+    rows.loc[plain, "method"] = rows.loc[plain, "method"] + " [K=1]"
     return rows.drop_duplicates(["dataset", "variant", "epsilon", "method"])
 
 
@@ -47,16 +57,14 @@ def markdown(rows: pd.DataFrame) -> str:
                 continue
             r = r.iloc[0]
             flag = " **below 0.94**" if r.coverage < 0.94 else ""
-            drawn = r.get("mean_drawn", r.mean_items)
-            spent = r.get("saving_drawn_vs_rs", r.saving_vs_rs)
+            drawn, spent = r.mean_drawn, r.saving_drawn_vs_rs
             cells.append(f"{r.coverage:.3f} ± {r.coverage_se:.3f}{flag}; "
                          f"{r.mean_items:.0f} used, {drawn:.0f} drawn; saving "
                          f"{r.saving_vs_rs:.1%} ({spent:.1%})")
         lines.append(f"| {dataset} | " + " | ".join(cells) + " |")
     mean = rows.groupby("method", sort=False)[["coverage", "saving_vs_rs"]].agg(
         {"coverage": "min", "saving_vs_rs": "mean"})
-    drawn = rows.groupby("method", sort=False)["saving_drawn_vs_rs"].mean() \
-        if "saving_drawn_vs_rs" in rows else mean.saving_vs_rs
+    drawn = rows.groupby("method", sort=False)["saving_drawn_vs_rs"].mean()
     lines.append("| **lowest coverage; mean saving (counting drawn)** | " + " | ".join(
         f"{mean.loc[m, 'coverage']:.3f}; {mean.loc[m, 'saving_vs_rs']:.1%} "
         f"({drawn.loc[m]:.1%})" for m in methods) + " |")
