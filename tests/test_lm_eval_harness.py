@@ -467,3 +467,70 @@ def test_progress_is_a_line_per_batch_on_a_log(workdir, capsys):
     lines = [x for x in err.splitlines() if x.startswith("evaluating:")]
     assert code == 0 and lines[0].startswith("evaluating: 8/16 items")
     assert lines[-1].startswith("evaluating: 16/16 items")
+
+
+def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_path):
+    # the harness's `local-completions` model against an OpenAI-compatible server started
+    # here (127.0.0.1): the in-process evaluator sends exactly the asked documents' prompts,
+    # and their scores are the server's answers graded by the task's own metric
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from bayeval.data import ScoreMatrix
+    from bayeval.harness import LmEvalInProcess
+    from bayeval.session import Session
+
+    os.environ.update(OFFLINE)
+    (tmp_path / "toy_gen.jsonl").write_text("".join(
+        json.dumps({"question": f"Is {k} even?", "answer": "yes" if k % 2 == 0 else "no"})
+        + "\n" for k in range(30)))
+    (tmp_path / "toy_gen.yaml").write_text(
+        "task: toy_gen\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+        f"    test: {tmp_path / 'toy_gen.jsonl'}\ntest_split: test\n"
+        "output_type: generate_until\ndoc_to_text: \"{{question}}\"\n"
+        "doc_to_target: \"{{answer}}\"\ngeneration_kwargs:\n  until: [\"\\n\"]\n"
+        "  max_gen_toks: 4\n  do_sample: false\nmetric_list:\n  - metric: exact_match\n"
+        "    aggregation: mean\n    higher_is_better: true\n")
+    prompts: list[str] = []
+
+    class Completions(BaseHTTPRequestHandler):
+        def do_POST(self):  # right on the multiples of 3, wrong elsewhere
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            asked = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
+            prompts.extend(asked)
+            choices = []
+            for i, prompt in enumerate(asked):
+                k = int(prompt.split()[1])
+                right = "yes" if k % 2 == 0 else "no"
+                text = right if k % 3 == 0 else {"yes": "no", "no": "yes"}[right]
+                choices.append({"index": i, "text": text})
+            data = json.dumps({"choices": choices}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Completions)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/v1/completions"
+        evaluator = LmEvalInProcess.from_args(
+            f"--model local-completions --model_args model=toy,base_url={url},"
+            f"tokenizer_backend=None,tokenized_requests=False,num_concurrent=1 "
+            f"--include_path {tmp_path}", "toy_gen")
+        rng = np.random.default_rng(0)
+        reference = ScoreMatrix((rng.random((6, 30)) < 0.5).astype(float),
+                                [f"m{i}" for i in range(6)],
+                                [f"toy_gen-{k:05d}" for k in range(30)])
+        with Session(reference, "served", "active-pai", max_items=12) as session:
+            session.run(evaluator, batch=6)
+    finally:
+        server.shutdown()
+    asked = [int(item.split("-")[1]) for item, _ in session.observations]
+    assert evaluator.launches == 2 and len(asked) == 12
+    assert sorted(int(p.split()[1]) for p in prompts) == sorted(asked)  # nothing else sent
+    assert [s for _, s in session.observations] == [float(k % 3 == 0) for k in asked]
