@@ -18,6 +18,8 @@ import os
 import re
 import signal
 import subprocess
+import sys
+import threading
 from collections.abc import Callable
 from typing import ClassVar
 
@@ -206,19 +208,17 @@ def _quoted_placeholders(command: str) -> list[str]:
 
 def kill_group(proc: subprocess.Popen) -> None:
     """Kill ``proc``'s whole process group and reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+    end_group(proc)
     try:
         proc.communicate(timeout=5)
     except (subprocess.TimeoutExpired, ValueError, OSError):
         pass  # a grandchild that left the group still holds a pipe: don't wait on it
 
 
-def kill_leftovers(proc: subprocess.Popen) -> None:
-    """End what a finished evaluator process left running in its group (a background
-    job of the command): nothing of an evaluation outlives it."""
+def end_group(proc: subprocess.Popen) -> None:
+    """SIGKILL ``proc``'s process group (its own, started with a new session): the
+    process and whatever it started that is still running, a background job of a
+    command that finished included."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -255,8 +255,6 @@ class _Watchdog:
     """The one watchdog of this process (started with the first evaluator process)."""
 
     def __init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
 
@@ -264,8 +262,6 @@ class _Watchdog:
         with self._lock:
             try:
                 if self._proc is None or self._proc.poll() is not None:
-                    import sys
-
                     self._proc = subprocess.Popen(
                         [sys.executable, "-S", "-c", _WATCHDOG], stdin=subprocess.PIPE,
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -273,7 +269,7 @@ class _Watchdog:
                 self._proc.stdin.write(line + "\n")
                 self._proc.stdin.flush()
             except OSError:
-                pass  # no watchdog: the parent-death signal still ends the child
+                pass  # no watchdog: every other way out still ends the groups
 
 
 _watchdog = _Watchdog()
@@ -285,8 +281,6 @@ class ChildProcesses:
     through a watchdog process that outlives it) ends their whole process groups."""
 
     def __init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen] = set()
 
@@ -306,7 +300,7 @@ class ChildProcesses:
         finally:
             with self._lock:
                 self._running.discard(proc)
-            kill_leftovers(proc)
+            end_group(proc)  # what it left running in its group
             _watchdog.say(f"-{proc.pid}")
         return proc, stdout, stderr
 
@@ -315,7 +309,4 @@ class ChildProcesses:
         with self._lock:
             running = list(self._running)
         for proc in running:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            end_group(proc)

@@ -141,7 +141,7 @@ class LmEvalCommand(HarnessEvaluator):
     ``output_path``: where each launch's own output (results and samples files) is kept.
     Each launch's process group is killed on every way out of bayeval (a watchdog process
     ends it after a SIGKILL, :class:`~bayeval.evaluators.ChildProcesses`); a temporary
-    folder left by a killed bayeval is removed by the next launch."""
+    folder left by a killed bayeval is removed when the next run starts."""
 
     def __init__(self, args: str, task: str, subtasks: Sequence[tuple[str, int]] = (),
                  metric: str | None = None, filter_name: str | None = None,
@@ -162,6 +162,7 @@ class LmEvalCommand(HarnessEvaluator):
         self.timeout = timeout
         self.executable = list(executable or [sys.executable, "-m", "lm_eval"])
         self._children = ChildProcesses()
+        sweep_folders()  # once a run: what killed runs left behind
 
     def cancel(self) -> None:
         """Kill a harness launch running now (with its process group)."""
@@ -174,7 +175,6 @@ class LmEvalCommand(HarnessEvaluator):
                 str(output)]
 
     def _run(self, samples: dict[str, list[int]]) -> dict[str, dict[int, float]]:
-        sweep_folders()
         with tempfile.TemporaryDirectory(prefix=f"{FOLDER_PREFIX}{os.getpid()}-") as folder:
             try:
                 proc, _, stderr = self._children.run(self.argv(samples, Path(folder)),
@@ -214,8 +214,8 @@ HARNESS_SEEDS = {"random_seed": 0, "numpy_random_seed": 1234, "torch_random_seed
 # what bayeval's options are for the harness options it sets itself
 EQUIVALENT = {"--limit": "--max-items", "-L": "--max-items", "--samples": "the items it asks",
               "-E": "the items it asks", "--tasks": "--task", "-t": "--task",
-              "--output_path": "--lm-eval-output", "-o": "--lm-eval-output",
-              "--log_samples": "--lm-eval-output", "-s": "--lm-eval-output"}
+              "--output_path": "--output-path", "-o": "--output-path",
+              "--log_samples": "--output-path", "-s": "--output-path"}
 
 
 def refuse_reserved(args: Sequence[str]) -> None:
@@ -262,12 +262,13 @@ def harness_config(args: str | Sequence[str], task: str) -> Any:
         raise EvaluationError(f"--lm-eval-args: {exc}") from None
 
 
-def check_harness_task(args: str | Sequence[str], task: str) -> None:
+def check_harness_task(args: str | Sequence[str], task: str) -> tuple[Any, Any]:
     """Refuse, in one line, harness options the harness refuses and a task it does not
-    know (its own task index, with the options' ``--include_path``), before any launch."""
+    know (its own task index, with the options' ``--include_path``), before any launch:
+    (the harness's ``EvaluatorConfig`` of ``args``, its ``TaskManager``)."""
     cfg = harness_config(args, task)
     try:
-        cfg.process_tasks(cfg.metadata)
+        return cfg, cfg.process_tasks(cfg.metadata)
     except (KeyError, ValueError) as exc:
         raise EvaluationError(_unknown_task(task, cfg.include_path, exc)) from None
 
@@ -361,12 +362,8 @@ class LmEvalInProcess(HarnessEvaluator):
                   name: str | None = None) -> LmEvalInProcess:
         """The evaluator for the harness options ``args`` (``--model hf --model_args
         pretrained=… --include_path …``, as ``lm_eval run`` takes them)."""
-        cfg = harness_config(args, task)
+        cfg, manager = check_harness_task(args, task)
         seeds = dict(zip(HARNESS_SEEDS, cfg.seed, strict=True)) if cfg.seed else {}
-        try:
-            manager = cfg.process_tasks(cfg.metadata)
-        except (KeyError, ValueError) as exc:
-            raise EvaluationError(_unknown_task(task, cfg.include_path, exc)) from None
         extra = {k: getattr(cfg, k) for k in ("apply_chat_template", "system_instruction",
                                              "fewshot_as_multiturn",
                                              "confirm_run_unsafe_code") if getattr(cfg, k)}

@@ -474,7 +474,6 @@ class Session(JournalFile):
         # has, so each round's estimate reads only the past (one target, no repeats)
         self._rounds: list[int] = []  # cells in draw order
         self._order_of: dict[int, int] = {}  # cell → its place in the draw order
-        self._open: set[int] = set()  # rounds drawn and not yet applied
         self._applied_rounds = 0  # with draw-order application: the prefix applied
         self._arrived: dict[int, tuple[str, Any]] = {}  # cell → ("tell", s) | ("skip", why)
         self._reissue: list[int] = []  # rounds asked before a resume and not yet answered
@@ -684,7 +683,7 @@ class Session(JournalFile):
         for _ in range(k):
             # the draw's key: its place in the draw order (the applied events and the
             # rounds outstanding), as the simulator's
-            counter = self._n_events + len(self._open)
+            counter = self._n_events + int(self._pending.sum())
             chosen, draws = self.method.select(self._loop, available, self._key,
                                                np.uint32(counter), 1)
             c = int(np.asarray(chosen)[0])
@@ -698,20 +697,14 @@ class Session(JournalFile):
         return asked
 
     def _ask_record(self, c: int, q: float, design: float) -> dict[str, Any]:
-        record: dict[str, Any] = {"event": "ask", "order": len(self._rounds),
-                                  "call": self._calls, "item": str(self.reference.items[c])}
-        if np.isfinite(q):
-            record["q"] = q
-        if np.isfinite(design):
-            record["design"] = design
-        return record
+        return {"event": "ask", "order": len(self._rounds), "call": self._calls,
+                "item": str(self.reference.items[c]), **_draw_fields(q, design)}
 
     def _add_round(self, c: int, q: float, design: float) -> None:
         self._pending[c] = True
         self._pending_draw[c] = (q, design)
         self._order_of[c] = len(self._rounds)
         self._rounds.append(c)
-        self._open.add(c)
 
     def _arrive(self, c: int, answer: tuple[str, Any], order: Any, where: str) -> None:
         """Take the answer of the round ``order`` (cell ``c``). A design-based estimate
@@ -721,7 +714,7 @@ class Session(JournalFile):
         if (not isinstance(order, int) or not 0 <= order < len(self._rounds)
                 or self._rounds[order] != c):
             raise JournalError(f"{where}: {self._name(c)} was not drawn as round {order!r}")
-        if c in self._arrived or c not in self._open:
+        if c in self._arrived or not self._pending[c]:
             raise JournalError(f"{where}: {self._name(c)} answered twice")
         if answer[0] == "tell":
             self._told += 1
@@ -734,7 +727,6 @@ class Session(JournalFile):
         self._drain()
 
     def _apply_round(self, c: int, answer: tuple[str, Any]) -> None:
-        self._open.discard(c)
         if answer[0] == "tell":
             self._apply_tell(c, answer[1], Draw(*map(float, self._pending_draw[c])))
         else:
@@ -761,7 +753,7 @@ class Session(JournalFile):
     def outstanding(self) -> list:
         """The items asked and not yet told or skipped, in draw order."""
         return [self._asked_form(c) for c in self._rounds
-                if c in self._open and c not in self._arrived]
+                if self._pending[c] and c not in self._arrived]
 
     def _ask_with_replacement(self) -> list:
         """One item per round (the policy changes after every round). A draw of an item
@@ -819,14 +811,8 @@ class Session(JournalFile):
             if c in self._arrived:
                 raise SessionError(f"tell: {self._name(c)} was already told")
             order = self._order_of[c]
-            record = {"event": "tell", "n": self._told + 1, "item": item, "score": score,
-                      "order": order}
-            q, design = self._pending_draw[c]
-            if np.isfinite(q):
-                record["q"] = float(q)
-            if np.isfinite(design):
-                record["design"] = float(design)
-            self._append(record)
+            self._append({"event": "tell", "n": self._told + 1, "item": item, "score": score,
+                          "order": order, **_draw_fields(*self._pending_draw[c])})
             self._arrive(c, ("tell", score), order, "tell")
             return
         draw = Draw(*map(float, self._pending_draw[c]))  # NaN unless c is pending
@@ -859,12 +845,7 @@ class Session(JournalFile):
         record = {"event": "tell", "n": self._told}
         if self.several:
             record["target"] = self.target_ids[t]
-        record.update(item=str(self.reference.items[j]), score=score)
-        q, design = draw
-        if np.isfinite(q):
-            record["q"] = q
-        if np.isfinite(design):
-            record["design"] = design
+        record.update(item=str(self.reference.items[j]), score=score, **_draw_fields(*draw))
         self._append({**record, **extra})
         self._apply_tell(c, score, draw)
 
@@ -1099,6 +1080,13 @@ class Session(JournalFile):
     def times(self) -> RunTimes:
         """Where the time of :meth:`run` went (:class:`~bayeval.timing.RunTimes`)."""
         return RunTimes()
+
+
+def _draw_fields(q: float, design: float) -> dict[str, float]:
+    """How an item was drawn, as a journal record keeps it: its probability ``q`` and
+    the estimator's ``design`` statistic, each only where known (finite)."""
+    return {name: float(value) for name, value in (("q", q), ("design", design))
+            if np.isfinite(value)}
 
 
 def _attempt(evaluator: Callable[..., float], args: tuple,

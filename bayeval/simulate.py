@@ -64,11 +64,7 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool,
         rows = jnp.arange(R)
         loops = jax.vmap(method.begin)(loops, keys)
         shape = loops.estimate.value.shape  # (R,) or (R, T) with a target axis
-        records = {name: jnp.zeros((R, n_steps, *shape[1:])) for name in (
-            "estimate", "var", "lower", "upper")}
-        records["items"] = jnp.zeros((R, n_steps), jnp.int32)
-        records["r_hat"] = jnp.full((R, n_steps), jnp.nan)
-        records["divergences"] = jnp.zeros((R, n_steps), jnp.int32)
+        records = _empty_records(R, n_steps, shape[1:])
         available = jnp.ones(targets.shape, bool)
         stop_n = jnp.zeros(shape, jnp.int32)
         refit_keys = jax.vmap(method.refit_key)(keys)
@@ -95,18 +91,7 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool,
             stop_n = jnp.where((stop_n == 0) & stop, t + 1, stop_n)
             if not method.with_replacement:
                 available = available.at[rows, items].set(False)
-            est = loops.estimate
-            records = {
-                "estimate": records["estimate"].at[:, t].set(est.value),
-                "var": records["var"].at[:, t].set(est.var),
-                "lower": records["lower"].at[:, t].set(est.lower),
-                "upper": records["upper"].at[:, t].set(est.upper),
-                "items": records["items"].at[:, t].set(items),
-                "r_hat": records["r_hat"].at[:, t].set(
-                    jnp.where(info.refitted, info.r_hat, jnp.nan)),
-                "divergences": records["divergences"].at[:, t].set(
-                    jnp.where(info.refitted, info.divergences, 0)),
-            }
+            records = _write_records(records, rows, t, loops.estimate, items, info)
             return t + 1, loops, available, stop_n, records, refits, failed
 
         carry = (0, loops, available, stop_n, records, counts, counts)
@@ -114,6 +99,32 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool,
         return records, stop_n, jnp.full(R, t_end, jnp.int32), refits, failed
 
     return jax.jit(over_runs(run, (True, True, True), n_devices))
+
+
+def _empty_records(R: int, n_steps: int, tail: tuple = ()) -> dict[str, Array]:
+    """What a chunk records per run and step (``tail``: a target axis): the estimate,
+    its variance and bounds, the item, and a re-fit's R̂ and divergences there."""
+    records = {name: jnp.zeros((R, n_steps, *tail)) for name in (
+        "estimate", "var", "lower", "upper")}
+    records["items"] = jnp.zeros((R, n_steps), jnp.int32)
+    records["r_hat"] = jnp.full((R, n_steps), jnp.nan)
+    records["divergences"] = jnp.zeros((R, n_steps), jnp.int32)
+    return records
+
+
+def _write_records(records: dict[str, Array], rows: Array, step: Array, est, items: Array,
+                   info, where: Array | bool = True) -> dict[str, Array]:
+    """``records`` with step ``step`` (a step per run, or one for all) of each run set to
+    its estimate ``est``, item and re-fit diagnostics ``info``, where ``where`` holds."""
+    values = {"estimate": est.value, "var": est.var, "lower": est.lower, "upper": est.upper,
+              "items": items, "r_hat": jnp.where(info.refitted, info.r_hat, jnp.nan),
+              "divergences": jnp.where(info.refitted, info.divergences, 0)}
+    out = {}
+    for name, value in values.items():
+        old = records[name][rows, step]
+        keep = jnp.reshape(where, jnp.shape(where) + (1,) * (jnp.ndim(old) - jnp.ndim(where)))
+        out[name] = records[name].at[rows, step].set(jnp.where(keep, value, old))
+    return out
 
 
 DELAY_STREAM = 2**31 - 2  # fold_in of a run's key: the stream of its completion delays
@@ -173,11 +184,7 @@ def _compile_stream_chunk(method: Method, n_steps: int, until_stop: bool, concur
         slots = jnp.arange(n_steps)
         loops = jax.vmap(method.begin)(loops, keys)
         shape = loops.estimate.value.shape
-        records = {name: jnp.zeros((R, n_steps)) for name in (
-            "estimate", "var", "lower", "upper")}
-        records["items"] = jnp.zeros((R, n_steps), jnp.int32)
-        records["r_hat"] = jnp.full((R, n_steps), jnp.nan)
-        records["divergences"] = jnp.zeros((R, n_steps), jnp.int32)
+        records = _empty_records(R, n_steps)
         refit_keys = jax.vmap(method.refit_key)(keys)
         zeros = jnp.zeros(R, jnp.int32)
         carry = dict(
@@ -199,13 +206,15 @@ def _compile_stream_chunk(method: Method, n_steps: int, until_stop: bool, concur
             head = jnp.minimum(c["applied"], n_steps - 1)
             return (c["applied"] < c["drawn"]) & (c["finish"][rows, head] <= c["now"])
 
+        def in_flight(c):  # (R, n_steps): rounds drawn, not applied, not yet finished
+            return ((slots[None, :] >= c["applied"][:, None])
+                    & (slots[None, :] < c["drawn"][:, None])
+                    & (c["finish"] > c["now"][:, None]))
+
         def slot_free(c):
             if batch > 1:
                 return c["drawn"] < c["batch_end"]
-            flying = ((slots[None, :] >= c["applied"][:, None])
-                      & (slots[None, :] < c["drawn"][:, None])
-                      & (c["finish"] > c["now"][:, None]))
-            return jnp.sum(flying, 1) < concurrency
+            return jnp.sum(in_flight(c), 1) < concurrency
 
         def can_draw(c):
             if batch > 1:  # a new batch once the last one is applied
@@ -217,10 +226,7 @@ def _compile_stream_chunk(method: Method, n_steps: int, until_stop: bool, concur
             on = live(c)
             drawable, _ = can_draw(c)
             stuck = on & ~next_ready(c) & ~drawable
-            flying = ((slots[None, :] >= c["applied"][:, None])
-                      & (slots[None, :] < c["drawn"][:, None]))
-            soonest = jnp.min(jnp.where(flying & (c["finish"] > c["now"][:, None]),
-                                        c["finish"], jnp.inf), 1)
+            soonest = jnp.min(jnp.where(in_flight(c), c["finish"], jnp.inf), 1)
             c = {**c, "now": jnp.where(stuck & jnp.isfinite(soonest), soonest, c["now"])}
             # apply the next round where its score is in
             apply = on & next_ready(c)
@@ -234,21 +240,8 @@ def _compile_stream_chunk(method: Method, n_steps: int, until_stop: bool, concur
             new, stop = v_report(new._replace(backend=state))
             loops = pick(apply, new, c["loops"])
             stopping = apply & (c["stop_n"] == 0) & stop
-            est = new.estimate
-            rec = c["records"]
-
-            def put(name, value):
-                return rec[name].at[rows, head].set(jnp.where(apply, value,
-                                                              rec[name][rows, head]))
-
-            records = {
-                "estimate": put("estimate", est.value), "var": put("var", est.var),
-                "lower": put("lower", est.lower), "upper": put("upper", est.upper),
-                "items": put("items", items),
-                "r_hat": put("r_hat", jnp.where(info.refitted, info.r_hat, jnp.nan)),
-                "divergences": put("divergences", jnp.where(info.refitted,
-                                                            info.divergences, 0)),
-            }
+            records = _write_records(c["records"], rows, head, new.estimate, items, info,
+                                     apply)
             c = {**c, "loops": loops, "records": records,
                  "applied": c["applied"] + apply,
                  "stop_n": jnp.where(stopping, n, c["stop_n"]),

@@ -65,11 +65,15 @@ class RunTimes:
             with self._lock:
                 self.waited += time.perf_counter() - began
 
+    def wall_seconds(self) -> float:
+        """The run's wall time so far (a run under way counts up to now)."""
+        return self.wall + (0.0 if self._started is None
+                            else time.perf_counter() - self._started)
+
     def summary(self, n_items: int, level_z: float = 1.959963984540054) -> dict[str, Any]:
         """The run's times (seconds) and the projected time of evaluating all ``n_items``
         items one after another, with its interval (None before two items are timed)."""
-        wall = self.wall + (0.0 if self._started is None
-                            else time.perf_counter() - self._started)
+        wall = self.wall_seconds()
         own = max(wall - self.waited, 0.0)
         n = len(self.item_seconds)
         out: dict[str, Any] = {
@@ -82,7 +86,7 @@ class RunTimes:
         if n >= 2:
             mean = out["item_seconds_mean"]
             var = sum((x - mean) ** 2 for x in self.item_seconds) / (n - 1)
-            fpc = max(1.0 - n / n_items, 0.0) if n <= n_items else 0.0
+            fpc = max(1.0 - n / n_items, 0.0)
             half = level_z * n_items * math.sqrt(var / n * fpc)
             total = n_items * mean
             out.update(full_run_seconds=total, full_run_lower=max(total - half, 0.0),

@@ -526,7 +526,7 @@ def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_pa
         reference = ScoreMatrix((rng.random((6, 30)) < 0.5).astype(float),
                                 [f"m{i}" for i in range(6)],
                                 [f"toy_gen-{k:05d}" for k in range(30)])
-        with Session(reference, "served", "active-pai", max_items=12) as session:
+        with Session(reference, "served", "random", max_items=12) as session:
             session.run(evaluator, batch=6)
     finally:
         server.shutdown()

@@ -183,6 +183,15 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "--method": method, "--epsilon": epsilon, "--max-items": max_items,
             "--seed": seed, "--task": harness[0], "--metric": harness[1],
             "--filter": harness[2]})
+        given = (live or {}).get("concurrency", 1)
+        if given > 1:  # how many run at once is not a setting of the estimate: may change
+            try:
+                refuse_concurrency(given, settings.get("evaluator"), session.method,
+                                   session.several)
+            except BayevalError:
+                session.close()
+                raise
+            settings = {**settings, "concurrency": given}
     else:
         several = targets is not None
         usage = "CMD {target} {item}" if several else "CMD {item}"
@@ -229,9 +238,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
         live = dict(live or {})
         harness_run = kind == EvaluatorKind.lm_eval.value
-        if live.get("concurrency", 1) > 1 and harness_run:
-            raise BayevalError("--concurrency is for --evaluator command or oracle; the "
-                               "harness runs a batch's documents together (--batch)")
+        refuse_concurrency(live.get("concurrency", 1), kind)
         if live.get("output_path") is not None and not harness_run:
             raise BayevalError("--output-path keeps the harness's output: it needs "
                                "--evaluator lm-eval")
@@ -248,22 +255,21 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                                                     else DEFAULT_METHOD))
         if epsilon is not None:
             params["epsilon"] = epsilon
-        if several and not make_method(name, **params).several_targets:
-            raise BayevalError(f"--targets needs a method that evaluates several targets "
-                               f"jointly ({' or '.join(JOINT_METHODS)}); {name!r} "
-                               "evaluates one")
+        if several or settings["concurrency"] > 1:
+            chosen = make_method(name, **params)
+            if several and not chosen.several_targets:
+                raise BayevalError(f"--targets needs a method that evaluates several "
+                                   f"targets jointly ({' or '.join(JOINT_METHODS)}); "
+                                   f"{name!r} evaluates one")
+            refuse_concurrency(settings["concurrency"], kind, chosen, several)
         from bayeval.session import Session
 
-        evaluate_fn = None
         if harness_run:  # the model and the task, loaded (or checked) before any journal
             evaluate_fn = _harness_evaluator(settings, matrix, names[0])
         setup_jax()
         session = Session(ref, names if several else names[0], name, method_params=params,
                           seed=seed, journal=journal, max_items=max_items,
                           reference_source=source, extra=settings)
-        if settings["concurrency"] > 1 and not session._streams:
-            session.close()
-            raise BayevalError(f"--concurrency: {name} evaluates one item at a time")
     with session:
         if evaluate_fn is None:
             evaluate_fn = make_evaluator(settings, matrix, session.target_ids,
@@ -313,6 +319,22 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "harness_launches": _launches(session, evaluate_fn),
             "times": session.times.summary(session.n_items),
         }
+
+
+def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool = False
+                       ) -> None:
+    """``--concurrency K > 1`` needs an evaluator of one item at a time (not the harness,
+    which runs a batch's documents together) and rounds in a draw order: one target,
+    draws without replacement (a one-line error otherwise, before any journal is
+    touched)."""
+    if concurrency <= 1:
+        return
+    if kind == EvaluatorKind.lm_eval.value:
+        raise BayevalError("--concurrency is for --evaluator command or oracle; the "
+                           "harness runs a batch's documents together (--batch)")
+    if method is not None and (several or method.with_replacement):
+        raise BayevalError(f"--concurrency: {method.name} evaluates one item at a time "
+                           f"({'several targets' if several else 'draws with replacement'})")
 
 
 def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
@@ -481,7 +503,7 @@ def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None,
             if s.n_observed - last[0] >= every or s.done:
                 last[0] = s.n_observed
                 err.print(f"evaluating: {s.n_observed}/{total} items, "
-                          f"{s.times.summary(s.n_items)['wall_seconds']:.0f} s, "
+                          f"{s.times.wall_seconds():.0f} s, "
                           f"{status_of(s, item, score)}", highlight=False)
 
         session.run(evaluate_fn, on_step=on_line, **run)
