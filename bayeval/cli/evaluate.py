@@ -317,6 +317,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "failures": failure_summary(session.skipped),
             "items": [item for item, _ in session.observations],
             "harness_launches": _launches(session, evaluate_fn),
+            "evaluator": settings.get("evaluator"),
             "times": session.times.summary(session.n_items),
         }
 
@@ -556,8 +557,9 @@ def _print_result(r: dict[str, Any]) -> None:
         table.add_row("skipped items", r["skipped_items"])
     if r.get("harness_launches") is not None:
         table.add_row("harness runs", f"{r['harness_launches']} (one per batch)")
-    for name, text in time_rows(r.get("times"), r["n_items"]):
-        table.add_row(name, text)
+    if r.get("evaluator") != EvaluatorKind.oracle.value:  # a simulation's times say nothing
+        for name, text in time_rows(r.get("times"), r["n_items"]):
+            table.add_row(name, text)
     table.add_row("stopped by", str(r["stopped"]))
     if r["journal"]:
         table.add_row("journal", r["journal"])
