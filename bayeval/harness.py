@@ -267,10 +267,29 @@ def check_harness_task(args: str | Sequence[str], task: str) -> tuple[Any, Any]:
     know (its own task index, with the options' ``--include_path``), before any launch:
     (the harness's ``EvaluatorConfig`` of ``args``, its ``TaskManager``)."""
     cfg = harness_config(args, task)
+    local = local_task_manager(cfg.include_path, task, cfg.metadata)
+    if local is not None:
+        return cfg, local
     try:
         return cfg, cfg.process_tasks(cfg.metadata)
     except (KeyError, ValueError) as exc:
         raise EvaluationError(_unknown_task(task, cfg.include_path, exc)) from None
+
+
+def local_task_manager(include_path: Any, task: str, metadata: dict | None = None) -> Any:
+    """A ``TaskManager`` that indexes only ``include_path``, not the harness's own thousands
+    of task YAMLs (which take seconds to read at every start), when ``task`` is a plain task
+    there; None otherwise (no path, or a group or tag, whose members may be the harness's
+    tasks), and the full index is needed. A task in ``include_path`` takes precedence over
+    a harness task of the same name in the full index as well, so both read the same
+    YAML."""
+    if not include_path:
+        return None
+    from lm_eval.tasks import TaskManager
+
+    manager = TaskManager(include_path=include_path, include_defaults=False,
+                          metadata=metadata or {})
+    return manager if task in manager.all_subtasks else None
 
 
 class LmEvalInProcess(HarnessEvaluator):
@@ -311,7 +330,8 @@ class LmEvalInProcess(HarnessEvaluator):
         num_fewshot = settings.pop("num_fewshot", None)
         gen_kwargs = settings.pop("gen_kwargs", None)
         build = {k: settings.pop(k, None) for k in ("batch_size", "max_batch_size", "device")}
-        self.tasks = task_manager or TaskManager(
+        self.tasks = task_manager or local_task_manager(
+            None if include_path is None else str(include_path), task) or TaskManager(
             include_path=None if include_path is None else str(include_path))
         self.loaded = self._load_task(task)
         self._seed(seeds)
@@ -379,6 +399,9 @@ class LmEvalInProcess(HarnessEvaluator):
         except (KeyError, ValueError) as exc:
             raise EvaluationError(_unknown_task(task, getattr(self.tasks, "include_path",
                                                               None), exc)) from None
+        except Exception as exc:  # its dataset cannot be read: offline, no access, …
+            raise EvaluationError(f"the harness could not load task {task!r}: "
+                                  f"{type(exc).__name__}: {str(exc)[:160]}") from None
         if not loaded.get("tasks"):
             raise EvaluationError(f"the harness task {task!r} holds no task to run")
         return loaded

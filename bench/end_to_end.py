@@ -12,7 +12,12 @@ the reference models (``--log_samples``); then, per task and repeat, alternating
 * ``in-process``: ``bayeval evaluate --evaluator lm-eval`` (the default route: the model
   and the task loaded once, the chosen documents run in batches) to the ε answer;
 * ``subprocess`` (with ``--subprocess``): the same with ``--lm-eval-mode subprocess``, one
-  ``lm_eval run`` per batch.
+  ``lm_eval run`` per batch;
+* ``server`` (with ``--server 1,4``): the new model behind a local OpenAI-compatible
+  completions server started by the bench (``serve``), reached through the harness's
+  ``local-completions`` model with that many concurrent requests: a full ``lm_eval run``
+  through the server and bayeval's in-process route through it, both against the same
+  running server (its start-up is in neither).
 
 Each bayeval run is a fresh ``bayeval`` process (its start-up and JAX compilation
 counted; the compile cache is warmed by one untimed run first, as a user's second run
@@ -22,12 +27,13 @@ and the ratio to the full run's wall time.
 
 Needs ``pip install -e '.[bench]'`` (torch and transformers)::
 
-    python bench/end_to_end.py --work /tmp/e2e --repeats 3
+    python bench/end_to_end.py --work /tmp/e2e --repeats 3 --subprocess --server 1,4
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -36,6 +42,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -162,6 +169,124 @@ def log_references(models: list[Path], tasks: Path, logs: Path, task: str) -> No
         tracker.save_results_samples(task_name=task, samples=samples[task])
 
 
+def serve(model_path: Path, port: int) -> None:
+    """An OpenAI-compatible ``/v1/completions`` server of one model (what the harness's
+    ``local-completions`` model talks to; greedy only): token-id or text prompts; with
+    ``echo`` and ``logprobs`` it returns every prompt token's log-probability and the
+    greedy token's (the harness's loglikelihood requests), else a greedy continuation of
+    at most ``max_tokens`` tokens cut at the first ``stop`` string. Prints the port, then
+    serves until killed."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import torch
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    tok = PreTrainedTokenizerFast.from_pretrained(str(model_path))
+    model = AutoModelForCausalLM.from_pretrained(str(model_path)).to(DEVICE).eval()
+    lock = threading.Lock()  # one forward pass at a time on the model
+
+    def ids_of(prompt) -> list[int]:
+        return list(prompt) if isinstance(prompt, list) else tok(prompt)["input_ids"]
+
+    def padded(rows: list[list[int]], left: bool) -> tuple:
+        width = max(map(len, rows))
+        pad = [[tok.pad_token_id] * (width - len(r)) for r in rows]
+        ids = [p + r if left else r + p for r, p in zip(rows, pad, strict=True)]
+        mask = [[0] * len(p) + [1] * len(r) if left else [1] * len(r) + [0] * len(p)
+                for r, p in zip(rows, pad, strict=True)]
+        return (torch.tensor(ids, device=DEVICE), torch.tensor(mask, device=DEVICE))
+
+    def logprobs(rows: list[list[int]]) -> list[dict]:
+        ids, mask = padded(rows, left=False)
+        with lock, torch.no_grad():
+            logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(),
+                                     dim=-1)
+        out = []
+        for r, row in enumerate(rows):
+            n = len(row)
+            best = logp[r, :n].max(dim=-1)
+            token_lp = [None] + [float(logp[r, i - 1, row[i]]) for i in range(1, n)]
+            top = [None] + [{tok.convert_ids_to_tokens(int(best.indices[i - 1])):
+                             float(best.values[i - 1])} for i in range(1, n)]
+            token_lp.append(float(best.values[n - 1]))  # the one greedy token asked for
+            top.append({tok.convert_ids_to_tokens(int(best.indices[n - 1])):
+                        float(best.values[n - 1])})
+            out.append({"token_logprobs": token_lp, "top_logprobs": top})
+        return out
+
+    def generate(rows: list[list[int]], max_tokens: int, stop: list[str]) -> list[str]:
+        ids, mask = padded(rows, left=True)
+        with lock, torch.no_grad():
+            new = model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
+                                 max_new_tokens=max_tokens, pad_token_id=tok.pad_token_id,
+                                 eos_token_id=None)[:, ids.shape[1]:]
+        texts = []
+        for row in new.tolist():  # as a server does: up to the end-of-text token
+            end = row.index(tok.eos_token_id) if tok.eos_token_id in row else len(row)
+            text = tok.decode(row[:end])
+            cut = min((text.find(s) for s in stop if s and s in text), default=len(text))
+            texts.append(text[:cut])
+        return texts
+
+    class Completions(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            prompt = body["prompt"]
+            prompts = (prompt if isinstance(prompt, list) and prompt and not
+                       isinstance(prompt[0], int) else [prompt])
+            rows = [ids_of(p) for p in prompts]
+            if body.get("echo") and body.get("logprobs"):
+                choices = [{"index": i, "text": "", "logprobs": lp}
+                           for i, lp in enumerate(logprobs(rows))]
+            else:
+                stop = body.get("stop") or []
+                stop = [stop] if isinstance(stop, str) else list(stop)
+                choices = [{"index": i, "text": t} for i, t in enumerate(
+                    generate(rows, int(body.get("max_tokens", 16)), stop))]
+            data = json.dumps({"choices": choices}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Completions)
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+class Server:
+    """``serve`` in a child process for the duration of a ``with`` block."""
+
+    def __init__(self, model_path: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(model_path)],
+                                     stdout=subprocess.PIPE, text=True,
+                                     env={**os.environ, **OFFLINE})
+        line = self.proc.stdout.readline()
+        if not line.strip().isdigit():
+            self.proc.kill()
+            raise SystemExit("the completions server did not start")
+        self.url = f"http://127.0.0.1:{int(line)}/v1/completions"
+
+    def model_args(self, tokenizer: Path, concurrent: int) -> str:
+        """The harness's ``local-completions`` arguments for this server (its batch size is
+        the harness's ``--batch_size``)."""
+        return (f"model=served,base_url={self.url},tokenizer_backend=huggingface,"
+                f"tokenizer={tokenizer},tokenized_requests=True,"
+                f"num_concurrent={concurrent},max_retries=1")
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
 def timed(argv: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
     began = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
@@ -169,14 +294,29 @@ def timed(argv: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProces
     return time.perf_counter() - began, done
 
 
-def full_run(target: Path, tasks: Path, task: str, work: Path, batch: int) -> tuple[float, float]:
+class Route(NamedTuple):
+    """How the new model is run: the harness's model and its arguments, and for bayeval
+    the ``--lm-eval-mode`` (None: the full run)."""
+
+    name: str
+    model: str
+    model_args: str
+    mode: str | None
+    full: str  # the name of the full run this route is compared with
+
+    def harness_args(self, tasks: Path, batch: int) -> str:
+        device = f" --device {DEVICE}" if self.model == "hf" else ""
+        return (f"--model {self.model} --model_args {self.model_args} --include_path {tasks} "
+                f"--batch_size {batch}{device}")
+
+
+def full_run(route: Route, tasks: Path, task: str, work: Path, batch: int
+             ) -> tuple[float, float]:
     """(wall seconds, score) of one full ``lm_eval run`` of the new model."""
     out = work / "full"
     shutil.rmtree(out, ignore_errors=True)
-    seconds, done = timed([sys.executable, "-m", "lm_eval", "run", "--model", "hf",
-                           "--model_args", f"pretrained={target}", "--tasks", task,
-                           "--include_path", str(tasks), "--batch_size", str(batch),
-                           "--device", DEVICE,
+    seconds, done = timed([sys.executable, "-m", "lm_eval", "run", "--tasks", task,
+                           *route.harness_args(tasks, batch).split(),
                            "--log_samples", "--output_path", str(out)], work)
     if done.returncode != 0:
         raise SystemExit(f"lm_eval failed: {done.stderr[-400:]}")
@@ -186,18 +326,17 @@ def full_run(target: Path, tasks: Path, task: str, work: Path, batch: int) -> tu
     return seconds, float(np.mean([r[metric] for r in records]))
 
 
-def bayeval_run(target: Path, tasks: Path, task: str, logs: Path, work: Path, mode: str,
-                epsilon: float, batch: int, seed: int, harness_batch: int) -> tuple[float, dict]:
-    journal = work / f"run-{mode}-{seed}.jsonl"
+def bayeval_run(route: Route, tasks: Path, task: str, logs: Path, work: Path,
+                epsilon: float, batch: int, seed: int, harness_batch: int
+                ) -> tuple[float, dict]:
+    journal = work / f"run-{route.name}-{seed}.jsonl"
     journal.unlink(missing_ok=True)
     seconds, done = timed([
         sys.executable, "-m", "bayeval.cli", "evaluate", "--reference", f"lm-eval:{logs}",
-        "--task", task, "--evaluator", "lm-eval", "--lm-eval-mode", mode, "--lm-eval-args",
-        f"--model hf --model_args pretrained={target} --include_path {tasks} "
-        f"--batch_size {harness_batch} --device {DEVICE}", "--target", "new",
-        "--epsilon", str(epsilon),
-        "--batch", str(batch), "--seed", str(seed), "--journal", str(journal), "--json",
-        "-q"], work)
+        "--task", task, "--evaluator", "lm-eval", "--lm-eval-mode", route.mode,
+        "--lm-eval-args", route.harness_args(tasks, harness_batch), "--target", "new",
+        "--epsilon", str(epsilon), "--batch", str(batch), "--seed", str(seed),
+        "--journal", str(journal), "--json", "-q"], work)
     if done.returncode != 0:
         raise SystemExit(f"bayeval failed: {done.stderr[-600:]}")
     return seconds, json.loads(done.stdout)
@@ -205,22 +344,37 @@ def bayeval_run(target: Path, tasks: Path, task: str, logs: Path, work: Path, mo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, required=True, help="working folder")
+    parser.add_argument("--work", type=Path, help="working folder (required)")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--references", type=int, default=13)
     parser.add_argument("--epsilon", type=float, default=0.05)
     parser.add_argument("--batch", type=int, default=32, help="bayeval's --batch")
     parser.add_argument("--harness-batch", type=int, default=32, help="the harness's "
                         "--batch_size (the same in every route)")
-    parser.add_argument("--width", type=int, default=256)
-    parser.add_argument("--layers", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=150, help="training steps of the "
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=800, help="training steps of the "
                         "base model")
     parser.add_argument("--subprocess", action="store_true",
                         help="also time --lm-eval-mode subprocess (one repeat)")
+    parser.add_argument("--server", default="",
+                        help="also time the server route (the harness's local-completions "
+                        "model against a local completions server of the new model) at "
+                        "these numbers of concurrent requests, e.g. 1,4")
     parser.add_argument("--tasks", default="e2e_mc,e2e_gen")
     parser.add_argument("--out", type=Path, default=Path("docs/results/end_to_end.md"))
+    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--rewrite", action="store_true", help="only rewrite --out from "
+                        "the rows of its .json (no runs), with the options given")
     args = parser.parse_args()
+    if args.serve:
+        serve(args.serve, 0)
+        return
+    if args.rewrite:
+        write(json.loads(args.out.with_suffix(".json").read_text()), args)
+        return
+    if args.work is None:
+        parser.error("--work is required")
     work = args.work.resolve()
     tasks, tok, models_dir = work / "tasks", work / "tokenizer", work / "models"
     if not (models_dir / f"model-{args.references:02d}").exists():
@@ -233,78 +387,142 @@ def main() -> None:
         train_models(tasks, tok, models_dir, noise, args.width, args.layers, args.steps)
     models = sorted(models_dir.glob("model-*"))
     references, target = models[:-1], models[-1]
-    rows = []
-    for task in args.tasks.split(","):
-        logs = work / f"logs-{task}"
-        if not logs.exists():
-            print(f"logging {len(references)} reference models on {task} …", flush=True)
-            log_references(references, tasks, logs, task)
-        bayeval_run(target, tasks, task, logs, work, "in-process", args.epsilon, args.batch,
-                    99, args.harness_batch)  # warms the compile cache, untimed
-        runs: dict[str, list] = {"full": [], "in-process": [], "subprocess": []}
-        truth = None
-        for rep in range(args.repeats):
-            order = ["full", "in-process"] if rep % 2 == 0 else ["in-process", "full"]
-            if args.subprocess and rep == 0:
-                order.append("subprocess")
-            for route in order:
-                if route == "full":
-                    seconds, truth = full_run(target, tasks, task, work, args.harness_batch)
-                    runs["full"].append((seconds, None))
-                else:
-                    seconds, result = bayeval_run(target, tasks, task, logs, work, route,
-                                                  args.epsilon, args.batch, rep,
-                                                  args.harness_batch)
-                    runs[route].append((seconds, result))
-                print(f"{task} repeat {rep} {route}: {seconds:.1f} s", flush=True)
-        full_median = statistics.median(s for s, _ in runs["full"])
-        for route, done in runs.items():
-            if not done:
-                continue
-            seconds = [s for s, _ in done]
-            row = {"task": task, "route": route, "repeats": len(done),
-                   "wall_median": statistics.median(seconds), "wall_min": min(seconds),
-                   "wall_max": max(seconds),
-                   "ratio_to_full": statistics.median(seconds) / full_median,
-                   "truth": truth}
-            results = [r for _, r in done if r is not None]
-            if results:
-                row.update(
-                    items=statistics.median(r["items_drawn"] for r in results),
-                    n_items=results[0]["n_items"],
-                    covered=sum(r["lower"] <= truth <= r["upper"] for r in results),
-                    width=statistics.median(r["upper"] - r["lower"] for r in results),
-                    estimate=statistics.median(r["estimate"] for r in results),
-                    own_ms_per_item=1e3 * statistics.median(
-                        r["times"]["own_seconds_per_item"] for r in results),
-                    launches=statistics.median(r["harness_launches"] for r in results))
-            rows.append(row)
+    hf = f"pretrained={target}"
+    routes = [Route("full", "hf", hf, None, "full"),
+              Route("in-process", "hf", hf, "in-process", "full")]
+    if args.subprocess:
+        routes.append(Route("subprocess", "hf", hf, "subprocess", "full"))
+    concurrency = [int(c) for c in args.server.split(",") if c]
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(Server(target)) if concurrency else None
+        for c in concurrency:
+            served = server.model_args(tok, c)
+            routes += [Route(f"server full, {c} concurrent", "local-completions", served,
+                             None, f"server full, {c} concurrent"),
+                       Route(f"server, {c} concurrent", "local-completions", served,
+                             "in-process", f"server full, {c} concurrent")]
+        rows = []
+        for task in args.tasks.split(","):
+            rows += time_task(task, routes, target, references, tasks, work, args)
     write(rows, args)
 
 
+def time_task(task: str, routes: list[Route], target: Path, references: list[Path],
+              tasks: Path, work: Path, args: argparse.Namespace) -> list[dict]:
+    """Every route on one task, ``args.repeats`` times (subprocess once), the order of the
+    routes reversed every other repeat."""
+    logs = work / f"logs-{task}"
+    if not logs.exists():
+        print(f"logging {len(references)} reference models on {task} …", flush=True)
+        log_references(references, tasks, logs, task)
+    bayeval_run(routes[1], tasks, task, logs, work, args.epsilon, args.batch, 99,
+                args.harness_batch)  # warms the compile cache, untimed
+    runs: dict[str, list] = {r.name: [] for r in routes}
+    truth: dict[str, float] = {}
+    for rep in range(args.repeats):
+        order = [r for r in routes if r.mode != "subprocess" or rep == 0]
+        for route in order if rep % 2 == 0 else order[::-1]:
+            if route.mode is None:
+                seconds, truth[route.name] = full_run(route, tasks, task, work,
+                                                      args.harness_batch)
+                runs[route.name].append((seconds, None))
+            else:
+                seconds, result = bayeval_run(route, tasks, task, logs, work, args.epsilon,
+                                              args.batch, rep, args.harness_batch)
+                runs[route.name].append((seconds, result))
+            print(f"{task} repeat {rep} {route.name}: {seconds:.1f} s", flush=True)
+    rows = []
+    for route in routes:
+        done = runs[route.name]
+        seconds = [s for s, _ in done]
+        full_median = statistics.median(s for s, _ in runs[route.full])
+        row = {"task": task, "route": route.name, "repeats": len(done),
+               "wall_median": statistics.median(seconds), "wall_min": min(seconds),
+               "wall_max": max(seconds),
+               "ratio_to_full": statistics.median(seconds) / full_median,
+               "truth": truth[route.full]}
+        results = [r for _, r in done if r is not None]
+        if results:
+            row.update(
+                items=statistics.median(r["items_drawn"] for r in results),
+                n_items=results[0]["n_items"],
+                covered=sum(r["lower"] <= row["truth"] <= r["upper"] for r in results),
+                width=statistics.median(r["upper"] - r["lower"] for r in results),
+                estimate=statistics.median(r["estimate"] for r in results),
+                own_ms_per_item=1e3 * statistics.median(
+                    r["times"]["own_seconds_per_item"] for r in results),
+                evaluator_s=statistics.median(r["times"]["evaluator_seconds"]
+                                              for r in results),
+                loop_s=statistics.median(r["times"]["wall_seconds"] for r in results),
+                launches=statistics.median(r["harness_launches"] for r in results))
+        rows.append(row)
+    return rows
+
+
+def harness_index_seconds(repeats: int = 3) -> float:
+    """Median seconds the harness takes to index its own task YAMLs (what ``lm_eval run``
+    does at every start, and bayeval skips for a task under ``--include_path``)."""
+    code = ("import time, lm_eval.tasks as t; s = time.perf_counter(); t.TaskManager(); "
+            "print(time.perf_counter() - s)")
+    times = [float(subprocess.run([sys.executable, "-c", code], capture_output=True,
+                                  text=True, check=True).stdout) for _ in range(repeats)]
+    return statistics.median(times)
+
+
+def where_the_time_goes(rows: list[dict], index_s: float) -> list[str]:
+    """A paragraph per task: how much of the default route's time is its loop, and how
+    much of the full run's is the harness's task index."""
+    text = []
+    for task in dict.fromkeys(r["task"] for r in rows):
+        full = next(r for r in rows if r["task"] == task and r["route"] == "full")
+        ours = next(r for r in rows if r["task"] == task and r["route"] == "in-process")
+        rest = full["wall_median"] - index_s
+        text.append(
+            f"{task}: bayeval's loop (first ask to answer, {ours['items']:.0f} documents) "
+            f"took {ours['loop_s']:.1f} s of its {ours['wall_median']:.1f} s, the harness "
+            f"{ours['evaluator_s']:.1f} s of it; the rest is start-up (Python, JAX, the "
+            "harness's import and the model's load, as in the full run). The full run "
+            f"spends {index_s:.1f} s of its {full['wall_median']:.1f} s indexing the "
+            "harness's own task YAMLs, which bayeval skips for a task found under "
+            f"`--include_path`; without that index the ratio would be "
+            f"{ours['wall_median'] / rest:.2f}.")
+        text.append("")
+    return text
+
+
 def write(rows: list[dict], args: argparse.Namespace) -> None:
+    server = f" --server {args.server}" if args.server else ""
     lines = ["# End to end: time to bayeval's answer against a full harness run", "",
-             f"`python bench/end_to_end.py --work DIR --repeats {args.repeats}"
-             f"{' --subprocess' if args.subprocess else ''}` on this machine "
-             f"({os.cpu_count()} cores), lm-evaluation-harness with `--model hf`, "
-             f"GPT-2-style models of width {args.width} and {args.layers} layers made by the "
-             f"bench (one trained {args.steps} steps, copies with weight noise); "
-             f"{args.references} reference models, ε = {args.epsilon}, bayeval "
-             f"batches of {args.batch}, the harness's batch size {args.harness_batch} "
-             "everywhere. Wall time of each route's whole process (start-up, model load "
-             "and, for bayeval, JAX with a warm compile cache), median [min, max] over "
-             "repeats; items drawn at the stop; the interval's coverage of the full run's "
-             "score over the repeats.", "",
+             f"`python bench/end_to_end.py --work DIR --repeats {args.repeats} --width "
+             f"{args.width} --layers {args.layers} --steps {args.steps}"
+             f"{' --subprocess' if args.subprocess else ''}{server}` on this machine "
+             f"({os.cpu_count()} cores, device {DEVICE}), lm-evaluation-harness with `--model "
+             f"hf` (and `local-completions` against a local completions server of the same "
+             f"model for the server routes), GPT-2-style models of width {args.width} and "
+             f"{args.layers} layers made by the bench (one trained {args.steps} steps, "
+             f"copies with weight noise); {args.references} reference models, "
+             f"ε = {args.epsilon}, bayeval batches of {args.batch}, the harness's batch size "
+             f"{args.harness_batch} everywhere. Wall time of each route's whole process "
+             "(start-up, model load and, for bayeval, JAX with a warm compile cache), "
+             "median [min, max] over repeats, and its ratio to the full run of the same "
+             "model route; items drawn at the stop; the interval's coverage of the full "
+             "run's score over the repeats; of bayeval's run: the loop's wall time (first "
+             "ask to answer, the rest is start-up), the harness's part of it, and bayeval's "
+             "own milliseconds per item.", "",
              "| task | route | wall s, median [range] | × full run | items | width | "
-             "covered | bayeval ms/item | launches |", "|---|---|---|---|---|---|---|---|---|"]
+             "covered | loop s | harness s | bayeval ms/item | launches |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         items = f"{r['items']:.0f}/{r['n_items']}" if "items" in r else "all"
+        covered = f"{r['covered']}/{r['repeats']}" if "covered" in r else "–"
+        nan = float("nan")
         lines.append(
             f"| {r['task']} | {r['route']} | {r['wall_median']:.1f} [{r['wall_min']:.1f}, "
             f"{r['wall_max']:.1f}] | {r['ratio_to_full']:.2f} | {items} | "
-            f"{r.get('width', float('nan')):.3f} | "
-            f"{r.get('covered', '–')}/{r['repeats'] if 'covered' in r else '–'} | "
-            f"{r.get('own_ms_per_item', float('nan')):.0f} | {r.get('launches', '–')} |")
+            f"{r.get('width', nan):.3f} | {covered} | {r.get('loop_s', nan):.1f} | "
+            f"{r.get('evaluator_s', nan):.1f} | {r.get('own_ms_per_item', nan):.0f} | "
+            f"{r.get('launches', '–')} |")
+    lines += ["", *where_the_time_goes(rows, harness_index_seconds())]
     text = "\n".join(lines) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)

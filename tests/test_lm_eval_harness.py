@@ -25,7 +25,7 @@ import pytest
 
 from bayeval.data import read_lm_eval_samples
 from bayeval.data.lm_eval import SubsetRunWarning, harness_samples
-from bayeval.errors import DataError
+from bayeval.errors import DataError, EvaluationError
 
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness (the test extra's lm-eval) "
                                       "is not installed")
@@ -333,6 +333,26 @@ def test_in_process_evaluator_keeps_the_model_and_matches_the_session(workdir, t
         assert {s for _, s in session.observations} <= {0.0, 1.0}
     finally:
         os.chdir(cwd)
+
+
+def test_a_task_of_the_include_path_skips_the_harness_index_and_a_group_does_not(tmp_path):
+    # a plain task found under --include_path is looked up in that folder's index alone
+    # (reading the harness's own thousands of YAMLs takes seconds at every start); a group
+    # there may name the harness's tasks, so it gets the whole index, as `lm_eval run` does,
+    # and a member whose dataset cannot be read (offline) is a one-line error naming it
+    from bayeval.harness import LmEvalInProcess, check_harness_task
+
+    os.environ.update(OFFLINE)
+    for path in FIXTURE.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    (tmp_path / "mixed.yaml").write_text("group: mixed\ntask:\n  - toy_add\n  - arc_easy\n")
+    args = f"--model dummy --include_path {tmp_path}"
+    _, local = check_harness_task(args, TASK)
+    assert sorted(local.all_tasks) == ["mixed", TASK]
+    _, whole = check_harness_task(args, "mixed")
+    assert "arc_easy" in whole.all_tasks and TASK in whole.all_tasks
+    with pytest.raises(EvaluationError, match="could not load task 'mixed'"):
+        LmEvalInProcess("dummy", "mixed", task_manager=whole)
 
 
 def _in_process_fails(folder: Path, capsys, *args: str) -> tuple[int, str]:
