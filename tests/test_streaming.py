@@ -38,7 +38,7 @@ def _enumerate(method, reference: ScoreMatrix, scores: np.ndarray, concurrency: 
 
     def apply(loop, item, q, design, applied, prob):
         """Add the round's θ̂ to E[θ̂_applied] and record it."""
-        theta = round_estimate(loop.estimator, loop.prediction, jnp.int32(item),
+        theta = round_estimate(loop.estimator.inner, loop.prediction, jnp.int32(item),
                                jnp.float64(scores[item]), jnp.float64(q))
         expected[applied] += prob * float(theta)
         return method.step(loop, np.int32(item), np.float64(scores[item]), _draw(q, design),

@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
+import jax.numpy as jnp
+
 from bayeval.estimators.interval import gaussian_bounds
 from bayeval.types import Array, Estimate, Prediction, State
 
@@ -50,7 +52,8 @@ class Estimator(NamedTuple):
     -> number``, computed when an item is drawn from ``probabilities`` (the (N,)
     distribution of that draw, 0 on unavailable items) and handed back as ``draw.design``
     (None: the estimator reads only ``draw.q``); ``without_replacement``: whether it is
-    valid only for draws without replacement (METHODS.md §9)."""
+    valid only for draws without replacement (METHODS.md §9); ``exact_when_complete``:
+    whether it is wrapped by :func:`exact_when_complete` (every Method's is)."""
 
     name: str
     init: Callable[[int], State]
@@ -59,6 +62,48 @@ class Estimator(NamedTuple):
     needs_probabilities: bool = False
     design: Callable[[Prediction, Array], Array] | None = None
     without_replacement: bool = False
+    exact_when_complete: bool = False
+
+
+class CompleteState(NamedTuple):
+    """:func:`exact_when_complete`'s state: the wrapped estimator's, which items have
+    been scored, and the sum of their scores (each item's first)."""
+
+    inner: State
+    seen: Array
+    total: Array
+
+
+def exact_when_complete(estimator: Estimator) -> Estimator:
+    """``estimator``, except once every item has been scored: then the score is known,
+    and the estimate is the mean of the items' scores with a zero-width interval (with
+    repeated draws an item's score is its first; a score is a property of the item). Any
+    estimator's interval covers R with at least its coverage, and at n = N it covers it
+    exactly."""
+    if estimator.exact_when_complete:
+        return estimator
+
+    def init(n_items: int) -> CompleteState:
+        return CompleteState(estimator.init(n_items), jnp.zeros(n_items, bool),
+                             jnp.zeros((), jnp.float64))
+
+    def update(state: CompleteState, prediction: Prediction, item: Array, score: Array,
+               draw: Draw) -> CompleteState:
+        new = ~state.seen[item]
+        return CompleteState(estimator.update(state.inner, prediction, item, score, draw),
+                             state.seen.at[item].set(True),
+                             state.total + jnp.where(new, jnp.asarray(score, jnp.float64),
+                                                     0.0))
+
+    def estimate(state: CompleteState, prediction: Prediction, z: float) -> Estimate:
+        inner = estimator.estimate(state.inner, prediction, z)
+        done = jnp.all(state.seen)
+        mean = state.total / state.seen.shape[-1]
+        exact = (mean, jnp.zeros_like(mean), mean, mean)
+        return Estimate(*(jnp.where(done, e, x) for e, x in zip(exact, inner, strict=True)))
+
+    return estimator._replace(init=init, update=update, estimate=estimate,
+                              exact_when_complete=True)
 
 
 def gaussian_estimate(value: Array, var: Array, z: float) -> Estimate:
@@ -88,4 +133,5 @@ def posterior() -> Estimator:
     return Estimator("posterior", _no_state, _unchanged, estimate)
 
 
-__all__ = ["Draw", "Estimate", "Estimator", "gaussian_estimate", "posterior"]
+__all__ = ["CompleteState", "Draw", "Estimate", "Estimator", "exact_when_complete",
+           "gaussian_estimate", "posterior"]

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from bayeval.acquisition.base import Rule
 from bayeval.acquisition.policies import Policy, as_policy, drawn_probabilities
 from bayeval.errors import BayevalError
-from bayeval.estimators.base import Draw, Estimator, posterior
+from bayeval.estimators.base import Draw, Estimator, exact_when_complete, posterior
 from bayeval.estimators.interval import z_value
 from bayeval.inference.base import Backend, advance
 from bayeval.precision import require_float64
@@ -88,6 +88,7 @@ class Method:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "policy", as_policy(self.policy))
+        object.__setattr__(self, "estimator", exact_when_complete(self.estimator))
         z_value(self.level)  # validates the level
         if self.estimator.needs_probabilities and self.policy.name in ("argmax", "custom"):
             raise BayevalError(
