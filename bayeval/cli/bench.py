@@ -22,6 +22,7 @@ from bayeval.cli.common import (
     progress_bar,
     setup_jax,
 )
+from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
 
@@ -106,7 +107,7 @@ ReferenceFractionOption = Annotated[float, typer.Option(
 SplitSeedOption = Annotated[int, typer.Option(help="Seed of the target draw.")]
 
 
-@bench_app.command("estimation")
+@bench_app.command("estimation", cls=CheckedCommand)
 def bench_estimation(
     datasets: DatasetsOption = "ifeval",
     reference: BenchReferenceOption = None,
@@ -161,7 +162,7 @@ def bench_estimation(
               "report.md")
 
 
-@bench_app.command("inference")
+@bench_app.command("inference", cls=CheckedCommand)
 def bench_inference(
     dataset: Annotated[str, typer.Option(callback=bundled_names,
                                          help="Bundled dataset.")] = "ifeval",
@@ -209,7 +210,7 @@ def bench_inference(
               "report.md")
 
 
-@bench_app.command("multitarget")
+@bench_app.command("multitarget", cls=CheckedCommand)
 def bench_multitarget(
     datasets: DatasetsOption = "ifeval",
     reference: BenchReferenceOption = None,
@@ -273,7 +274,7 @@ def bench_multitarget(
               "multitarget.png, report.md")
 
 
-@bench_app.command("selection")
+@bench_app.command("selection", cls=CheckedCommand)
 def bench_selection(
     datasets: AllDatasetsOption = "all",
     reference: BenchReferenceOption = None,
@@ -367,7 +368,7 @@ def bench_selection(
     err.print(f"wrote {out}/accuracy.csv, selection.png, top_m.png, report.md")
 
 
-@bench_app.command("coverage")
+@bench_app.command("coverage", cls=CheckedCommand)
 def bench_coverage(
     suite: Annotated[str, typer.Option(
         callback=bundled_names,
@@ -440,7 +441,7 @@ def bench_coverage(
     err.print(f"wrote {out}/results.csv, report.md, coverage.png")
 
 
-@bench_app.command("compression")
+@bench_app.command("compression", cls=CheckedCommand)
 def bench_compression(
     datasets: AllDatasetsOption = "all",
     reference: BenchReferenceOption = None,
@@ -480,7 +481,7 @@ def bench_compression(
     err.print(f"wrote {out}/results.csv, mince.csv, error_tails.png, report.md")
 
 
-@bench_app.command("validity")
+@bench_app.command("validity", cls=CheckedCommand)
 def bench_validity(
     datasets: DatasetsOption = "ifeval",
     reference: BenchReferenceOption = None,

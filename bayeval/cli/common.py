@@ -347,24 +347,6 @@ def max_failures(settings: dict[str, Any]) -> int | None:
     return FAILURES_IN_A_ROW if live else None
 
 
-def check_options(*, epsilon: float | None = None, max_items: int | None = None,
-                  seed: int | None = None, timeout: float | None = None,
-                  retries: int | None = None) -> None:
-    """Refuse out-of-range option values in one line before any work starts."""
-    import math
-
-    if epsilon is not None and not (math.isfinite(epsilon) and 0 < epsilon <= 1):
-        raise BayevalError(f"--epsilon must be a width in (0, 1], got {epsilon:g}")
-    if max_items is not None and max_items < 1:
-        raise BayevalError(f"--max-items must be ≥ 1, got {max_items}")
-    if seed is not None and seed < 0:
-        raise BayevalError(f"--seed must be ≥ 0, got {seed}")
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise BayevalError(f"--timeout must be a positive number of seconds, got {timeout:g}")
-    if retries is not None and retries < 0:
-        raise BayevalError(f"--retries must be ≥ 0, got {retries}")
-
-
 def check_output(path: Path | None, flag: str, folder: bool = False) -> None:
     """Refuse, before any work, an output that cannot be written: a file path that is a
     folder or lies in a missing folder, a folder path that is a file, an unwritable place."""

@@ -23,6 +23,7 @@ from bayeval.cli.common import (
     out,
     working,
 )
+from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
 
@@ -34,7 +35,7 @@ class CompressionMethod(StrEnum):
     stratified = "stratified"
 
 
-@app.command()
+@app.command(cls=CheckedCommand)
 def compress(
     method: Annotated[CompressionMethod, typer.Option(
         help="bestrand: best of C random candidates by probe imbalance; mince: size by "

@@ -9,9 +9,10 @@ from bayeval.cli.common import (
     app,
     out,
 )
+from bayeval.cli.numbers import CheckedCommand
 
 
-@app.command()
+@app.command(cls=CheckedCommand)
 def datasets() -> None:
     """List the bundled real score matrices with their shapes, source and metric."""
     from bayeval.data import list_datasets, load_dataset

@@ -19,7 +19,6 @@ from bayeval.cli.common import (
     ReferenceOption,
     TaskOption,
     app,
-    check_options,
     check_output,
     fail,
     fresh_source,
@@ -27,10 +26,11 @@ from bayeval.cli.common import (
     setup_jax,
     working,
 )
+from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
 
-@app.command()
+@app.command(cls=CheckedCommand)
 def diagnose(
     dataset: Annotated[str | None, typer.Option(
         help=f"Bundled dataset (see `bayeval datasets`). Default: {DEFAULT_DATASET}.")
@@ -60,17 +60,6 @@ def diagnose(
     """Run a model's MCMC (NUTS) for a held-out target given a coreset of its items and
     print the diagnostics: R-hat, bulk and tail ESS per variable, divergences, energy BFMI,
     time, and the estimate against the true score."""
-    for ok, message in ((chains >= 2, f"--chains must be ≥ 2 (R-hat compares chains), "
-                                      f"got {chains}"),
-                        (warmup >= 0, f"--warmup must be ≥ 0, got {warmup}"),
-                        (samples >= 4, f"--samples must be ≥ 4 per chain, got {samples}"),
-                        (rows >= 1, f"--rows must be ≥ 1, got {rows}")):
-        if not ok:  # before JAX loads and before any work
-            raise fail(message)
-    try:
-        check_options(seed=seed)
-    except BayevalError as exc:
-        raise fail(str(exc)) from None
     try:
         check_output(plot, "--plot", folder=True)  # before the NUTS run, not after
         # a missing file: before JAX loads

@@ -10,10 +10,11 @@ from typing import Annotated
 import typer
 
 from bayeval.cli.common import FilterOption, MetricOption, app, fail, field_table, out
+from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
 
-@app.command()
+@app.command(cls=CheckedCommand)
 def estimate(
     subset: Annotated[Path, typer.Option(
         help="The subset file `bayeval compress` wrote.")],
@@ -34,8 +35,6 @@ def estimate(
     interval, or its weighted mean (stratified, kmeans) with an empirical interval from
     the models held out when the subset was built."""
     try:
-        if not 0 < level < 1:
-            raise BayevalError(f"--level must be in (0, 1), got {level:g}")
         if not subset.is_file():
             raise BayevalError(f"--subset {subset}: no such file")
         if not samples.is_dir():

@@ -30,7 +30,6 @@ from bayeval.cli.common import (
     TaskOption,
     TimeoutOption,
     app,
-    check_options,
     comma_list,
     err,
     evaluation_errors,
@@ -45,11 +44,12 @@ from bayeval.cli.common import (
     resume_from,
     setup_jax,
 )
+from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError, EvaluationError
 from bayeval.experiments.metrics import covers
 
 
-@app.command()
+@app.command(cls=CheckedCommand)
 def evaluate(
     dataset: Annotated[str | None, typer.Option(
         help="Bundled dataset to use as reference (see `bayeval datasets`). "
@@ -137,12 +137,6 @@ def evaluate(
     items were used.
     """
     with evaluation_errors():
-        check_options(epsilon=epsilon, max_items=max_items, seed=seed, timeout=timeout,
-                      retries=retries)
-        if batch is not None and batch < 1:
-            raise BayevalError(f"--batch must be ≥ 1, got {batch}")
-        if concurrency < 1:
-            raise BayevalError(f"--concurrency must be ≥ 1, got {concurrency}")
         if concurrency > 1 and batch is not None and batch > 1:
             raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
                                "all its items; concurrency draws as each one finishes)")

@@ -25,7 +25,6 @@ from bayeval.cli.common import (
     TaskOption,
     TimeoutOption,
     app,
-    check_options,
     command_evaluator,
     evaluation_errors,
     evaluator_kind,
@@ -36,6 +35,7 @@ from bayeval.cli.common import (
     progress_bar,
     resume_session,
 )
+from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
 
@@ -57,7 +57,7 @@ def _parse_budget(text: str, n_pairs: int) -> int:
                            "(e.g. 12%) or a number of evaluations") from None
 
 
-@app.command()
+@app.command(cls=CheckedCommand)
 def select(
     dataset: Annotated[str | None, typer.Option(
         help="Bundled dataset whose models and items to use (see `bayeval datasets`); with "
@@ -112,7 +112,6 @@ def select(
     and print the ranking, the evaluations used and whether the true best was found.
     """
     with evaluation_errors():
-        check_options(seed=seed, timeout=timeout, retries=retries)
         result = _select(dataset, reference, models, items, budget, evaluator, command,
                          timeout, retries, seed, journal, resume, quiet, history,
                          (task, metric, filter_name), history_method)
