@@ -43,6 +43,7 @@ from bayeval.data.lm_eval import (
 from bayeval.data.matrix import validate_score
 from bayeval.errors import DataError, EvaluationError
 from bayeval.evaluators import ChildProcesses
+from bayeval.files import write_file
 
 # options bayeval sets on every launch; a user's --lm-eval-args must not set them
 RESERVED = ("--tasks", "--samples", "-E", "--output_path", "-o", "--log_samples", "-s",
@@ -471,9 +472,7 @@ class LmEvalInProcess(HarnessEvaluator):
                                     "effective": n} for k, n in self._logged.items()}
         summary["bayeval"] = {"note": "documents chosen by bayeval; a partial run"}
         path = folder / f"results_{self._tracker.date_id}.json"
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(summary, indent=2, default=handle_non_serializable))
-        tmp.replace(path)
+        write_file(path, json.dumps(summary, indent=2, default=handle_non_serializable))
 
 
 def _configure_task(task: Any, num_fewshot: int | None, gen_kwargs: Any,

@@ -54,6 +54,7 @@ from bayeval.errors import (
 )
 from bayeval.estimators.base import Draw
 from bayeval.estimators.interval import clip_interval
+from bayeval.files import is_regular_or_absent, write_file
 from bayeval.methods import Method, make_method
 from bayeval.timing import RunTimes
 
@@ -75,19 +76,6 @@ class JournalWarning(UserWarning):
 class RefitWarning(UserWarning):
     """A backend's hyperparameter re-fit failed; the session went on with the previous
     hyperparameters (:attr:`Session.refits` lists every re-fit)."""
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class JournalFile:
@@ -169,6 +157,14 @@ class JournalFile:
         a run yet, and must be a file path in an existing folder."""
         if journal is None:
             return
+        path = self._check_new_journal(journal)
+        try:
+            self._write_header(path)
+        except OSError as exc:
+            raise JournalError(f"journal {path}: cannot write it ({exc.strerror})") from None
+
+    def _check_new_journal(self, journal: str | os.PathLike) -> Path:
+        """Refuse, before anything is written, a path that cannot begin a new journal."""
         path = Path(journal)
         if path.is_dir():
             raise JournalError(f"journal {path} is a folder; give a file path, e.g. "
@@ -176,23 +172,17 @@ class JournalFile:
         if not path.parent.is_dir():
             what = "is a file, not a folder" if path.parent.exists() else "does not exist"
             raise JournalError(f"journal {path}: {path.parent} {what}")
+        if not is_regular_or_absent(path):
+            raise JournalError(f"journal {path}: not a regular file (a journal is read back "
+                               "by --resume); give a file path")
         if path.exists() and path.stat().st_size > 0:
             raise JournalError(f"journal {path} already exists; continue it with "
                                f"{type(self).__name__}.resume / --resume, or choose another "
                                "path")
-        try:
-            self._write_header(path)
-        except OSError as exc:
-            raise JournalError(f"journal {path}: cannot write it ({exc.strerror})") from None
+        return path
 
     def _write_header(self, path: Path) -> None:
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(self._header()) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path)
+        write_file(path, json.dumps(self._header()) + "\n", durable=True)
         self._open_journal(path)
 
     def _open_journal(self, path: Path) -> None:

@@ -337,7 +337,6 @@ def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
     is allowed only while it holds no score (the run failed before any, e.g. on a wrong
     model path); the options are checked by the harness's parser first, and the journal's
     header is rewritten atomically."""
-    import os
 
     from bayeval.harness import harness_config
     from bayeval.session import Session
@@ -355,6 +354,8 @@ def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
         raise BayevalError(str(exc)) from None
     import fcntl
 
+    from bayeval.files import write_file
+
     header["extra"] = {**settings, "lm_eval_args": lm_eval_args}
     with open(journal, "ab") as held:  # one writer: not while another session runs it
         try:
@@ -362,11 +363,8 @@ def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
         except OSError:
             raise BayevalError(f"journal {journal} is in use by another session") from None
         lines = journal.read_bytes().split(b"\n")
-        tmp = journal.with_name(journal.name + ".tmp")
-        tmp.write_bytes(b"\n".join([json.dumps(header).encode(), *lines[1:]]))
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, journal)
+        write_file(journal, b"\n".join([json.dumps(header).encode(), *lines[1:]]),
+                   durable=True)
 
 
 def _harness_evaluator(settings: dict[str, Any], matrix, target: str):

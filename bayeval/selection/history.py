@@ -52,6 +52,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeval.errors import DataError, JournalError
+from bayeval.files import write_file
 from bayeval.inference.factor_laplace import item_probabilities, rank_one_update
 from bayeval.models.factor import CrossValidation, cross_validate, factor_prior, fit_factors
 from bayeval.selection.design import (
@@ -252,9 +253,7 @@ def save_history(history: History | None, journal: Path,
     np.savez(buffer, **parts)
     data = buffer.getvalue()
     try:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_file(path, data)
     except OSError as exc:
         raise JournalError(f"history file {path}: cannot write it ({exc.strerror})") from None
     return {"file": path.name, "sha256": hashlib.sha256(data).hexdigest()}

@@ -95,6 +95,7 @@ class SelectionSession(PairJournal):
         self._setup([str(m) for m in models], [str(i) for i in items], int(budget), int(seed),
                     dict(extra or {}), history, weights)
         if (history is not None or weights is not None) and journal is not None:
+            self._check_new_journal(journal)  # before its history file is written
             self._history_file = save_history(history, Path(journal), self.weights)
         self._start_journal(journal)
 

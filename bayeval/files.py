@@ -1,0 +1,70 @@
+"""Writing the files bayeval is told to write (a subset, a journal's header, a history
+file, the harness's results): whole or not at all where the target is a regular file,
+and never by replacing something that is not one.
+
+A regular file (or a path that does not exist yet) is written to a temporary file beside
+it and moved over it with ``os.replace``, so that a crash or a full disk leaves the old
+file or the new one, and never a part; the temporary file is removed when the write
+fails. Through a symbolic link, the file it points to is replaced and the link kept. A
+device or a pipe (``/dev/stdout``, a FIFO) cannot be replaced, and replacing it would
+turn ``/dev/null`` into a regular file: it is written directly.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+
+def is_regular_or_absent(path: str | os.PathLike) -> bool:
+    """Whether ``path`` (followed through links) is a regular file or does not exist."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+
+
+def fsync_folder(path: Path) -> None:
+    """Make a rename in ``path``'s folder durable (where the system allows it)."""
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_file(path: str | os.PathLike, data: bytes | str, *, durable: bool = False) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` as the module docstring says;
+    ``durable``: fsync the data and the rename before returning. Returns the path
+    written (a link's target). An OSError (no space, no permission) propagates after the
+    temporary file is removed."""
+    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    path = Path(path)
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if not is_regular_or_absent(target):  # a device or a pipe: written as it is
+        with open(target, "wb") as fh:
+            fh.write(raw)
+        return target
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(raw)
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    if durable:
+        fsync_folder(target)
+    return target
+
+
+__all__ = ["fsync_folder", "is_regular_or_absent", "write_file"]
