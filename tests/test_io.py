@@ -68,6 +68,14 @@ def test_non_numeric_cell(tmp_path):
         read_csv(p)
 
 
+@pytest.mark.parametrize("cell", ["١", "0.0_1", "１", "0x1"])
+def test_a_cell_is_a_number_only_in_ascii_decimal(tmp_path, cell):
+    # Python's float() reads '١' (Arabic-Indic one), '１' (full width) and '0.0_1'
+    p = _write(tmp_path / "u.csv", f"model,a,b\nm1,1,0\nm2,1,{cell}\n")
+    with pytest.raises(DataError, match=rf"u.csv line 3, item 'b': '{cell}' is not a number"):
+        read_csv(p)
+
+
 def test_missing_markers_and_booleans(tmp_path):
     p = _write(tmp_path / "m.csv", "model,a,b,c\nm1,,NA,true\nm2,nan,1,False\n")
     m = read_csv(p)

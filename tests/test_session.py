@@ -251,6 +251,9 @@ def test_command_evaluator(tmp_path):
         ("echo not-a-number", r"command answered: 'not-a-number' is not a number"),
         ("echo 7", r"score 7 outside \[0, 1\]"),
         ("echo nan", r"finite number in \[0, 1\] is required"),
+        # Python's float() reads other scripts' digits and underscores: not scores
+        ("echo ١", r"command answered: '١' is not a number"),
+        ("echo 0.0_1", r"command answered: '0.0_1' is not a number"),
         ("true", "command printed nothing"),
         ("sleep 5", r"timed out after 0.2s"),
     ]

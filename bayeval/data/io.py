@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from bayeval.data.matrix import Kind, ScoreMatrix, number_repeated_ids
+from bayeval.data.matrix import Kind, ScoreMatrix, number_from_text, number_repeated_ids
 from bayeval.errors import DataError
 
 Layout = Literal["wide", "long"]
@@ -61,10 +61,7 @@ def parse_score(value: object, where: str) -> float:
         return math.nan
     if text.lower() in ("true", "false"):
         return 1.0 if text.lower() == "true" else 0.0
-    try:
-        return float(text)
-    except ValueError:
-        raise DataError(f"{where}: {text[:40]!r} is not a number") from None
+    return number_from_text(text, where)
 
 
 def _one_line(exc: BaseException, limit: int = 120) -> str:

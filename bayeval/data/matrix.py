@@ -8,6 +8,7 @@ model ids, the item ids and the kind of score (``binary`` for {0, 1}, ``continuo
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -54,14 +55,25 @@ def number_repeated_ids(ids) -> list[str]:
     return out
 
 
+# a number as text: ASCII digits in decimal or exponent notation, or nan / inf (Python's
+# float() also reads other scripts' digits, '١' = 1, and underscores, '0.0_1' = 0.01)
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?(nan|inf|infinity)",
+                     re.IGNORECASE | re.ASCII)
+
+
+def number_from_text(text: str, where: str) -> float:
+    """``text`` (stripped) as a float if it is written as a number in ASCII; a one-line
+    ``DataError`` naming ``where`` otherwise."""
+    text = text.strip()
+    if not _NUMBER.fullmatch(text):
+        raise DataError(f"{where}: {text[:40]!r} is not a number")
+    return float(text)
+
+
 def validate_score(value: object, where: str) -> float:
     """A single score as a float in [0, 1]; ``DataError`` naming ``where`` otherwise."""
     if isinstance(value, str):
-        text = value.strip()
-        try:
-            value = float(text)
-        except ValueError:
-            raise DataError(f"{where}: {text[:40]!r} is not a number") from None
+        value = number_from_text(value, where)
     try:
         score = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):  # e.g. an integer of 400 digits
