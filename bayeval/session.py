@@ -103,6 +103,24 @@ class JournalFile:
         }
 
     @staticmethod
+    def _check_header(path: Path, header: dict[str, Any]) -> None:
+        """Refuse in one line a header that is not an evaluation's, or lacks a field."""
+        if "reference" not in header and "models" in header:
+            raise JournalError(f"journal {path} is a model selection's, not an evaluation's: "
+                               f"continue it with bayeval select --resume --journal {path}")
+        need = {"reference": ("name", "shape", "fingerprint"), "method": ("name", "params"),
+                "seed": ()}
+        for field, parts in need.items():
+            if field not in header:
+                raise JournalError(f"journal {path} line 1: header lacks field {field!r}")
+            for part in parts:
+                if not isinstance(header[field], dict) or part not in header[field]:
+                    raise JournalError(f"journal {path} line 1: header lacks field "
+                                       f"'{field}.{part}'")
+        if "target" not in header and "targets" not in header:
+            raise JournalError(f"journal {path} line 1: header lacks field 'target'")
+
+    @staticmethod
     def _resume_reference(path: Path, header: dict[str, Any],
                           reference: ScoreMatrix | None) -> ScoreMatrix:
         """The reference matrix to resume with: ``reference`` or the one the header's
@@ -502,6 +520,7 @@ class Session(JournalFile):
         """
         path = Path(path)
         header, events, note, whole = cls.read_journal(path)
+        cls._check_header(path, header)
         reference = cls._resume_reference(path, header, reference)
         session = cls.__new__(cls)
         m = header["method"]

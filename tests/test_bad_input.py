@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from bayeval.cli import main
+from bayeval.selection.session import METHOD_NAME as SELECTION_METHOD
 from bayeval.session import Session
 
 USAGE = 2
@@ -90,6 +91,15 @@ CASES = [
      "journal {tmp}/none.jsonl: no such file"),
     ("journal with a corrupt header", ["evaluate", "--journal", "{tmp}/corrupt.jsonl",
                                        "--resume"], "line 1: corrupt header"),
+    ("journal header without its reference", ["evaluate", "--journal", "{tmp}/noref.jsonl",
+                                              "--resume"],
+     "{tmp}/noref.jsonl line 1: header lacks field 'reference'"),
+    ("a selection's journal resumed as an evaluation", [
+        "evaluate", "--journal", "{tmp}/sel.jsonl", "--resume"],
+     "is a model selection's, not an evaluation's: continue it with bayeval select --resume"),
+    ("an evaluation's journal resumed as a selection", [
+        "select", "--journal", "{tmp}/good.jsonl", "--resume"],
+     "continue it with bayeval evaluate --resume --journal {tmp}/good.jsonl"),
     ("resume given settings again", ["evaluate", "--journal", "{tmp}/good.jsonl", "--resume",
                                      "--method", "random"],
      "--resume reads the settings from {tmp}/good.jsonl; drop --method"),
@@ -221,6 +231,13 @@ def _files(tmp: Path) -> None:
                  journal=tmp / "good.jsonl") as session:
         for item in session.ask(1):
             session.tell(item, 1.0)
+    header = json.loads((tmp / "good.jsonl").read_text().splitlines()[0])
+    (tmp / "noref.jsonl").write_text(json.dumps({k: v for k, v in header.items()
+                                                 if k != "reference"}) + "\n")
+    (tmp / "sel.jsonl").write_text(json.dumps({
+        "format": header["format"], "version": header["version"],
+        "method": {"name": SELECTION_METHOD, "budget": 4}, "models": ["a", "b"],
+        "items": ["i0", "i1"], "seed": 0, "extra": {}}) + "\n")
 
 
 def _snapshot(tmp: Path) -> dict[str, bytes | None]:

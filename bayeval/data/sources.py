@@ -19,7 +19,8 @@ def load_source_matrix(source: dict[str, Any] | None,
     """The whole matrix a journal header's ``source`` names (held-out models included)."""
     if not source:
         raise JournalError(f"journal {journal}: the header does not say how to load the "
-                           "reference matrix; pass it to Session.resume(reference=...)")
+                           "reference matrix (a run begun in Python on a matrix of its own); "
+                           "resume it in Python: Session.resume(path, reference=matrix)")
     if "dataset" in source:
         return load_dataset(source["dataset"])
     if "path" in source:

@@ -170,9 +170,13 @@ class SelectionSession(PairJournal):
         """Rebuild a selection session from its journal and keep appending to it."""
         path = Path(path)
         header, events, note, whole = cls.read_journal(path)
-        if header.get("method", {}).get("name") != METHOD_NAME:
+        method = header.get("method")
+        if not isinstance(method, dict) or method.get("name") != METHOD_NAME:
+            what = method.get("name") if isinstance(method, dict) else None
+            hint = (f": continue it with bayeval evaluate --resume --journal {path}"
+                    if "reference" in header else "")
             raise JournalError(f"journal {path} is not a model selection (it records "
-                               f"{header.get('method', {}).get('name')!r})")
+                               f"{what!r}){hint}")
         session = cls.__new__(cls)
         record = header.get("method", {}).get("history")
         history, weights = load_history(path, record) if record else (None, None)
