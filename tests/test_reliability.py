@@ -350,6 +350,8 @@ def test_no_evaluator_process_outlives_bayeval(tmp_path, how):
         proc.kill()
     if how != "SIGKILL":
         assert proc.returncode == 130 and "Traceback" not in err, err
+        # the line says how to continue the run
+        assert f"continue with: bayeval evaluate --resume --journal {journal}" in err, err
     deadline = time.time() + 10
     while _count(f"sleep {marker}") and time.time() < deadline:
         time.sleep(0.1)

@@ -114,9 +114,27 @@ def evaluation_errors() -> Iterator[None]:
         raise fail(str(exc), EXIT_EVALUATION) from None
     except BayevalError as exc:
         raise fail(str(exc)) from None
-    except KeyboardInterrupt:
-        err.print("interrupted")
+    except KeyboardInterrupt as exc:
+        notes = getattr(exc, "__notes__", [])
+        err.print(f"interrupted{f'; continue with: {notes[-1]}' if notes else ''}",
+                  highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(130) from None
+
+
+@contextlib.contextmanager
+def resumable(session: Any, command: str) -> Iterator[Any]:
+    """``with session``, and on Ctrl-C or SIGTERM a note on the interruption of the
+    command that continues the run (:func:`evaluation_errors` prints it)."""
+    import shlex
+
+    try:
+        with session:
+            yield session
+    except KeyboardInterrupt as exc:
+        if session.journal_path is not None:
+            exc.add_note(f"bayeval {command} --resume --journal "
+                         f"{shlex.quote(str(session.journal_path))}")
+        raise
 
 
 def comma_list(text: str) -> list[str]:

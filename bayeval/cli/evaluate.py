@@ -41,6 +41,7 @@ from bayeval.cli.common import (
     max_failures,
     out,
     progress_bar,
+    resumable,
     resume_from,
     setup_jax,
 )
@@ -264,7 +265,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         session = Session(ref, names if several else names[0], name, method_params=params,
                           seed=seed, journal=journal, max_items=max_items,
                           reference_source=source, extra=settings)
-    with session:
+    with resumable(session, "evaluate"):
         if evaluate_fn is None:
             evaluate_fn = make_evaluator(settings, matrix, session.target_ids,
                                          session.several)

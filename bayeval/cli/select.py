@@ -33,6 +33,7 @@ from bayeval.cli.common import (
     max_failures,
     out,
     progress_bar,
+    resumable,
     resume_session,
 )
 from bayeval.cli.numbers import CheckedCommand
@@ -232,7 +233,7 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         session = SelectionSession(names, item_ids, n, seed=0 if seed is None else seed,
                                    journal=journal, extra=settings, history=fitted,
                                    weights=weights)
-    with session:
+    with resumable(session, "select"):
         if settings["evaluator"] == EvaluatorKind.command.value:
             runner = command_evaluator(settings["command"], settings["timeout"],
                                        settings["retries"])
