@@ -363,3 +363,21 @@ def test_no_evaluator_process_outlives_bayeval(tmp_path, how):
 def _count(pattern: str) -> int:
     found = subprocess.run(["pgrep", "-f", "-x", pattern], capture_output=True, text=True)
     return len(found.stdout.split())
+
+
+def test_output_to_an_ascii_terminal_or_a_full_device_is_no_traceback(tmp_path):
+    # an ASCII-only encoding shows '≥' as an escape; a full device (/dev/full) is a
+    # one-line error with exit status 1, not an OSError traceback
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    done = subprocess.run([sys.executable, "-m", "bayeval.cli", "evaluate", "--max-items",
+                           "0"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "0 is not \\u2265 1" in done.stderr
+    if not Path("/dev/full").exists():
+        return
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "bayeval.cli", "datasets"], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.strip() == ("error: the output could not be written (No space left "
+                                   "on device)")

@@ -29,8 +29,13 @@ def main(argv: list[str] | None = None) -> None:
     click_exception = next(c for c in typer.BadParameter.__mro__
                            if c.__name__ == "ClickException")
     _terminate_like_interrupt()
+    _writable_anywhere()
     try:
         code = app(args=argv, standalone_mode=False)
+    except OSError as exc:
+        if not _output_failed(exc):
+            raise
+        sys.exit(1)
     except click_exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help was printed: nothing to add
             sys.exit(EXIT_USAGE)
@@ -41,6 +46,37 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _writable_anywhere() -> None:
+    """Output that the terminal's or pipe's encoding cannot show (ε, ≥, × on an ASCII-only
+    one) is written as escapes, instead of ending the command."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def _output_failed(exc: OSError) -> bool:
+    """Whether ``exc`` is the failure to write the command's output (a full device, a
+    closed pipe): then say so in one line on stderr and silence stdout, whose buffer would
+    fail again at exit."""
+    import errno
+    import os
+    import sys
+
+    if exc.errno not in (errno.ENOSPC, errno.EPIPE, errno.EDQUOT, errno.EIO):
+        return False
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except OSError:
+        pass
+    try:
+        print(f"error: the output could not be written ({exc.strerror})", file=sys.stderr)
+    except OSError:
+        pass
+    return True
 
 
 def _terminate_like_interrupt() -> None:
