@@ -381,3 +381,19 @@ def test_output_to_an_ascii_terminal_or_a_full_device_is_no_traceback(tmp_path):
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip() == ("error: the output could not be written (No space left "
                                    "on device)")
+
+
+def test_a_bench_called_from_python_in_32_bit_mode_runs_in_float64(tmp_path):
+    # a fresh interpreter (the suite's own runs in float64): run_validity on a tiny
+    # matrix, as a user's script would call it, without enabling float64 first
+    code = ("import numpy as np\nfrom bayeval.data import ScoreMatrix\n"
+            "from bayeval.experiments.validity import run_validity\n"
+            "rng = np.random.default_rng(0)\n"
+            "m = ScoreMatrix((rng.random((12, 30)) < 0.5).astype(float), "
+            "[f'm{i}' for i in range(12)], [f'i{j}' for j in range(30)], name='tiny')\n"
+            "runs, _ = run_validity(m, variants=['standard'], epsilons=[0.2], "
+            "methods=['random'], seeds=1, n_targets=2, reps=1, faq=False, "
+            "log=lambda s: None)\nprint(len(runs))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip() == "2", done.stderr[-400:]

@@ -26,10 +26,32 @@ from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
 
-def bundled_names(value: str) -> str:
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option ``name`` was given on the command line (not left at its default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
+
+
+def _refuse_both(ctx: typer.Context) -> None:
+    """--reference replaces the bundled --datasets: giving both would run one silently."""
+    if _given(ctx, "datasets") and _given(ctx, "reference"):
+        raise typer.BadParameter("give either --datasets or --reference, not both")
+
+
+def own_reference(ctx: typer.Context, value: Path | None) -> Path | None:
+    """--reference's check: not with --datasets."""
+    _refuse_both(ctx)
+    return value
+
+
+def bundled_names(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
     """Refuse, before any work, a --datasets / --suite value naming a dataset that is not
-    bundled (comma-separated, '+' joining a suite; 'all' where the command takes it)."""
+    bundled (comma-separated, '+' joining a suite; 'all' where the command takes it), and
+    --datasets with --reference."""
     from bayeval.data.bundled import list_datasets
+
+    if param.name == "datasets":
+        _refuse_both(ctx)
 
     known = list_datasets()
     names = [d.strip() for part in value.split(",") for d in part.split("+") if d.strip()]
@@ -49,8 +71,9 @@ AllDatasetsOption = Annotated[str, typer.Option(
     "--datasets", callback=bundled_names,
     help="Comma-separated bundled datasets, or 'all'.")]
 BenchReferenceOption = Annotated[Path | None, typer.Option(
-    "--reference", help="Your own score matrix (.npz, .csv or .parquet, or lm-eval:DIR "
-                        "with --task) to run on, instead of the bundled --datasets.")]
+    "--reference", callback=own_reference,
+    help="Your own score matrix (.npz, .csv or .parquet, or lm-eval:DIR with --task) to run "
+         "on, instead of the bundled --datasets.")]
 
 
 def bench_sources(datasets: str, reference: Path | None, task: str | None = None,

@@ -230,6 +230,9 @@ def _worker_call(compute: Callable, unit: Unit) -> tuple[Unit, Result]:
 def _local(compute: Callable, units: Sequence[Unit], data: Any, workers: int
            ) -> Iterator[tuple[Unit, Result]]:
     if workers <= 1 or len(units) <= 1:
+        from bayeval.precision import enable_float64
+
+        enable_float64()  # in this process, as a worker would (_prepare_worker)
         for unit in units:
             yield unit, compute(unit, data)
         return
