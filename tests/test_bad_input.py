@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bayeval.cli import main
@@ -162,6 +163,15 @@ CASES = [
      "--epsilons: not a comma-separated list of numbers: 'abc'"),
     ("bench variant unknown", ["bench", "validity", "--variants", "nope"],
      "--variants: unknown nope (known: standard, extremes, sparse)"),
+    ("compress categories missing an item", ["compress", "--method", "stratified",
+                                             "--reference", "{tmp}/good.csv", "--size", "2",
+                                             "--categories", "{tmp}/cats.csv", "--out",
+                                             "{tmp}/s.json"],
+     "--categories: no category for 1 item(s), e.g. 'i3'"),
+    ("compress categories missing an item of an npz", [
+        "compress", "--method", "stratified", "--reference", "{tmp}/good.npz", "--size", "2",
+        "--categories", "{tmp}/cats.csv", "--out", "{tmp}/s.json"],
+     "--categories: no category for 1 item(s), e.g. 'i3'"),  # not np.str_('i3')
     ("bench datasets and a reference", ["bench", "validity", "--datasets", "mrpc",
                                         "--reference", "{tmp}/good.csv"],
      "give either --datasets or --reference, not both"),
@@ -222,6 +232,9 @@ def _files(tmp: Path) -> None:
     (tmp / "good.csv").write_text("model,i1,i2,i3\nm1,1,0,1\nm2,0,1,1\nm3,1,1,0\n")
     (tmp / "bad.csv").write_text("model,i1,i2\nm1,1,x\nm2,0,1\n")
     (tmp / "empty.csv").write_text("")
+    (tmp / "cats.csv").write_text("i1,a\ni2,b\n")
+    np.savez(tmp / "good.npz", scores=np.array([[1.0, 0, 1], [0, 1, 1], [1, 1, 0]]),
+             models=np.array(["m1", "m2", "m3"]), items=np.array(["i1", "i2", "i3"]))
     (tmp / "one.csv").write_text("model,i1,i2,i3\nm1,1,0,1\n")
     (tmp / "scores.txt").write_text("model,i1\nm1,1\n")
     (tmp / "bad.npz").write_text("not a zip archive")

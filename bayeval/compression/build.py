@@ -43,9 +43,13 @@ def held_out_drift(scores: np.ndarray, rows: np.ndarray, items: np.ndarray,
 def read_categories(path: str | os.PathLike) -> dict[str, str]:
     """item → category from a headerless CSV of ``item,category`` rows."""
     try:
-        table = pd.read_csv(path, header=None, names=["item", "category"], dtype=str)
+        table = pd.read_csv(path, header=None, names=["item", "category"], dtype=str,
+                            keep_default_na=False)
     except OSError as exc:
         raise BayevalError(f"--categories {path}: {exc.strerror}") from None
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise BayevalError(f"--categories {path}: not a CSV of item,category rows "
+                           f"({str(exc).splitlines()[0][:80]})") from None
     return dict(zip(table["item"], table["category"], strict=False))
 
 
@@ -125,7 +129,7 @@ def build_subset(matrix: ScoreMatrix, method: str = "bestrand", *,
         missing = [i for i in matrix.items if i not in categories]
         if missing:
             raise BayevalError(f"--categories: no category for {len(missing)} item(s), "
-                               f"e.g. {missing[0]!r}")
+                               f"e.g. {str(missing[0])!r}")
         items, weights = stratified_subset(rng, [categories[i] for i in matrix.items], size)
     if len(held):
         drift = held_out_drift(scores, held, items, weights)
