@@ -55,6 +55,14 @@ from bayeval.errors import (
 from bayeval.estimators.base import Draw
 from bayeval.estimators.interval import clip_interval
 from bayeval.files import is_regular_or_absent, write_file
+from bayeval.journal_check import (
+    CHECK,
+    RUN,
+    header_altered,
+    record_altered,
+    seal_header,
+    seal_record,
+)
 from bayeval.methods import Method, make_method
 from bayeval.timing import RunTimes
 
@@ -86,6 +94,7 @@ class JournalFile:
     _failures = 0  # evaluations failed in a row (``_run_one``)
     _needs_draws = False  # a design-based estimate: no drawn item may be skipped
     _journal = None
+    _run: str | None = None  # the journal's run id, which its records' checks include
 
     def _header(self) -> dict[str, Any]:
         raise NotImplementedError
@@ -140,11 +149,13 @@ class JournalFile:
                         whole: int) -> None:
         """Take the journal's lock, replay ``events``, report a cut-off last line, repair
         the file and keep appending to it."""
-        self._open_journal(path)
+        self._open_journal(path, None)
         try:
-            if self.read_journal(path)[3] != whole:  # written between our read and our lock
+            header, _, _, now = self.read_journal(path)
+            if now != whole:  # written between our read and our lock
                 raise JournalError(f"journal {path} changed while it was being resumed "
                                    "(another session wrote to it); resume again")
+            self._run = header.get(RUN) if CHECK in header else None
             for lineno, event in enumerate(events, start=2):
                 self._replay(event, f"journal {path} line {lineno}")
         except BaseException:
@@ -200,11 +211,13 @@ class JournalFile:
         return path
 
     def _write_header(self, path: Path) -> None:
-        write_file(path, json.dumps(self._header()) + "\n", durable=True)
-        self._open_journal(path)
+        header = seal_header(self._header())
+        write_file(path, json.dumps(header) + "\n", durable=True)
+        self._open_journal(path, header.get(RUN))
 
-    def _open_journal(self, path: Path) -> None:
-        """Open the journal for appending and take its advisory lock (one writer)."""
+    def _open_journal(self, path: Path, run: str | None) -> None:
+        """Open the journal of run ``run`` (None: a journal without checks) for appending
+        and take its advisory lock (one writer)."""
         handle = open(path, "ab")
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -214,6 +227,7 @@ class JournalFile:
                                "process is writing it); wait for it to finish") from None
         self._journal_path = path
         self._journal = handle
+        self._run = run
 
     def _run_one(self, evaluator: Callable[..., float], args: tuple[str, ...],
                  on_step: Callable[..., None] | None, max_failures: int | None) -> None:
@@ -259,7 +273,8 @@ class JournalFile:
         """Write ``records`` as JSON lines and fsync them once."""
         if self._journal is None or not records:
             return
-        self._journal.write("".join(json.dumps(r) + "\n" for r in records).encode())
+        self._journal.write("".join(json.dumps(seal_record(r, self._run)) + "\n"
+                                    for r in records).encode())
         self._journal.flush()
         os.fsync(self._journal.fileno())
 
@@ -295,6 +310,7 @@ class JournalFile:
         lines = data.split(b"\n")
         # A final element without a newline after it is a line the crash may have cut.
         records: list[dict] = []
+        numbers: list[int] = []  # the line of each record
         whole_bytes = 0
         note = None
         offset = 0
@@ -317,6 +333,7 @@ class JournalFile:
                             f"{max(len(records) - 1, 0)} record(s) before it kept")
                     break
                 records.append(record)
+                numbers.append(lineno)
             whole_bytes = end
             offset = end
         if not records:
@@ -327,6 +344,15 @@ class JournalFile:
         if header.get("version") != JOURNAL_VERSION:
             raise JournalError(f"journal {path}: version {header.get('version')} is not "
                                f"supported (this bayeval writes version {JOURNAL_VERSION})")
+        if header_altered(header):
+            raise JournalError(f"journal {path} line 1: the header was altered (it does not "
+                               "match its check)")
+        run = header.get(RUN) if CHECK in header else None
+        for lineno, record in zip(numbers[1:], records[1:], strict=True):
+            if record_altered(record, run):
+                raise JournalError(f"journal {path} line {lineno}: the record was altered or "
+                                   "comes from another journal (it does not match its "
+                                   "check)")
         return header, records[1:], note, whole_bytes
 
     @staticmethod

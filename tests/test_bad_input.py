@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from bayeval.cli import main
+from bayeval.journal_check import sealed_journal
 from bayeval.selection.session import METHOD_NAME as SELECTION_METHOD
 from bayeval.session import Session
 
@@ -248,8 +249,8 @@ def _files(tmp: Path) -> None:
         for item in session.ask(1):
             session.tell(item, 1.0)
     header = json.loads((tmp / "good.jsonl").read_text().splitlines()[0])
-    (tmp / "noref.jsonl").write_text(json.dumps({k: v for k, v in header.items()
-                                                 if k != "reference"}) + "\n")
+    (tmp / "noref.jsonl").write_text(sealed_journal([{k: v for k, v in header.items()
+                                                      if k != "reference"}]))
     (tmp / "sel.jsonl").write_text(json.dumps({
         "format": header["format"], "version": header["version"],
         "method": {"name": SELECTION_METHOD, "budget": 4}, "models": ["a", "b"],

@@ -13,6 +13,7 @@ import pytest
 
 from bayeval.errors import BayevalError, EvaluationError, EvaluatorFailedError, JournalError
 from bayeval.evaluators import CommandEvaluator
+from bayeval.journal_check import sealed_journal
 from bayeval.session import Session
 
 HOSTILE = ["$(touch {mark})", "`touch {mark}`", "'; touch {mark}; '", '"; touch {mark}; "',
@@ -129,10 +130,9 @@ def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path):
     assert start.returncode == 0, start.stderr
     # continue it to 40 items in the background, then try a second writer
     env = {**os.environ}
-    lines = Path(journal).read_text().splitlines()
-    header = json.loads(lines[0])
-    header["max_items"] = 60
-    Path(journal).write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    records = [json.loads(x) for x in Path(journal).read_text().splitlines()]
+    records[0]["max_items"] = 60
+    Path(journal).write_text(sealed_journal(records))  # an edit that keeps the checks
     running = subprocess.Popen([sys.executable, "-m", "bayeval.cli", "evaluate", "--journal",
                                 str(journal), "--resume", "-q"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env)
@@ -177,9 +177,9 @@ def test_a_failed_resume_leaves_the_journal_free(small, tmp_path):
         for item in session.ask(2):
             session.tell(item, 1.0)
     good = journal.read_text()
-    lines = good.splitlines()
-    lines.insert(2, json.dumps({"event": "tell", "n": 2, "item": "nope", "score": 1.0}))
-    journal.write_text("\n".join(lines) + "\n")
+    records = [json.loads(x) for x in good.splitlines()]
+    records.insert(2, {"event": "tell", "n": 2, "item": "nope", "score": 1.0})
+    journal.write_text(sealed_journal(records))  # checks kept: the item itself is refused
     with pytest.raises(JournalError, match="not in the benchmark") as failed:
         Session.resume(journal, reference=ref)
     assert failed.value is not None  # the failed session may still be referenced here
@@ -294,7 +294,7 @@ def test_a_journaled_draw_probability_is_checked_on_resume(small, tmp_path, q, o
     lines = [json.loads(line) for line in journal.read_text().splitlines()]
     assert all("q" in r for r in lines[1:])  # every tell carries its draw probability
     lines[1]["q"] = q
-    journal.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    journal.write_text(sealed_journal(lines))  # checks kept: the value itself is judged
     if ok:
         with Session.resume(journal, reference=ref) as again:
             assert again.n_observed == 2

@@ -10,6 +10,7 @@ import pytest
 from bayeval.data import ScoreMatrix
 from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
 from bayeval.evaluators import CallableEvaluator, CommandEvaluator, MatrixOracle
+from bayeval.journal_check import sealed_journal
 from bayeval.session import JournalWarning, Session
 
 N_ITEMS = 40
@@ -199,20 +200,50 @@ def test_bad_journals(tmp_path, reference):
 def test_tampered_journal_records(tmp_path, reference, world):
     path = tmp_path / "j.jsonl"
     _full_run(reference, world, seed=0, journal=path)
-    lines = path.read_text().splitlines(keepends=True)  # header, ask, tell, ask, tell…
-    dup = lines[:3] + [lines[2].replace('"n": 1', '"n": 2')]
-    path.write_text("".join(dup))
+    # header, ask, tell, ask, tell…; edited with their checks made anew (sealed_journal),
+    # so that the records' meaning is what is refused
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    path.write_text(sealed_journal(lines[:3] + [{**lines[2], "n": 2}]))
     with pytest.raises(JournalError, match="line 4: item 'q.*' recorded twice"):
         Session.resume(path, reference=reference)
-    path.write_text("".join(lines[:4] + [lines[4].replace('"n": 2', '"n": 3')]))
+    path.write_text(sealed_journal(lines[:4] + [{**lines[4], "n": 3}]))
     with pytest.raises(JournalError, match="line 5: observation number 3 out of sequence"):
         Session.resume(path, reference=reference)
-    path.write_text("".join(lines[:1] + [lines[3]]))
+    path.write_text(sealed_journal(lines[:1] + [lines[3]]))
     with pytest.raises(JournalError, match="line 2: draw number 1 out of sequence"):
         Session.resume(path, reference=reference)
-    path.write_text("".join(lines[:3] + [lines[4]]))
+    path.write_text(sealed_journal(lines[:3] + [lines[4]]))
     with pytest.raises(JournalError, match="line 4: item 'q.*' was not drawn as round 1"):
         Session.resume(path, reference=reference)
+
+
+def test_any_altered_byte_or_spliced_line_is_found_and_named(tmp_path, reference, world):
+    # one digit of a score, of a draw probability or of the header changed, or a record
+    # of another run's journal put in: each is a one-line error naming the line, where it
+    # once changed the resumed estimate without a word
+    path, other = tmp_path / "j.jsonl", tmp_path / "other.jsonl"
+    _full_run(reference, world, seed=0, journal=path)
+    _full_run(reference, world, seed=0, journal=other)  # the same run, another journal
+    good = path.read_text().splitlines(keepends=True)
+    tell = next(k for k, x in enumerate(good) if '"event": "tell"' in x)
+    q = json.loads(good[tell])["q"]
+    cases = {
+        "a score": (tell, good[tell].replace('"score": 1.0', '"score": 0.0')
+                    if '"score": 1.0' in good[tell] else
+                    good[tell].replace('"score": 0.0', '"score": 1.0')),
+        "a draw probability": (tell, good[tell].replace(repr(q), repr(q * 1.0000001))),
+        "a record of another journal": (tell, other.read_text().splitlines(
+            keepends=True)[tell]),
+        "the header": (0, good[0].replace('"seed": 0', '"seed": 1')),
+    }
+    for what, (k, line) in cases.items():
+        assert line != good[k], what
+        path.write_text("".join(good[:k] + [line] + good[k + 1:]))
+        with pytest.raises(JournalError, match=rf"line {k + 1}: the (header|record) was "
+                                               r"altered"):
+            Session.resume(path, reference=reference)
+    path.write_text("".join(good))
+    Session.resume(path, reference=reference).close()  # the journal as written reads back
 
 
 def test_failed_evaluations_are_skipped_never_scored(tmp_path, reference, world):

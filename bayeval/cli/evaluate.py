@@ -356,8 +356,11 @@ def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
     import fcntl
 
     from bayeval.files import write_file
+    from bayeval.journal_check import CHECK, seal_header
 
-    header["extra"] = {**settings, "lm_eval_args": lm_eval_args}
+    header = {**header, "extra": {**settings, "lm_eval_args": lm_eval_args}}
+    if CHECK in header:  # a journal with checks: its header's is renewed (its run kept)
+        header = seal_header(header)
     with open(journal, "ab") as held:  # one writer: not while another session runs it
         try:
             fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
