@@ -124,7 +124,7 @@ def _same_run_with_two_targets(method, reference, target, seed):
 # or below (same-layer imports must not form a cycle); the package root (the public API)
 # is above them all.
 LAYERS = [
-    {"types", "errors", "precision", "devices", "timing", "files"},
+    {"types", "errors", "precision", "devices", "timing", "files", "journal_check"},
     {"data"},
     {"models"},
     {"inference"},
