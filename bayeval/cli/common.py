@@ -338,7 +338,8 @@ app.add_typer(bench_app, name="bench")
 # Options several commands share (one definition, one help text)
 TimeoutOption = Annotated[float, typer.Option(help="Seconds before a command is killed.")]
 RetriesOption = Annotated[int, typer.Option(
-    help="Retries of a failing command before the item (or pair) is left unevaluated.")]
+    help="Retries of a failing command before the item (or pair) counts as failed (see "
+         "--command for what a failure does).")]
 SeedOption = Annotated[int | None, typer.Option(help="Random seed (default 0).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]

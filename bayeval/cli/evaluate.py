@@ -98,13 +98,17 @@ def evaluate(
     command: Annotated[str | None, typer.Option(
         help="Shell command that evaluates one item and prints its score (0..1) as the "
              "last line; {item} (unquoted: it is passed quoted, as one argument) becomes the "
-             "item id, also in $BAYEVAL_ITEM (without {item} the id is appended). Three "
-             "failures in a row stop the run with exit status 3.")] = None,
+             "item id, also in $BAYEVAL_ITEM (without {item} the id is appended). An "
+             "item that still fails after --retries stops active-pai, active-pai-joint "
+             "and faq (their estimate weighs every drawn item; --resume asks it again); "
+             "the other methods skip it and stop after three failures in a row. Either "
+             "way the exit status is 3.")] = None,
     timeout: TimeoutOption = 600.0,
     retries: RetriesOption = 1,
     method: Annotated[str | None, typer.Option(
         help="Evaluation method: active-pai (default: design-valid interval, automatic "
-             "stop), bayesame, bayesame-rs, bayesame-laplace, bayes-aipw, random or faq, "
+             "stop), bayesame, bayesame-rs, bayesame-laplace, bayes-aipw, bq, irt, random "
+             "or faq, "
              "optionally with parameters, e.g. 'active-pai(anytime=true)' (an interval "
              "valid whenever you stop; predictor=exact|laplace|factor) or "
              "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval). "
