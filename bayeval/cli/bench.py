@@ -32,10 +32,14 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name in ("COMMANDLINE", "ENVIRONMENT")
 
 
+BUNDLED = ("datasets", "dataset", "suite")  # the bench options naming bundled data
+
+
 def _refuse_both(ctx: typer.Context) -> None:
-    """--reference replaces the bundled --datasets: giving both would run one silently."""
-    if _given(ctx, "datasets") and _given(ctx, "reference"):
-        raise typer.BadParameter("give either --datasets or --reference, not both")
+    """--reference replaces the bundled data: giving both would run one silently."""
+    for name in BUNDLED:
+        if _given(ctx, name) and _given(ctx, "reference"):
+            raise typer.BadParameter(f"give either --{name} or --reference, not both")
 
 
 def own_reference(ctx: typer.Context, value: Path | None) -> Path | None:
@@ -50,7 +54,7 @@ def bundled_names(ctx: typer.Context, param: typer.CallbackParam, value: str) ->
     --datasets with --reference."""
     from bayeval.data.bundled import list_datasets
 
-    if param.name == "datasets":
+    if param.name in BUNDLED:
         _refuse_both(ctx)
 
     known = list_datasets()
@@ -73,7 +77,7 @@ AllDatasetsOption = Annotated[str, typer.Option(
 BenchReferenceOption = Annotated[Path | None, typer.Option(
     "--reference", callback=own_reference,
     help="Your own score matrix (.npz, .csv or .parquet, or lm-eval:DIR with --task) to run "
-         "on, instead of the bundled --datasets.")]
+         "on, instead of the bundled data.")]
 
 
 def bench_sources(datasets: str, reference: Path | None, task: str | None = None,

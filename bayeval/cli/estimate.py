@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from bayeval.cli.common import FilterOption, MetricOption, app, fail, field_table, out
+from bayeval.cli.common import app, fail, field_table, out
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
@@ -24,8 +24,12 @@ def estimate(
     model: Annotated[str | None, typer.Option(
         help="The model's folder under --samples when it holds several models' runs.")
     ] = None,
-    metric: MetricOption = None,
-    filter_name: FilterOption = None,
+    metric: Annotated[str | None, typer.Option(
+        help="The per-sample metric of the --samples run to read (default: the one the "
+             "subset was built on, else the log's first, e.g. acc).")] = None,
+    filter_name: Annotated[str | None, typer.Option(
+        "--filter", help="The harness filter to read when the --samples run logs several "
+                         "(e.g. strict-match).")] = None,
     level: Annotated[float, typer.Option(help="Interval level.")] = 0.95,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")
                        ] = False,
