@@ -179,3 +179,26 @@ def test_metadata_travels_with_the_matrix(tmp_path, small, suffix):
     if suffix == ".csv":  # a matrix without metadata written over it drops the stale sidecar
         write_matrix(ScoreMatrix(small.scores, small.models, small.items), path)
         assert not Path(f"{path}.meta.json").exists() and read_matrix(path).metadata == {}
+
+
+def test_an_npz_declaring_more_data_than_it_holds_is_refused_before_allocation(tmp_path):
+    # a 1 kB archive whose header declares 80 GB: refused from the header, not allocated
+    import io
+    import zipfile
+
+    from bayeval.data.io import read_npz
+
+    def member(array) -> bytes:
+        out = io.BytesIO()
+        np.lib.format.write_array(out, array)
+        return out.getvalue()
+
+    path = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("scores.npy", member(np.zeros(3)).replace(b"(3,)", b"(10000000000,)"))
+        archive.writestr("models.npy", member(np.array(["m"])))
+        archive.writestr("items.npy", member(np.array(["i"])))
+    assert path.stat().st_size < 1024
+    with pytest.raises(DataError, match=r"array 'scores' declares shape \(10000000000,\) "
+                                        r"\(80,000,000,000 bytes\) but holds"):
+        read_npz(path)

@@ -71,6 +71,25 @@ def _one_line(exc: BaseException, limit: int = 120) -> str:
 
 
 # ---------------------------------------------------------------------------------- npz
+def _refuse_oversized(archive: np.lib.npyio.NpzFile, key: str, path: Path) -> None:
+    """Refuse an array whose header declares more data than its archive member holds
+    (a 1 kB file declaring an 80 GB array would otherwise be allocated first)."""
+    name = key if key.endswith(".npy") else f"{key}.npy"
+    try:
+        info = archive.zip.getinfo(name)
+        with archive.zip.open(info) as fh:
+            version = np.lib.format.read_magic(fh)
+            read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0)
+            shape, _, dtype = read_header(fh)
+    except (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile):
+        return  # not a plain .npy member: numpy's own reading reports it
+    declared = math.prod(shape) * dtype.itemsize
+    if declared > info.file_size:
+        raise DataError(f"{path}: array {key!r} declares shape {tuple(shape)} "
+                        f"({declared:,} bytes) but holds {info.file_size:,} bytes")
+
+
 def read_npz(path: str | os.PathLike, kind: Kind | None = None,
              repeated_models: str = "error") -> ScoreMatrix:
     """Read ``scores``, ``models``, ``items`` (+ scalar metadata) with ``allow_pickle=False``.
@@ -100,6 +119,7 @@ def read_npz(path: str | os.PathLike, kind: Kind | None = None,
                             f"(found {', '.join(archive.files) or 'none'})")
         arrays = {}
         for key in archive.files:
+            _refuse_oversized(archive, key, path)
             try:
                 arrays[key] = archive[key]
             except ValueError as exc:
