@@ -366,6 +366,16 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
                 # estimate stays unbiased, so it may lie outside, and the interval keeps it
                 lower = jnp.clip(lower, jnp.minimum(low, value), jnp.maximum(high, value))
                 upper = jnp.clip(upper, jnp.minimum(low, value), jnp.maximum(high, value))
+            # Closed at the extremes the data allow: with every observed score 0, a score
+            # of 0 is possible, and a lower bound within one item's share (1/N) above it is
+            # the edge of a normal interval where the variance vanishes (at θ0 = 0), not
+            # evidence against 0; the bound is closed at 0 (the interval only widens).
+            # Likewise at 1 when every observed score is 1.
+            step = 1.0 / n_items
+            lower = jnp.where((state.observed_sum == 0.0) & (lower < step),
+                              jnp.minimum(lower, 0.0), lower)
+            upper = jnp.where((state.observed_sum == state.rounds) & (upper > 1.0 - step),
+                              jnp.maximum(upper, 1.0), upper)
             if anytime:
                 centre = 0.5 * (lower + upper)
                 var = jnp.maximum(spread, floor_at(centre))
