@@ -111,3 +111,14 @@ def test_fill_with_item_means_against_a_loop():
     for j, mean in enumerate(matrix.item_means()):  # the same means, NaN for item 5
         column = scores[~np.isnan(scores[:, j]), j]
         assert np.isnan(mean) if j == 5 else mean == pytest.approx(column.mean(), abs=1e-15)
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    (["a", "a\x00"], r"item id at position 1 contains a NUL character"),
+    (["a", "b" * 5000], r"item id at position 1 has 5,000 characters \(at most 4,096"),
+])
+def test_an_id_no_command_line_can_carry_is_refused(items, message):
+    # NumPy's strings drop trailing NULs ('a' and 'a\x00' merged, and holding one out
+    # dropped both rows); an id of 128 KiB cannot be one argument of a command
+    with pytest.raises(DataError, match=message):
+        ScoreMatrix(np.ones((2, 2)), ["m", "n"], items)

@@ -21,6 +21,9 @@ Kind = Literal["binary", "continuous"]
 _KINDS = ("binary", "continuous")
 
 
+MAX_ID_CHARS = 4096  # an id reaches a command line, where one argument holds ≤ 128 KiB
+
+
 def _as_ids(values: Sequence[str] | np.ndarray, what: str, source: str) -> np.ndarray:
     if np.ndim(values) != 1:
         raise DataError(f"{source}: {what} ids must be one-dimensional, got "
@@ -28,6 +31,14 @@ def _as_ids(values: Sequence[str] | np.ndarray, what: str, source: str) -> np.nd
     ids = np.asarray([str(v) for v in values], dtype=object)
     seen: dict[str, int] = {}
     for pos, v in enumerate(ids):
+        if "\x00" in v:  # NumPy's strings drop trailing NULs (two ids would merge), and
+            # no command or file name can hold one
+            raise DataError(f"{source}: {what} id at position {pos} contains a NUL "
+                            f"character ({v[:40]!r})")
+        if len(v) > MAX_ID_CHARS:
+            raise DataError(f"{source}: {what} id at position {pos} has {len(v):,} "
+                            f"characters (at most {MAX_ID_CHARS:,}: an id is passed to an "
+                            f"evaluator's command line), starting {v[:40]!r}")
         if v in seen:
             raise DataError(
                 f"{source}: duplicate {what} id {v!r} at positions {seen[v]} and {pos}"
