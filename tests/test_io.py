@@ -202,3 +202,11 @@ def test_an_npz_declaring_more_data_than_it_holds_is_refused_before_allocation(t
     with pytest.raises(DataError, match=r"array 'scores' declares shape \(10000000000,\) "
                                         r"\(80,000,000,000 bytes\) but holds"):
         read_npz(path)
+
+
+def test_a_semicolon_separated_csv_is_named_as_such(tmp_path):
+    # it was read as one column: "0 items"
+    p = _write(tmp_path / "s.csv", "model;a;b\nm1;1;0\nm2;0;1\n")
+    with pytest.raises(DataError, match=r"the file looks ';'-separated; bayeval reads "
+                                        r"comma-separated CSV"):
+        read_csv(p)

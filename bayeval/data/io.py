@@ -267,6 +267,12 @@ def read_csv(path: str | os.PathLike, layout: Layout | None = None,
                 header = next(reader)
             except StopIteration:
                 raise DataError(f"{source}: empty file") from None
+            other = next((sep for sep in ";\t|" if len(header) == 1 and sep in header[0]),
+                         None)
+            if other is not None:
+                raise DataError(f"{source}: the header is one column, {header[0][:40]!r}: "
+                                f"the file looks {other!r}-separated; bayeval reads "
+                                "comma-separated CSV (or .parquet, .npz)")
             layout = layout or _detect_layout(header)
             fast = None
             if (layout == "wide" and len(header) >= 2 and len(set(header)) == len(header)
