@@ -210,3 +210,13 @@ def test_a_semicolon_separated_csv_is_named_as_such(tmp_path):
     with pytest.raises(DataError, match=r"the file looks ';'-separated; bayeval reads "
                                         r"comma-separated CSV"):
         read_csv(p)
+
+
+def test_a_pandas_missing_value_in_a_text_column_is_missing(tmp_path):
+    # a nullable string column writes pandas' <NA>: it is a missing cell, not "not a number"
+    frame = pd.DataFrame({"model": ["m1", "m2", "m3"],
+                          "a": pd.array(["1", None, "0"], dtype="string"),
+                          "b": pd.array([1.0, 0.0, 1.0], dtype="Float64")})
+    frame.to_parquet(tmp_path / "na.parquet")
+    m = read_matrix(tmp_path / "na.parquet")
+    assert np.isnan(m.scores[1, 0]) and m.scores[0, 0] == 1.0 and m.scores[2, 0] == 0.0

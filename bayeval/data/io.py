@@ -47,7 +47,7 @@ def safe_file_name(text: object, keep: str = "-_.") -> str:
 
 def parse_score(value: object, where: str) -> float:
     """One cell as a float; NaN for a missing marker; ``DataError`` naming ``where``."""
-    if value is None:
+    if value is None or value is pd.NA or value is pd.NaT:  # pandas' missing markers
         return math.nan
     if isinstance(value, bool | np.bool_):
         return float(value)
