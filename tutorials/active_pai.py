@@ -20,6 +20,7 @@ Run: ``python tutorials/active_pai.py --out active_pai.png``
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import matplotlib
 
@@ -31,10 +32,11 @@ from bayeval import Session, load_dataset, make_method
 from bayeval.precision import enable_float64
 from bayeval.simulate import simulate
 
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="active_pai.png")
+    parser.add_argument("--out", default=str(OUTPUT / "active_pai.png"))
     parser.add_argument("--runs", type=int, default=200, help="simulated runs for step 3")
     parser.add_argument("--steps", type=int, default=300, help="items per simulated run")
     parser.add_argument("--predictor", default="difficulty",
@@ -106,6 +108,7 @@ def main() -> None:
     ax.set_ylabel("share of runs that missed at some n so far")
     ax.legend(fontsize=8)
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
 

@@ -28,9 +28,13 @@ from bayeval.session import Session
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
+
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="ask_tell.png", help="where to save the plot")
+    parser.add_argument("--out", default=str(OUTPUT / "ask_tell.png"),
+                        help="where to save the plot")
     args = parser.parse_args()
 
     matrix = load_dataset("ifeval")
@@ -66,6 +70,7 @@ def main() -> None:
     ax.set_title(f"{target}: random items, sample mean")
     ax.legend()
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)
     print(f"plot saved to {args.out}")
 

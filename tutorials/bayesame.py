@@ -15,6 +15,7 @@ touching the inference code.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import jax.numpy as jnp
 import matplotlib
@@ -34,6 +35,9 @@ from bayeval.stopping import any_of, budget, two_condition
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
+
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 def run(method, reference, oracle, target):
     session = Session(reference, target, method, seed=0)
     session.run(oracle)
@@ -42,7 +46,7 @@ def run(method, reference, oracle, target):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="bayesame.png")
+    parser.add_argument("--out", default=str(OUTPUT / "bayesame.png"))
     parser.add_argument("--steps", type=int, default=250, help="items to evaluate at most")
     args = parser.parse_args()
 
@@ -76,6 +80,7 @@ def main() -> None:
     ax.set_title(target)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)
     print(f"plot saved to {args.out}")
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -42,9 +43,13 @@ from bayeval.selection.successive_rejects import run_schedules
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
+
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="best_model.png", help="where to save the plot")
+    parser.add_argument("--out", default=str(OUTPUT / "best_model.png"),
+                        help="where to save the plot")
     parser.add_argument("--runs", type=int, default=200, help="simulated runs per budget")
     args = parser.parse_args()
 
@@ -120,6 +125,7 @@ def main() -> None:
     ax.set_title(f"best of {K} models on ARC-Challenge")
     ax.legend()
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)
     print(f"saved {args.out}")
 

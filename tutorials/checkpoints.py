@@ -28,6 +28,7 @@ joint model as the predictor of a design-valid interval per checkpoint.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 
@@ -42,6 +43,9 @@ FAMILY = ["01-ai/Yi-1.5-34B", "01-ai/Yi-1.5-34B-32K", "01-ai/Yi-1.5-34B-Chat",
           "01-ai/Yi-1.5-34B-Chat-16K"]
 
 
+
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 def target_correlation(params: dict) -> np.ndarray:
     """Corr(θ^t_b, θ^{t'}_b) = Σ_l α_l w_l^t w_l^{t'} normalised (same bucket, K_l(0)=α_l)."""
     w = np.asarray(params["weights"])
@@ -52,7 +56,7 @@ def target_correlation(params: dict) -> np.ndarray:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="checkpoints.png")
+    parser.add_argument("--out", default=str(OUTPUT / "checkpoints.png"))
     parser.add_argument("--max-evaluations", type=int, default=None,
                         help="stop the joint run (and each single run, per target share) "
                              "after this many evaluations")
@@ -122,6 +126,7 @@ def main() -> None:
     ax.set_ylabel("estimated IFEval score (dotted: true)")
     ax.legend(fontsize=8)
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=110)
     print(f"wrote {args.out}")
 

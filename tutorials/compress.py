@@ -38,9 +38,13 @@ from bayeval.precision import enable_float64
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
+
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="compress.png", help="where to save the plot")
+    parser.add_argument("--out", default=str(OUTPUT / "compress.png"),
+                        help="where to save the plot")
     parser.add_argument("--subsets", type=int, default=10_000,
                         help="MINCE's random subsets per candidate size")
     args = parser.parse_args()
@@ -96,6 +100,7 @@ def main() -> None:
     axes[0].set_ylabel("subset score (%)")
     fig.suptitle(f"{len(new)} models not used to build the subsets")
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=110)
     print(f"saved {args.out}")
 

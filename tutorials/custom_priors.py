@@ -16,6 +16,7 @@ the truth, and the MCMC diagnostics say whether the draws can be trusted.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import jax.numpy as jnp
 import matplotlib
@@ -34,9 +35,12 @@ from bayeval.precision import enable_float64
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
+
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="priors.png")
+    parser.add_argument("--out", default=str(OUTPUT / "priors.png"))
     parser.add_argument("--coreset", type=int, default=15)
     parser.add_argument("--draws", type=int, default=1000,
                         help="NUTS draws per chain (warm-up: half as many)")
@@ -94,6 +98,7 @@ def main() -> None:
     ax.set_ylabel("posterior density")
     ax.legend(fontsize=8)
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=110)
     print(f"wrote {args.out}")
 

@@ -20,6 +20,7 @@ policy and uniform sampling, on IFEval models held out from the history.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import jax.numpy as jnp
 import numpy as np
@@ -35,6 +36,9 @@ from bayeval.simulate import simulate
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
+
+
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
 
 def predictive_variance(sharpness: float = 2.0) -> acq.Rule:
     """The new rule: log-weight = sharpness · log Var(s_j | data)."""
@@ -54,7 +58,7 @@ def _coverage(covered: np.ndarray, models: np.ndarray) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="faq_rule.png")
+    parser.add_argument("--out", default=str(OUTPUT / "faq_rule.png"))
     parser.add_argument("--models", type=int, default=60, help="new models evaluated")
     parser.add_argument("--seeds", type=int, default=20, help="runs per new model")
     parser.add_argument("--budget", type=float, default=0.1, help="share of the items")
@@ -111,6 +115,7 @@ def main() -> None:
     ax2.set(xlabel="mean interval width")
     ax2.set_yticklabels([])
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
 

@@ -25,6 +25,7 @@ the same estimates; the simulator then measures the interval's coverage at the s
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -49,6 +50,9 @@ enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 
 # ---------------------------------------------------------------- the new rule
+
+OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 def uncertainty() -> acq.Rule:
     """log Var(s_i | data): the items the posterior is least sure of."""
 
@@ -112,7 +116,7 @@ register_method("uncertainty-martingale", uncertainty_martingale)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default="new_method.png")
+    parser.add_argument("--out", default=str(OUTPUT / "new_method.png"))
     parser.add_argument("--runs", type=int, default=200,
                         help="simulated runs (targets × seeds)")
     parser.add_argument("--epsilon", type=float, default=0.1)
@@ -165,6 +169,7 @@ def main() -> None:
            title="uncertainty sampling + martingale estimator (one run)")
     ax.legend(fontsize=8)
     fig.tight_layout()
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
 
