@@ -34,6 +34,7 @@ from bayeval.simulate import simulate
 
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
 
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(OUTPUT / "active_pai.png"))

@@ -27,9 +27,8 @@ from bayeval.session import Session
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
-
-
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -34,9 +34,8 @@ from bayeval.stopping import any_of, budget, two_condition
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
-
-
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 
 def run(method, reference, oracle, target):
     session = Session(reference, target, method, seed=0)

@@ -42,9 +42,8 @@ from bayeval.selection.successive_rejects import run_schedules
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
-
-
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

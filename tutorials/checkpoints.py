@@ -42,9 +42,8 @@ enable_float64()  # bayeval computes in float64 (README: "Precision")
 FAMILY = ["01-ai/Yi-1.5-34B", "01-ai/Yi-1.5-34B-32K", "01-ai/Yi-1.5-34B-Chat",
           "01-ai/Yi-1.5-34B-Chat-16K"]
 
-
-
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 
 def target_correlation(params: dict) -> np.ndarray:
     """Corr(θ^t_b, θ^{t'}_b) = Σ_l α_l w_l^t w_l^{t'} normalised (same bucket, K_l(0)=α_l)."""

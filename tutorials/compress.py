@@ -37,9 +37,8 @@ from bayeval.precision import enable_float64
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
-
-
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

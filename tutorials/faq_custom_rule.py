@@ -36,9 +36,8 @@ from bayeval.simulate import simulate
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 
-
-
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
+
 
 def predictive_variance(sharpness: float = 2.0) -> acq.Rule:
     """The new rule: log-weight = sharpness · log Var(s_j | data)."""

@@ -53,6 +53,7 @@ enable_float64()  # bayeval computes in float64 (README: "Precision")
 
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
 
+
 def uncertainty() -> acq.Rule:
     """log Var(s_i | data): the items the posterior is least sure of."""
 
