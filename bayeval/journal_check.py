@@ -39,8 +39,15 @@ def seal_header(header: dict[str, Any]) -> dict[str, Any]:
     return sealed
 
 
+def run_of(header: dict[str, Any]) -> str | None:
+    """The run id whose checks a journal's records carry (None: a journal written before
+    the checks, read without them)."""
+    return header.get(RUN) if CHECK in header else None
+
+
 def seal_record(record: dict[str, Any], run: str | None) -> dict[str, Any]:
-    """``record`` with its check in run ``run`` (unchanged for a journal without one)."""
+    """``record`` with its check in run ``run`` (a check it held replaced; unchanged for a
+    journal without a run id)."""
     return record if run is None else {**record, CHECK: digest(record, run)}
 
 
@@ -50,8 +57,7 @@ def sealed_journal(records: list[dict[str, Any]]) -> str:
     to be read again."""
     header = seal_header(records[0])
     return "".join(json.dumps(r) + "\n" for r in [header, *(
-        seal_record({k: v for k, v in r.items() if k != CHECK}, header[RUN])
-        for r in records[1:])])
+        seal_record(r, header[RUN]) for r in records[1:])])
 
 
 def header_altered(header: dict[str, Any]) -> bool:
@@ -65,5 +71,5 @@ def record_altered(record: dict[str, Any], run: str | None) -> bool:
     return run is not None and record.get(CHECK) != digest(record, run)
 
 
-__all__ = ["CHECK", "RUN", "digest", "header_altered", "record_altered", "seal_header",
-           "seal_record", "sealed_journal"]
+__all__ = ["CHECK", "RUN", "digest", "header_altered", "record_altered", "run_of",
+           "seal_header", "seal_record", "sealed_journal"]

@@ -56,10 +56,9 @@ from bayeval.estimators.base import Draw
 from bayeval.estimators.interval import clip_interval
 from bayeval.files import is_regular_or_absent, write_file
 from bayeval.journal_check import (
-    CHECK,
-    RUN,
     header_altered,
     record_altered,
+    run_of,
     seal_header,
     seal_record,
 )
@@ -155,7 +154,7 @@ class JournalFile:
             if now != whole:  # written between our read and our lock
                 raise JournalError(f"journal {path} changed while it was being resumed "
                                    "(another session wrote to it); resume again")
-            self._run = header.get(RUN) if CHECK in header else None
+            self._run = run_of(header)
             for lineno, event in enumerate(events, start=2):
                 self._replay(event, f"journal {path} line {lineno}")
         except BaseException:
@@ -213,7 +212,7 @@ class JournalFile:
     def _write_header(self, path: Path) -> None:
         header = seal_header(self._header())
         write_file(path, json.dumps(header) + "\n", durable=True)
-        self._open_journal(path, header.get(RUN))
+        self._open_journal(path, run_of(header))
 
     def _open_journal(self, path: Path, run: str | None) -> None:
         """Open the journal of run ``run`` (None: a journal without checks) for appending
@@ -347,7 +346,7 @@ class JournalFile:
         if header_altered(header):
             raise JournalError(f"journal {path} line 1: the header was altered (it does not "
                                "match its check)")
-        run = header.get(RUN) if CHECK in header else None
+        run = run_of(header)
         for lineno, record in zip(numbers[1:], records[1:], strict=True):
             if record_altered(record, run):
                 raise JournalError(f"journal {path} line {lineno}: the record was altered or "
