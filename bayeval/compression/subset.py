@@ -181,9 +181,7 @@ def _default_harness_tasks(version: str) -> tuple[str, ...]:
     names = sorted(TaskManager().all_tasks)
     try:  # written whole or not at all: several processes may fill the cache at once
         cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(names))
-        os.replace(tmp, cache)
+        write_file(cache, json.dumps(names))
     except OSError:
         pass
     return tuple(names)
