@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
+import typer
+from typer.core import TyperCommand
+
 SEED_MAX = 2**63 - 1  # JAX keys and NumPy generators take 64-bit seeds
 
 
@@ -65,8 +68,6 @@ DEFAULT = Range(0.0)  # no option takes a negative number
 def check_numbers(command: Any, ctx: Any) -> None:
     """Refuse, with Click's usage error for that option, a parsed number of ``ctx.params``
     that is not finite or lies outside its range."""
-    import typer
-
     for name, value in ctx.params.items():
         if isinstance(value, bool) or not isinstance(value, int | float):
             continue
@@ -82,19 +83,13 @@ def check_numbers(command: Any, ctx: Any) -> None:
         raise typer.BadParameter(f"{text(value)} {problem}", ctx=ctx, param_hint=hint)
 
 
-def checked_command() -> type:
+class CheckedCommand(TyperCommand):
     """Typer's command class, whose parsed numbers are checked (:func:`check_numbers`)
-    before the command runs: give it as ``app.command(cls=…)``."""
-    from typer.core import TyperCommand
+    before the command runs: give it as ``app.command(cls=CheckedCommand)``."""
 
-    class NumbersChecked(TyperCommand):
-        def invoke(self, ctx: Any) -> Any:
-            check_numbers(self, ctx)
-            return super().invoke(ctx)
+    def invoke(self, ctx: Any) -> Any:
+        check_numbers(self, ctx)
+        return super().invoke(ctx)
 
-    return NumbersChecked
-
-
-CheckedCommand = checked_command()
 
 __all__ = ["RANGES", "SEED_MAX", "CheckedCommand", "Range", "check_numbers"]
