@@ -150,14 +150,7 @@ class LmEvalCommand(HarnessEvaluator):
                  output_path: str | Path | None = None) -> None:
         super().__init__(task, subtasks, metric, filter_name)
         self.output_path = None if output_path is None else Path(output_path)
-        try:
-            self.args = shlex.split(args)
-        except ValueError as exc:
-            raise EvaluationError(f"--lm-eval-args: {exc}") from None
-        refuse_reserved(self.args)
-        if not any(a.split("=")[0] == "--model" for a in self.args):
-            raise EvaluationError("--lm-eval-args needs --model (e.g. '--model hf "
-                                  "--model_args pretrained=gpt2')")
+        self.args = harness_argv(args)
         if not timeout > 0:
             raise EvaluationError(f"timeout must be > 0, got {timeout:g}")
         self.timeout = timeout
@@ -228,6 +221,20 @@ def refuse_reserved(args: Sequence[str]) -> None:
                                   f"batch (use {EQUIVALENT.get(name, 'bayeval’s option')})")
 
 
+def harness_argv(args: str | Sequence[str]) -> list[str]:
+    """``--lm-eval-args`` as a list of harness options, refused in one line where they
+    cannot be read, set what bayeval sets (:func:`refuse_reserved`) or name no model."""
+    try:
+        argv = shlex.split(args) if isinstance(args, str) else list(args)
+    except ValueError as exc:
+        raise EvaluationError(f"--lm-eval-args: {exc}") from None
+    refuse_reserved(argv)
+    if not any(a.split("=")[0] in ("--model", "-M") for a in argv):
+        raise EvaluationError("--lm-eval-args needs --model (e.g. '--model hf "
+                              "--model_args pretrained=gpt2')")
+    return argv
+
+
 def harness_config(args: str | Sequence[str], task: str) -> Any:
     """The harness's own reading of ``args`` (its ``lm_eval run`` options) with
     ``--tasks task``: an ``lm_eval.config.evaluate_config.EvaluatorConfig``. An option the
@@ -241,14 +248,7 @@ def harness_config(args: str | Sequence[str], task: str) -> Any:
     except ImportError:
         raise EvaluationError("lm-evaluation-harness is not installed (pip install "
                               "lm-eval)") from None
-    try:
-        argv = shlex.split(args) if isinstance(args, str) else list(args)
-    except ValueError as exc:
-        raise EvaluationError(f"--lm-eval-args: {exc}") from None
-    refuse_reserved(argv)
-    if not any(a.split("=")[0] in ("--model", "-M") for a in argv):
-        raise EvaluationError("--lm-eval-args needs --model (e.g. '--model hf "
-                              "--model_args pretrained=gpt2')")
+    argv = harness_argv(args)
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):
@@ -331,9 +331,9 @@ class LmEvalInProcess(HarnessEvaluator):
         num_fewshot = settings.pop("num_fewshot", None)
         gen_kwargs = settings.pop("gen_kwargs", None)
         build = {k: settings.pop(k, None) for k in ("batch_size", "max_batch_size", "device")}
-        self.tasks = task_manager or local_task_manager(
-            None if include_path is None else str(include_path), task) or TaskManager(
-            include_path=None if include_path is None else str(include_path))
+        folder = None if include_path is None else str(include_path)
+        self.tasks = (task_manager or local_task_manager(folder, task)
+                      or TaskManager(include_path=folder))
         self.loaded = self._load_task(task)
         self._seed(seeds)
         if isinstance(model, str):
@@ -497,4 +497,4 @@ def _unknown_task(task: str, include_path: Any, exc: Exception) -> str:
 
 
 __all__ = ["RESERVED", "HarnessEvaluator", "LmEvalCommand", "LmEvalInProcess",
-           "check_harness_task", "harness_config", "refuse_reserved"]
+           "check_harness_task", "harness_argv", "harness_config", "refuse_reserved"]
