@@ -57,7 +57,8 @@ def test_a_pipe_is_written_directly_and_stays_a_pipe(tmp_path):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
 
 
-@pytest.mark.skipif(not Path("/dev/null").is_char_device(), reason="no /dev/null")
+@pytest.mark.skipif(not Path("/dev/null").is_char_device(),
+                    reason="this system has no /dev/null device")
 def test_dev_null_stays_a_device():
     write_file("/dev/null", "anything")
     assert Path("/dev/null").is_char_device()
@@ -71,7 +72,7 @@ def test_a_journal_is_never_begun_on_something_other_than_a_file(tmp_path, kind)
     else:
         path = Path("/dev/null")
         if not path.is_char_device():
-            pytest.skip("no /dev/null")
+            pytest.skip("this system has no /dev/null device")
     with pytest.raises(JournalError, match="not a regular file"):
         SelectionSession(["a", "b"], ["i0", "i1", "i2"], 4, journal=path)
     assert stat.S_ISFIFO(os.stat(path).st_mode) or path.is_char_device()
