@@ -36,6 +36,7 @@ _EXPORTS = {
     "enable_float64": "bayeval.precision",
     "load_dataset": "bayeval.data",
     "make_method": "bayeval.methods",
+    "method_factory": "bayeval.methods",
     "method_names": "bayeval.methods",
     "read_lm_eval_samples": "bayeval.data",
     "read_matrix": "bayeval.data",

@@ -23,6 +23,7 @@ import numpy as np
 
 from bayeval.devices import device_count, over_runs, pad_runs
 from bayeval.estimators.base import Draw
+from bayeval.hparams import Program
 from bayeval.inference.base import nothing_done
 from bayeval.methods import Method
 from bayeval.types import Array, SimulationResult
@@ -35,10 +36,22 @@ def _tree_bytes(tree) -> int:
 
 
 @functools.lru_cache(maxsize=32)
-def _compile_chunk(method: Method, n_steps: int, until_stop: bool,
+def _compile_chunk(program: Program, n_steps: int, until_stop: bool,
                    n_devices: int = 1) -> Callable:
-    """The jitted chunk runner, cached per (method, n_steps, until_stop, devices) so that
-    repeated simulations of one method compile once. A round is the Session's: the
+    """The jitted chunk runner ``(values, loops, keys, targets)`` of :func:`_chunk_runner`,
+    cached per (program, n_steps, until_stop, devices) so that repeated simulations of one
+    method, or of methods differing only in traced settings ``values``
+    (:mod:`bayeval.hparams`), compile once."""
+
+    def run(values, loops, keys, targets):
+        return _chunk_runner(program.rebuild(values), n_steps, until_stop)(loops, keys,
+                                                                           targets)
+
+    return jax.jit(over_runs(run, (False, True, True, True), n_devices))
+
+
+def _chunk_runner(method: Method, n_steps: int, until_stop: bool) -> Callable:
+    """The chunk runner ``(loops, keys, targets)`` of one method. A round is the Session's: the
     method's ``select`` (items and draw probabilities), ``record``, ``advance`` and
     ``report``. With several devices each runs its share of the chunk's runs as its own
     loop (:func:`bayeval.devices.over_runs`), so ``t_end`` is per run: the steps its
@@ -98,7 +111,7 @@ def _compile_chunk(method: Method, n_steps: int, until_stop: bool,
         t_end, *_, stop_n, records, refits, failed = jax.lax.while_loop(cond, body, carry)
         return records, stop_n, jnp.full(R, t_end, jnp.int32), refits, failed
 
-    return jax.jit(over_runs(run, (True, True, True), n_devices))
+    return run
 
 
 def _empty_records(R: int, n_steps: int, tail: tuple = ()) -> dict[str, Array]:
@@ -139,9 +152,21 @@ def completion_delay(key: Array, order: Array, item_time: Array) -> Array:
 
 
 @functools.lru_cache(maxsize=32)
-def _compile_stream_chunk(method: Method, n_steps: int, until_stop: bool, concurrency: int,
+def _compile_stream_chunk(program: Program, n_steps: int, until_stop: bool, concurrency: int,
                           batch: int, n_devices: int = 1) -> Callable:
-    """The jitted chunk runner of a streaming run (METHODS.md §9 "Streaming"): up to
+    """:func:`_stream_runner` jitted, its traced settings the first argument (as
+    :func:`_compile_chunk`)."""
+
+    def run(values, loops, keys, targets, item_times):
+        return _stream_runner(program.rebuild(values), n_steps, until_stop, concurrency,
+                              batch)(loops, keys, targets, item_times)
+
+    return jax.jit(over_runs(run, (False, True, True, True, True), n_devices))
+
+
+def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: int,
+                   batch: int) -> Callable:
+    """The chunk runner of a streaming run (METHODS.md §9 "Streaming"): up to
     ``concurrency`` evaluations in flight, each finishing after
     :func:`completion_delay`; or, with ``batch`` > 1, batches of ``batch`` items drawn
     from one state and finishing together. Rounds are drawn one at a time with the key
@@ -275,7 +300,7 @@ def _compile_stream_chunk(method: Method, n_steps: int, until_stop: bool, concur
         return (c["records"], c["stop_n"], c["applied"], c["refits"], c["failed"],
                 c["drawn_at_stop"])
 
-    return jax.jit(over_runs(run, (True, True, True, True), n_devices))
+    return run
 
 
 def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
@@ -358,13 +383,14 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     n_devices = device_count(devices, chunk)
     chunk = pad_runs(chunk, n_devices)
     if streaming:
-        run = _compile_stream_chunk(method, n_steps, until_stop, concurrency, batch,
-                                    n_devices)
+        run = functools.partial(_compile_stream_chunk(
+            method.compiled_as, n_steps, until_stop, concurrency, batch, n_devices),
+            method.hyper_values)
     else:
-        plain = _compile_chunk(method, n_steps, until_stop, n_devices)
+        plain = _compile_chunk(method.compiled_as, n_steps, until_stop, n_devices)
 
         def run(loops, keys, targets, times):
-            return (*plain(loops, keys, targets), None)
+            return (*plain(method.hyper_values, loops, keys, targets), None)
     out = {k: [] for k in ("estimate", "var", "lower", "upper", "items", "r_hat",
                            "divergences")}
     stops, refit_counts, failed_counts, drawn = [], [], [], []

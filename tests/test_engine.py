@@ -124,13 +124,14 @@ def _same_run_with_two_targets(method, reference, target, seed):
 # or below (same-layer imports must not form a cycle); the package root (the public API)
 # is above them all.
 LAYERS = [
-    {"types", "errors", "precision", "devices", "timing", "files", "journal_check"},
+    {"types", "errors", "precision", "devices", "timing", "files", "journal_check",
+     "hparams"},
     {"data"},
     {"models"},
     {"inference"},
     {"acquisition", "stopping", "estimators", "compression"},
     {"methods"},
-    {"session", "simulate", "evaluators", "harness", "selection"},
+    {"journal", "session", "simulate", "evaluators", "harness", "selection"},
     {"experiments", "diagnose"},
     {"cli"},
 ]

@@ -156,9 +156,11 @@ def test_one_in_flight_is_the_one_at_a_time_run(world):
     keys = jax.vmap(jax.random.key)(jnp.arange(2))
     targets = jnp.asarray(np.stack([target] * 2))
     loops = jax.tree_util.tree_map(lambda x: jnp.broadcast_to(x, (2, *jnp.shape(x))), loop0)
-    plain = _compile_chunk(method, reference.n_items, False)(loops, keys, targets)
-    stream = _compile_stream_chunk(method, reference.n_items, False, 1, 1)(
-        loops, keys, targets, jnp.ones(targets.shape))
+    values = method.hyper_values
+    plain = _compile_chunk(method.compiled_as, reference.n_items, False)(values, loops, keys,
+                                                                       targets)
+    stream = _compile_stream_chunk(method.compiled_as, reference.n_items, False, 1, 1)(
+        values, loops, keys, targets, jnp.ones(targets.shape))
     np.testing.assert_array_equal(plain[0]["items"], stream[0]["items"])
     np.testing.assert_array_equal(plain[0]["estimate"], stream[0]["estimate"])
     np.testing.assert_array_equal(plain[1], stream[1])

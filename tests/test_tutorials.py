@@ -62,6 +62,7 @@ def test_faq_custom_rule_tutorial_runs(tmp_path):
 def test_new_method_tutorial_runs(tmp_path):
     stdout = _run_tutorial("new_method", tmp_path, "--runs", "40")
     assert "simulator: the same run: True" in stdout
+    assert "another epsilon and tau share the compiled programs: True" in stdout
     assert "uncertainty-martingale   coverage at the stop" in stdout
 
 

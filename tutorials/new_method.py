@@ -40,7 +40,7 @@ from bayeval.data import load_dataset
 from bayeval.estimators.base import Estimator, gaussian_estimate
 from bayeval.evaluators import MatrixOracle
 from bayeval.inference.exact import ExactBucketGP
-from bayeval.methods import Method, make_method, register_method
+from bayeval.methods import Method, make_method, method_factory
 from bayeval.precision import enable_float64
 from bayeval.session import Session
 from bayeval.simulate import simulate
@@ -101,18 +101,20 @@ def martingale() -> Estimator:
 
 
 # ---------------------------------------------------------------- the method, by name
+# One function composing existing parts with the two new ones. Its parameters are the
+# method's settings (the CLI's ``uncertainty-martingale(epsilon=0.05)``, the journal header
+# and the bench keys read them from its signature); ``hyper`` names those that are values
+# of the compiled programs rather than part of them, so that another ε or τ compiles
+# nothing (the parts then receive them as traced numbers: arithmetic only, no Python
+# ``if`` on them).
+@method_factory("uncertainty-martingale", hyper=("epsilon", "tau"))
 def uncertainty_martingale(epsilon: float = 0.1, tau: float = 0.2, min_n: int = 30,
                            level: float = 0.95) -> Method:
     """Uncertainty sampling with a uniform floor τ, the martingale estimator, a stop at
     width ε after ``min_n`` items."""
     return Method("uncertainty-martingale", ExactBucketGP(refit_every=0).backend(),
                   acq.uniform_floor(uncertainty(), tau), acq.sample,
-                  stop.all_of(stop.min_observations(min_n), stop.interval_width(epsilon)),
-                  params={"epsilon": epsilon, "tau": tau, "min_n": min_n, "level": level},
-                  level=level, estimator=martingale())
-
-
-register_method("uncertainty-martingale", uncertainty_martingale)
+                  stop.width_after(min_n, epsilon), level=level, estimator=martingale())
 
 
 def main() -> None:
@@ -141,6 +143,9 @@ def main() -> None:
     value, low, high = session.estimate()
     print(f"session: {n} items, estimate {value:.4f} [{low:.4f}, {high:.4f}], "
           f"truth {row.mean():.4f}; simulator: the same run: {same}")
+    other = make_method("uncertainty-martingale", epsilon=args.epsilon / 2, tau=0.3)
+    print(f"another epsilon and tau share the compiled programs: "
+          f"{other.compiled_as == method.compiled_as}")
 
     # 2. coverage at the stop over many runs, against random sampling with the same ε
     rows = np.stack([matrix.row(t) for t in targets])

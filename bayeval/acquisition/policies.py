@@ -33,14 +33,17 @@ class Policy(NamedTuple):
     items available to the j-th draw; None where the draws are not random), which an
     estimator reads to predict its own variance before the draw (METHODS.md §9).
     ``with_replacement``: draws may repeat items and every item stays available (the
-    Session then answers a repeat from the score it already has). Calling a Policy
-    draws."""
+    Session then answers a repeat from the score it already has). ``random``: the draws
+    are random with the probabilities that ``probabilities`` gives (an estimator that
+    weighs a score by its draw probability needs this; argmax and a plain draw function
+    do not give it). Calling a Policy draws."""
 
     name: str
     draw: Callable[[Array, Array, Array, int], Array]
     probabilities: Callable[[Array, Array, Array], Array]
     with_replacement: bool = False
     distributions: Callable[[Array, Array, Array], Array] | None = None
+    random: bool = True
 
     def __call__(self, key: Array, log_weights: Array, available: Array, k: int = 1) -> Array:
         return self.draw(key, log_weights, available, k)
@@ -161,12 +164,12 @@ def as_policy(policy: Policy | Callable) -> Policy:
     probabilities are unknown (NaN), so estimators that need them refuse it."""
     if isinstance(policy, Policy):
         return policy
-    return Policy(getattr(policy, "__name__", "custom"), policy, _unknown)
+    return Policy(getattr(policy, "__name__", "custom"), policy, _unknown, random=False)
 
 
 sample = Policy("sample", _sample, sequential_probabilities,
                 distributions=sequential_distributions)
-argmax = Policy("argmax", _argmax, _certain)
+argmax = Policy("argmax", _argmax, _certain, random=False)
 sample_with_replacement = Policy("sample_with_replacement", _with_replacement, _independent,
                                  with_replacement=True,
                                  distributions=_independent_distributions)

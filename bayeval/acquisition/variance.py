@@ -13,13 +13,14 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from bayeval.acquisition.base import Rule
+from bayeval.hparams import known
 from bayeval.types import P_CLIP, Array, Prediction, clip_probability
 
 
 def oracle_optimal(p_min: float = P_CLIP) -> Rule:
     """log sqrt(p̂_j (1 − p̂_j)) with p̂_j = ``item_mean`` clamped to [p_min, 1 − p_min]
     (default 1e-12; a larger ``p_min`` distrusts a model's near-certain predictions)."""
-    if not 0.0 < p_min < 0.5:
+    if known(p_min) and not 0.0 < p_min < 0.5:
         raise ValueError(f"p_min must be in (0, 0.5), got {p_min}")
 
     def rule(prediction: Prediction, available: Array) -> Array:

@@ -90,6 +90,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from bayeval.estimators.base import Draw, Estimator
+from bayeval.hparams import known
 from bayeval.types import Array, Estimate, Prediction
 
 WEIGHTS = ("stabilised", "scheduled", "equal")
@@ -161,10 +162,10 @@ def round_estimate(state: DesignValidState, prediction: Prediction, item: Array,
 def score_floor_scale(theta0: Array, p_min: float) -> Array:
     """g(θ0) = min(1, θ0 (1 − θ0) / (p_min (1 − p_min))) of the module docstring, θ0
     clipped to [0, 1]; 1 everywhere when p_min = 0 (no clip, no score floor)."""
-    if p_min <= 0.0:
-        return jnp.ones_like(theta0)
     x = jnp.clip(theta0, 0.0, 1.0)
-    return jnp.minimum(1.0, x * (1.0 - x) / (p_min * (1.0 - p_min)))
+    positive = p_min > 0.0
+    scale = jnp.where(positive, p_min * (1.0 - p_min), 1.0)
+    return jnp.where(positive, jnp.minimum(1.0, x * (1.0 - x) / scale), jnp.ones_like(x))
 
 
 def null_floor_terms(observed: Array, observed_sum: Array, prediction: Prediction,
@@ -266,13 +267,13 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
     p_min: v_i is computed from p̂ clipped to [p_min, 1 − p_min].
     recalibrate: n0 of :func:`recalibrated` (0: use the backend's p̂ as it is).
     """
-    if recalibrate < 0:
+    if known(recalibrate) and not recalibrate >= 0:
         raise ValueError(f"recalibrate must be ≥ 0, got {recalibrate}")
     if weights not in WEIGHTS:
         raise ValueError(f"weights must be one of {WEIGHTS}, got {weights!r}")
-    if not 0.0 < min_share <= 1.0:
+    if known(min_share) and not 0.0 < min_share <= 1.0:
         raise ValueError(f"min_share must be in (0, 1], got {min_share}")
-    if anytime_rounds <= 0:
+    if known(anytime_rounds) and not anytime_rounds > 0:
         raise ValueError(f"anytime_rounds must be positive, got {anytime_rounds}")
     floor = floor_kind(floor)
 
@@ -325,7 +326,7 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
         if anytime:
             alpha = math.erfc(z / math.sqrt(2.0))
             n_items = state.observed.shape[-1]
-            m = anytime_rounds if anytime_rounds >= 1 else anytime_rounds * n_items
+            m = jnp.where(anytime_rounds >= 1, anytime_rounds, anytime_rounds * n_items)
             rho = mixture_rho(m, alpha) * jnp.where(started, state.first, 1.0)
 
             def half_of(v: Array) -> Array:
@@ -347,10 +348,11 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
                     return score_type
                 x = jnp.clip(theta0, low, high)
                 conditional = c0 + c1 * x + c2 * x * x
-                if p_min > 0.0:  # at most the score type's growth without its cap at 1
-                    y = jnp.clip(theta0, 0.0, 1.0)
-                    conditional = jnp.minimum(conditional, state.predicted * y * (1.0 - y)
-                                              / (p_min * (1.0 - p_min)))
+                # at most the score type's growth without its cap at 1 (where p_min > 0)
+                y = jnp.clip(theta0, 0.0, 1.0)
+                scale = jnp.where(p_min > 0.0, p_min * (1.0 - p_min), 1.0)
+                conditional = jnp.where(p_min > 0.0, jnp.minimum(
+                    conditional, state.predicted * y * (1.0 - y) / scale), conditional)
                 return jnp.maximum(score_type, conditional)
 
             def half_at(theta0: Array) -> Array:

@@ -271,7 +271,7 @@ def _ratio_lines(runs_dir: Path) -> list[str]:
         if base is None:
             continue
         for name, run in by_method.items():
-            if name == "BayesAME-RS" or run["truth"].shape != base["truth"].shape:
+            if run is base or run["truth"].shape != base["truth"].shape:
                 continue
             ratio, lo, hi = irmse_ratio_interval(run["estimate"], base["estimate"],
                                                  run["truth"], run["seed"])

@@ -37,7 +37,12 @@ from bayeval.types import Array
 
 ALGORITHMS = ("SR", "SySRs", "UCB-E(a=0.1)", "UCB-E(a=1)", "UCB-E(a=10)", "SyUCB-E(a=1)",
               "US", "SyUS", "HI-SySRs", "HW-SySRs")
-HISTORY_ALGORITHMS = ("HI-SySRs", "HW-SySRs")
+# what each history-using algorithm reads of the reference models: HI-SySRs the factor
+# history of the split (its predicted means), HW-SySRs the history weights of the pairs
+READS_HISTORY = {"HI-SySRs": "history", "HW-SySRs": "weights"}
+HISTORY_ALGORITHMS = tuple(READS_HISTORY)
+# the algorithms that hold (R, K, L) running sums and read (R, B, K) means per phase
+PHASE_SUMS = ("SR", "SySRs", *HISTORY_ALGORITHMS)
 # the factor ranks cross-validated for HI-SySRs in the bench: with a few hundred reference
 # models the 1-SE rule never chose more than 8 on the bundled data, and k = 32, 64 cost
 # most of the fit
@@ -182,11 +187,12 @@ def correct_counts(scores: np.ndarray, name: str, budgets: np.ndarray, tops: Seq
     ranges add up to the count of their union."""
     part = scores[cands]
     means = part.mean(axis=1)
-    history = split_history(scores, refs, split, ranks, log) if name == "HI-SySRs" else None
-    weights = history_weights(scores[refs]) if name == "HW-SySRs" else None
+    reads = READS_HISTORY.get(name)
+    history = split_history(scores, refs, split, ranks, log) if reads == "history" else None
+    weights = history_weights(scores[refs]) if reads == "weights" else None
     # SR/SySRs hold (R, K, L) running sums and read (R, B, K) means per phase:
     # smaller chunks stay in cache
-    size = min(chunk if name not in ("SR", "SySRs", *HISTORY_ALGORITHMS)
+    size = min(chunk if name not in PHASE_SUMS
                else min(chunk, 20), last - first)
     all_keys = jax.vmap(lambda r: jax.random.fold_in(jax.random.key(seed), r))(
         jnp.arange(first, first + -(-(last - first) // size) * size))

@@ -15,8 +15,10 @@ policy + estimator + stopping into a :class:`~bayeval.methods.base.Method`:
 * :mod:`bayeval.methods.quadrature` — Bayesian quadrature over the reference models
   (``bq``, ProEval's surrogate and variance-reduction design).
 
-Adding a method is one file: build a Method from parts and :func:`register_method` it
-(``tutorials/new_method.py``).
+Adding a method is one function: a factory that builds a Method from parts, decorated
+with :func:`method_factory` (its parameters are the method's settings; those it names
+``hyper`` are values of the compiled programs, not part of them), as
+``tutorials/new_method.py`` shows; :func:`register_method` registers a factory as it is.
 """
 
 from bayeval.methods import active, baselines, bayesame, faq, irt, multi_target, quadrature
@@ -26,6 +28,7 @@ from bayeval.methods.base import (
     Method,
     accepts_parameter,
     make_method,
+    method_factory,
     method_names,
     parse_method_spec,
     register_method,
@@ -51,6 +54,7 @@ __all__ = [
     "faq_method",
     "irt",
     "make_method",
+    "method_factory",
     "method_names",
     "multi_target",
     "parse_method_spec",

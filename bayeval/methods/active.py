@@ -55,6 +55,7 @@ from __future__ import annotations
 
 from bayeval import acquisition as acq
 from bayeval.estimators import design_valid
+from bayeval.hparams import known
 from bayeval.inference.base import Backend
 from bayeval.inference.difficulty import CalibratedDifficulty
 from bayeval.inference.exact import ExactBucketGP
@@ -62,32 +63,32 @@ from bayeval.inference.factor_laplace import FactorLaplace
 from bayeval.inference.laplace import LaplaceBucketGP
 from bayeval.inference.reference_linear import ReferenceLinearGP
 from bayeval.inference.stacked import StackedDifficulty
-from bayeval.methods.base import Method, register_method
+from bayeval.methods.base import Method, method_factory
 from bayeval.stopping import rules as stop
 from bayeval.types import P_CLIP
 
-PREDICTORS = ("exact", "laplace", "factor", "difficulty", "linear", "stacked")
+# each predictor's backend from (refit_every, bucket_capacity, components)
+_BACKENDS = {
+    "exact": lambda refit, capacity, _: ExactBucketGP(refit_every=refit,
+                                                      bucket_capacity=capacity),
+    "laplace": lambda refit, capacity, _: LaplaceBucketGP("bernoulli", refit_every=refit,
+                                                          bucket_capacity=capacity),
+    "factor": lambda *_: FactorLaplace(),
+    "difficulty": lambda _, __, components: CalibratedDifficulty(components),
+    "linear": lambda *_: ReferenceLinearGP(),
+    "stacked": lambda _, __, components: StackedDifficulty(components),
+}
+PREDICTORS = tuple(_BACKENDS)
 
 
 def predictor_backend(predictor: str, refit_every: int = 50,
                       bucket_capacity: int | None = None, components: int = 0) -> Backend:
     """The backend named ``predictor`` (module docstring) with its default settings
     (``bucket_capacity``: see :class:`~bayeval.inference.exact.ExactBucketGP`)."""
-    if predictor == "exact":
-        return ExactBucketGP(refit_every=refit_every,
-                             bucket_capacity=bucket_capacity).backend()
-    if predictor == "laplace":
-        return LaplaceBucketGP("bernoulli", refit_every=refit_every,
-                               bucket_capacity=bucket_capacity).backend()
-    if predictor == "factor":
-        return FactorLaplace().backend()
-    if predictor == "difficulty":
-        return CalibratedDifficulty(components).backend()
-    if predictor == "linear":
-        return ReferenceLinearGP().backend()
-    if predictor == "stacked":
-        return StackedDifficulty(components).backend()
-    raise ValueError(f"predictor must be one of {', '.join(PREDICTORS)}, got {predictor!r}")
+    if predictor not in _BACKENDS:
+        raise ValueError(f"predictor must be one of {', '.join(PREDICTORS)}, got "
+                         f"{predictor!r}")
+    return _BACKENDS[predictor](refit_every, bucket_capacity, components).backend()
 
 
 def active_rule(beta: float, temperature: float, tau: float,
@@ -96,9 +97,9 @@ def active_rule(beta: float, temperature: float, tau: float,
     reading p̂ clipped to [p_min, 1 − p_min]."""
     if not 0.0 <= beta <= 1.0:
         raise ValueError(f"beta must be in [0, 1], got {beta}")
-    if not 0.0 < tau <= 1.0:
+    if known(tau) and not 0.0 < tau <= 1.0:
         raise ValueError(f"tau must be in (0, 1], got {tau}")
-    if temperature <= 0:
+    if known(temperature) and not temperature > 0:
         raise ValueError(f"temperature must be positive, got {temperature}")
     inner = acq.oracle_optimal(p_min)
     if beta > 0:
@@ -106,6 +107,8 @@ def active_rule(beta: float, temperature: float, tau: float,
     return acq.uniform_floor(inner, tau)
 
 
+@method_factory("active-pai", hyper=("epsilon", "tau", "temperature", "p_min", "min_share",
+                                     "recalibrate", "anytime_rounds"))
 def active_pai(epsilon: float = 0.05, predictor: str = "difficulty", anytime: bool = False,
                budget: float | None = None, n_min: int = 30, tau: float = 0.05,
                beta: float = 0.0, temperature: float = 1.0, weights: str = "scheduled",
@@ -120,18 +123,7 @@ def active_pai(epsilon: float = 0.05, predictor: str = "difficulty", anytime: bo
     stopping = width if budget is None else stop.any_of(width, stop.budget(budget))
     estimator = design_valid.estimator(weights, floor, anytime, anytime_rounds, min_share,
                                        p_min, recalibrate)
-    params = {"epsilon": epsilon, "predictor": predictor, "anytime": anytime,
-              "budget": budget, "n_min": n_min, "tau": tau, "beta": beta,
-              "temperature": temperature, "weights": weights, "floor": floor,
-              "anytime_rounds": anytime_rounds, "refit_every": refit_every,
-              "p_min": p_min, "min_share": min_share, "recalibrate": recalibrate,
-              "bucket_capacity": bucket_capacity, "components": components,
-              "level": level}
     return Method("active-pai", predictor_backend(predictor, refit_every, bucket_capacity,
                                                     components),
                   active_rule(beta, temperature, tau, p_min), acq.sample, stopping,
-                  params=params,
                   level=level, estimator=estimator)
-
-
-register_method("active-pai", active_pai)

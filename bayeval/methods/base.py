@@ -32,6 +32,7 @@ from bayeval.acquisition.policies import Policy, as_policy, drawn_probabilities
 from bayeval.errors import BayevalError
 from bayeval.estimators.base import Draw, Estimator, exact_when_complete, posterior
 from bayeval.estimators.interval import z_value
+from bayeval.hparams import Program, as_values
 from bayeval.inference.base import Backend, advance
 from bayeval.precision import require_float64
 from bayeval.stopping.rules import StoppingRule
@@ -85,12 +86,14 @@ class Method:
     params: dict[str, Any] = field(default_factory=dict)
     level: float = 0.95
     estimator: Estimator = field(default_factory=posterior)
+    program: Program | None = None
+    hyper: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "policy", as_policy(self.policy))
         object.__setattr__(self, "estimator", exact_when_complete(self.estimator))
         z_value(self.level)  # validates the level
-        if self.estimator.needs_probabilities and self.policy.name in ("argmax", "custom"):
+        if self.estimator.needs_probabilities and not self.policy.random:
             raise BayevalError(
                 f"method {self.name!r}: estimator {self.estimator.name} weighs each score "
                 f"by its draw probability, which policy {self.policy.name!r} does not give "
@@ -159,14 +162,45 @@ class Method:
         return advance(self.backend, state, n, key, refit, compact, quiet)
 
     @functools.cached_property
-    def _first_report(self) -> Callable:
-        def first(state, n_items):
-            prediction = self.backend.predict(state)
-            est = self.estimator.init(n_items)
-            return LoopState(state, est, self.stopping.init(), prediction,
-                             self.estimator.estimate(est, prediction, self.z))
+    def compiled_as(self) -> Program:
+        """What this method's compiled programs are keyed by (:mod:`bayeval.hparams`):
+        its factory's program when :func:`method_factory` built it, so that methods
+        differing only in traced settings share them; else this object alone."""
+        return self.program if self.program is not None else Program(self, lambda _: self)
 
-        return jax.jit(first, static_argnums=1)
+    @functools.cached_property
+    def hyper_values(self) -> dict[str, Array]:
+        """The traced settings passed to every compiled program (:func:`as_values`)."""
+        return as_values(self.hyper)
+
+    def _compiled(self, op: str, fn: Callable, static_argnums: tuple[int, ...] = (),
+                  donate_argnums: tuple[int, ...] = ()) -> Callable:
+        """``fn(method, *args)`` jitted once per program and op (its traced settings the
+        first argument, bound here to this method's); ``static_argnums`` and
+        ``donate_argnums`` count the ``args``."""
+        program = self.compiled_as
+        jitted = _PROGRAMS.get((program, op))
+        if jitted is None:
+            rebuild = program.rebuild
+
+            def run(values, *args):
+                return fn(rebuild(values), *args)
+
+            jitted = jax.jit(run, static_argnums=tuple(i + 1 for i in static_argnums),
+                             donate_argnums=tuple(i + 1 for i in donate_argnums))
+            if self.program is not None:  # a hand-built method's programs live on it
+                _PROGRAMS[(program, op)] = jitted
+        return functools.partial(jitted, self.hyper_values)
+
+    @functools.cached_property
+    def _first_report(self) -> Callable:
+        def first(method, state, n_items):
+            prediction = method.backend.predict(state)
+            est = method.estimator.init(n_items)
+            return LoopState(state, est, method.stopping.init(), prediction,
+                             method.estimator.estimate(est, prediction, method.z))
+
+        return self._compiled("first", first, static_argnums=(1,))
 
     def refit_key(self, key: Array) -> Array:
         """The key stream of re-fits, apart from the selection keys ``fold_in(key, t)``."""
@@ -179,13 +213,13 @@ class Method:
         compact when due (:func:`~bayeval.inference.base.advance`; ``info`` says what it
         did), and report."""
 
-        def step(loop, item, score, draw, n, key):
-            loop = self.record(loop, item, score, draw)
-            state, info = self.maintain(loop.backend, n, key)
-            loop, stop = self.report(loop._replace(backend=state))
+        def step(method, loop, item, score, draw, n, key):
+            loop = method.record(loop, item, score, draw)
+            state, info = method.maintain(loop.backend, n, key)
+            loop, stop = method.report(loop._replace(backend=state))
             return loop, stop, info
 
-        return jax.jit(step)
+        return self._compiled("step", step)
 
     def choose(self, loop: LoopState, available: Array, key: Array,
                k: int) -> tuple[Array, Draw]:
@@ -212,23 +246,28 @@ class Method:
         """Jitted ``(loop, available, key, counter, k) -> (items, draws)``:
         :meth:`choose` with the key ``fold_in(key, counter)``; ``k`` is static."""
 
-        def select(loop, available, key, counter, k):
-            return self.choose(loop, available, jax.random.fold_in(key, counter), k)
+        def select(method, loop, available, key, counter, k):
+            return method.choose(loop, available, jax.random.fold_in(key, counter), k)
 
-        return jax.jit(select, static_argnums=4)
+        return self._compiled("select", select, static_argnums=(4,))
 
     @functools.cached_property
     def probability(self) -> Callable:
         """Jitted ``(loop, available, item) -> Draw``: how the policy would draw
         ``item`` as a single draw (for journals recorded without it)."""
 
-        def probability(loop, available, item):
+        def probability(method, loop, available, item):
             prediction = loop.prediction
-            log_w = self.rule(prediction, available)
-            return jax.tree_util.tree_map(lambda x: x[0], self.draws(
+            log_w = method.rule(prediction, available)
+            return jax.tree_util.tree_map(lambda x: x[0], method.draws(
                 prediction, log_w, available, item[None]))
 
-        return jax.jit(probability)
+        return self._compiled("probability", probability)
+
+
+# The compiled programs of factory-built methods, by (program, op): shared by every
+# method of one program whatever its traced settings.
+_PROGRAMS: dict[tuple[Program, str], Callable] = {}
 
 
 _REGISTRY: dict[str, Callable[..., Method]] = {}
@@ -237,6 +276,52 @@ _REGISTRY: dict[str, Callable[..., Method]] = {}
 def register_method(name: str, factory: Callable[..., Method]) -> None:
     """Make ``factory(**params)`` available as ``make_method(name, **params)``."""
     _REGISTRY[name] = factory
+
+
+def method_factory(name: str, hyper: tuple[str, ...] = ()) -> Callable:
+    """Decorate a factory of the method ``name`` and register it (:func:`make_method`).
+
+    The factory's parameters are the method's: their signature is the one home of the
+    method's settings, read by the CLI's spec, the journal header (:attr:`Method.params`:
+    every parameter, defaults filled in) and the bench's unit keys. ``hyper`` names the
+    numeric settings that are values rather than structure (:mod:`bayeval.hparams`):
+    the method's compiled programs take them as arguments, so that changing one compiles
+    nothing; the factory builds its parts from them as tracers too, and checks their
+    ranges only where they are known (:func:`bayeval.hparams.known`). A setting that is
+    None (e.g. no budget) is structure."""
+
+    def wrap(factory: Callable[..., Method]) -> Callable[..., Method]:
+        signature = inspect.signature(factory)
+        missing = [h for h in hyper if h not in signature.parameters]
+        if missing:
+            raise TypeError(f"method {name!r}: hyper {missing} are not parameters")
+
+        @functools.wraps(factory)
+        def build(*args: Any, **kwargs: Any) -> Method:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            params = dict(bound.arguments)
+            method = factory(**params)
+            values = {h: float(params[h]) for h in hyper
+                      if isinstance(params[h], int | float) and not isinstance(params[h], bool)}
+            structure = {k: v for k, v in params.items() if k not in values}
+            key = (name, tuple(sorted(structure.items(), key=lambda kv: kv[0])))
+            program = Program(key, functools.partial(_rebuild, factory, structure))
+            for attribute, value in (("name", name), ("params", params),
+                                     ("program", program), ("hyper", values)):
+                object.__setattr__(method, attribute, value)
+            return method
+
+        register_method(name, build)
+        return build
+
+    return wrap
+
+
+def _rebuild(factory: Callable[..., Method], structure: dict[str, Any],
+             values: dict[str, Any]) -> Method:
+    """The method of ``factory`` with its structural settings and traced ``values``."""
+    return factory(**structure, **values)
 
 
 def method_names() -> list[str]:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from bayeval import acquisition as acq
 from bayeval.estimators import aipw, sample_mean
-from bayeval.methods.base import Method, register_method
+from bayeval.methods.base import Method, method_factory
 from bayeval.stopping import rules as stop
 
 
+@method_factory("random", hyper=("epsilon",))
 def random_sample_mean(epsilon: float = 0.1, min_n: int = 30, level: float = 0.95) -> Method:
     """Random items, RS-Mean estimate with a finite-population interval (Wilson for binary
     scores, see :mod:`bayeval.estimators.sample_mean`), stop when the ``level`` interval is
@@ -20,18 +21,13 @@ def random_sample_mean(epsilon: float = 0.1, min_n: int = 30, level: float = 0.9
     """
     stopping = stop.all_of(stop.min_observations(min_n), stop.interval_width(epsilon))
     return Method("random", sample_mean.backend, acq.uniform(), acq.sample, stopping,
-                  params={"epsilon": epsilon, "min_n": min_n, "level": level}, level=level,
+                  level=level,
                   estimator=sample_mean.estimator())
 
 
+@method_factory("bayes-aipw", hyper=("epsilon", "epsilon1"))
 def bayes_aipw(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
                level: float = 0.95) -> Method:
     """Bayes-AIPW (seed 000 §5.1, METHODS.md §5) with random selection."""
     return Method("bayes-aipw", aipw.backend, acq.uniform(), acq.sample,
-                  stop.two_condition(epsilon, epsilon1, window),
-                  params={"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
-                          "level": level}, level=level)
-
-
-register_method("random", random_sample_mean)
-register_method("bayes-aipw", bayes_aipw)
+                  stop.two_condition(epsilon, epsilon1, window), level=level)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from bayeval import acquisition as acq
 from bayeval.inference.exact import ExactBucketGP
 from bayeval.inference.laplace import LaplaceBucketGP
-from bayeval.methods.base import Method, register_method
+from bayeval.methods.base import Method, method_factory
 from bayeval.stopping import rules as stop
 
 
@@ -18,14 +18,11 @@ def _bayesame(name: str, rule, policy, epsilon: float, epsilon1: float, window: 
     backend = ExactBucketGP(refit_every=refit_every, lbfgs_steps=lbfgs_steps,
                             warm_start=warm_start, fit_buckets=fit_buckets,
                             bucket_capacity=bucket_capacity).backend()
-    params = {"epsilon": epsilon, "epsilon1": epsilon1, "window": window,
-              "refit_every": refit_every, "lbfgs_steps": lbfgs_steps, "level": level,
-              "warm_start": warm_start, "fit_buckets": fit_buckets,
-              "bucket_capacity": bucket_capacity}
     return Method(name, backend, rule, policy, stop.two_condition(epsilon, epsilon1, window),
-                  params=params, level=level)
+                  level=level)
 
 
+@method_factory("bayesame", hyper=("epsilon", "epsilon1"))
 def bayesame(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
              refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95,
              warm_start: bool = False, fit_buckets: int | None = 256,
@@ -40,6 +37,7 @@ def bayesame(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
                      bucket_capacity)
 
 
+@method_factory("bayesame-rs", hyper=("epsilon", "epsilon1"))
 def bayesame_rs(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
                 refit_every: int = 50, lbfgs_steps: int = 30, level: float = 0.95,
                 warm_start: bool = False, fit_buckets: int | None = 256,
@@ -50,6 +48,7 @@ def bayesame_rs(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30
                      bucket_capacity)
 
 
+@method_factory("bayesame-laplace", hyper=("epsilon", "epsilon1"))
 def bayesame_laplace(likelihood: str = "bernoulli", epsilon: float = 0.02,
                      epsilon1: float = 0.005, window: int = 30, refit_every: int = 50,
                      lbfgs_steps: int = 10, level: float = 0.95,
@@ -66,14 +65,5 @@ def bayesame_laplace(likelihood: str = "bernoulli", epsilon: float = 0.02,
                               relinearise_every=relinearise_every).backend()
     rule, policy = ((acq.bayesame_rule(), acq.argmax) if selection == "info_gain"
                     else (acq.uniform(), acq.sample))
-    params = {"likelihood": likelihood, "epsilon": epsilon, "epsilon1": epsilon1,
-              "window": window, "refit_every": refit_every, "lbfgs_steps": lbfgs_steps,
-              "level": level, "fit_buckets": fit_buckets, "bucket_capacity": bucket_capacity,
-              "relinearise_every": relinearise_every, "selection": selection}
     return Method("bayesame-laplace", backend, rule, policy,
-                  stop.two_condition(epsilon, epsilon1, window), params=params, level=level)
-
-
-register_method("bayesame", bayesame)
-register_method("bayesame-laplace", bayesame_laplace)
-register_method("bayesame-rs", bayesame_rs)
+                  stop.two_condition(epsilon, epsilon1, window), level=level)

@@ -36,12 +36,13 @@ from bayeval.estimators import pai
 from bayeval.estimators.pai import PAIState, pai_estimate, pai_start, pai_update
 from bayeval.inference.base import Backend
 from bayeval.inference.factor_laplace import FactorLaplace, FactorPosterior, factor_start
-from bayeval.methods.base import Method, register_method
+from bayeval.methods.base import Method, method_factory
 from bayeval.precision import require_float64
 from bayeval.stopping import rules as stop
 from bayeval.types import Array, clip_probability
 
 
+@method_factory("faq")
 def faq(budget: float = 0.1, beta0: float = 1.0, rho: float = 0.0, gamma: float = 0.0,
         tau: float = 0.05, k: int = 8, weight_decay: float = 0.1, level: float = 0.95,
         fit_seed: int = 0) -> Method:
@@ -53,13 +54,8 @@ def faq(budget: float = 0.1, beta0: float = 1.0, rho: float = 0.0, gamma: float 
     historical models (docs/results/coverage)."""
     rule = acq.faq_rule(budget, beta0, rho, gamma, tau)
     backend = FactorLaplace(k, weight_decay, fit_seed).backend()
-    params = {"budget": budget, "beta0": beta0, "rho": rho, "gamma": gamma, "tau": tau,
-              "k": k, "weight_decay": weight_decay, "level": level, "fit_seed": fit_seed}
     return Method("faq", backend, rule, acq.sample_with_replacement, stop.budget(budget),
-                  params=params, level=level, estimator=pai.estimator())
-
-
-register_method("faq", faq)
+                  level=level, estimator=pai.estimator())
 
 
 def faq_with(rule: acq.Rule, budget: float, backend: Backend | None = None,
@@ -70,8 +66,7 @@ def faq_with(rule: acq.Rule, budget: float, backend: Backend | None = None,
     :func:`~bayeval.inference.factor_laplace.prefitted` to reuse one fit)."""
     backend = FactorLaplace().backend() if backend is None else backend
     return Method(name, backend, rule, acq.sample_with_replacement, stop.budget(budget),
-                  params={"budget": budget, "level": level}, level=level,
-                  estimator=pai.estimator())
+                  level=level, estimator=pai.estimator())
 
 
 class Outcome(NamedTuple):

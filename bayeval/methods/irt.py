@@ -13,7 +13,7 @@ from __future__ import annotations
 from bayeval import acquisition as acq
 from bayeval.errors import BayevalError
 from bayeval.inference.irt import IRTAbilityNUTS
-from bayeval.methods.base import Method, register_method
+from bayeval.methods.base import Method, method_factory
 from bayeval.stopping import rules as stop
 
 
@@ -29,6 +29,7 @@ def parse_fits(text: str) -> tuple[int, ...]:
     return fits
 
 
+@method_factory("irt", hyper=("epsilon", "epsilon1"))
 def irt(kind: str = "2pl", calibration: str = "map", refit_every: int = 50,
         first_fits: str = "10 25", num_warmup: int = 500, num_samples: int = 1000,
         num_chains: int = 4, epsilon: float = 0.02, epsilon1: float = 0.005,
@@ -41,14 +42,7 @@ def irt(kind: str = "2pl", calibration: str = "map", refit_every: int = 50,
                                  num_warmup, num_samples, num_chains).backend()
     except ValueError as exc:
         raise BayevalError(f"method 'irt': {exc}") from None
-    params = {"kind": kind, "calibration": calibration, "refit_every": refit_every,
-              "first_fits": first_fits, "num_warmup": num_warmup,
-              "num_samples": num_samples, "num_chains": num_chains, "epsilon": epsilon,
-              "epsilon1": epsilon1, "window": window, "level": level}
     return Method("irt", backend, acq.uniform(), acq.sample,
-                  stop.two_condition(epsilon, epsilon1, window), params=params, level=level)
-
-
-register_method("irt", irt)
+                  stop.two_condition(epsilon, epsilon1, window), level=level)
 
 __all__ = ["irt", "parse_fits"]

@@ -51,6 +51,7 @@ from bayeval.acquisition.policies import argmax, sample
 from bayeval.data.matrix import infer_kind
 from bayeval.errors import BayevalError
 from bayeval.estimators.base import Draw, posterior
+from bayeval.hparams import known
 from bayeval.inference.base import Backend, advance, nothing_done, refitted
 from bayeval.inference.exact import PENDING, fit_sizes, switch_by_size
 from bayeval.inference.joint import (
@@ -65,7 +66,7 @@ from bayeval.inference.joint import (
     joint_refit,
     per_target,
 )
-from bayeval.methods.base import LoopState, Method, register_method
+from bayeval.methods.base import LoopState, Method, method_factory
 from bayeval.models.bucket_gp import N0, default_sigma2, make_buckets
 from bayeval.models.coregional import coregional_model
 from bayeval.precision import require_float64
@@ -138,8 +139,8 @@ class JointBayesAME:
     pending: int = PENDING
 
     def __post_init__(self) -> None:
-        if self.selection not in ("round_robin", "mean_ig"):
-            raise BayevalError(f"selection must be 'round_robin' or 'mean_ig', got "
+        if self.selection not in SELECTIONS:
+            raise BayevalError(f"selection must be one of {', '.join(SELECTIONS)}, got "
                                f"{self.selection!r}")
         if not 0.0 < self.init_fraction <= 1.0:
             raise BayevalError(f"init_fraction must be in (0, 1], got {self.init_fraction}")
@@ -277,6 +278,18 @@ def _target_rule(prediction: Prediction, available: Array) -> Array:
     return jnp.where(available, mt.target_information_gain(prediction), -jnp.inf)
 
 
+class Selection(NamedTuple):
+    """How multi-target BayesAME picks a cell: ``in_turn`` (one target per round, the
+    targets in turn) and the ``rule`` over the cells it may pick from."""
+
+    in_turn: bool
+    rule: Callable[[Prediction, Array], Array]
+
+
+SELECTIONS = {"round_robin": Selection(True, _target_rule),
+              "mean_ig": Selection(False, mt.mean_information_gain)}
+
+
 def _row(tree: Any, t: Array) -> Any:
     return jax.tree_util.tree_map(lambda x: x[t], tree)
 
@@ -320,7 +333,7 @@ class JointMethod(Method):
 
     @functools.cached_property
     def _first_jitted(self) -> Callable:
-        return jax.jit(self._first)
+        return self._compiled("joint-first", JointMethod._first)
 
     def _estimates(self, est: State, prediction: Prediction):
         return jax.vmap(lambda s, p: self.estimator.estimate(s, p, self.z))(est, prediction)
@@ -333,30 +346,30 @@ class JointMethod(Method):
 
     @functools.cached_property
     def _begin(self) -> Callable:
+        return self._compiled("joint-begin", JointMethod._begin_run)
+
+    def _begin_run(self, loop: LoopState, key: Array) -> LoopState:
+        """:meth:`begin`, traced."""
         cfg = self.config
-
-        def begin(loop, key):
-            joint = loop.backend.joint
-            T, N = joint.observed.shape
-            params = cfg.hyperparameters(jax.random.fold_in(key, WEIGHT_STREAM), T,
-                                         loop.backend.params["sigma2"])
-            prior = cfg.prior(joint.phi, joint.sizes, params, T)
-            joint = joint_init(joint.phi, joint.sizes, joint.item_bucket, prior, T,
-                               joint.pending.shape[0])
-            D = cfg.design_size(N)
-            # the same items as acquisition.multi_target.initial_design; asked in item
-            # order, or in the drawn order where an estimator weighs each draw by its
-            # probability (then each design item is uniform over those not yet asked)
-            items = jax.random.permutation(jax.random.fold_in(key, INIT_STREAM), N)[:D]
-            if not self.estimator.needs_probabilities:
-                items = jnp.sort(items)
-            design = (items[:, None] + N * jnp.arange(T)[None, :]).reshape(-1)
-            plan = JointPlan(design.astype(jnp.int32), jnp.zeros(D * T, bool),
-                             jnp.asarray(-1, jnp.int32))
-            state = loop.backend._replace(joint=joint, params=params)
-            return self._first(state, plan)
-
-        return jax.jit(begin)
+        joint = loop.backend.joint
+        T, N = joint.observed.shape
+        params = cfg.hyperparameters(jax.random.fold_in(key, WEIGHT_STREAM), T,
+                                     loop.backend.params["sigma2"])
+        prior = cfg.prior(joint.phi, joint.sizes, params, T)
+        joint = joint_init(joint.phi, joint.sizes, joint.item_bucket, prior, T,
+                           joint.pending.shape[0])
+        D = cfg.design_size(N)
+        # the same items as acquisition.multi_target.initial_design; asked in item
+        # order, or in the drawn order where an estimator weighs each draw by its
+        # probability (then each design item is uniform over those not yet asked)
+        items = jax.random.permutation(jax.random.fold_in(key, INIT_STREAM), N)[:D]
+        if not self.estimator.needs_probabilities:
+            items = jnp.sort(items)
+        design = (items[:, None] + N * jnp.arange(T)[None, :]).reshape(-1)
+        plan = JointPlan(design.astype(jnp.int32), jnp.zeros(D * T, bool),
+                         jnp.asarray(-1, jnp.int32))
+        state = loop.backend._replace(joint=joint, params=params)
+        return self._first(state, plan)
 
     def choose(self, loop: LoopState, available: Array, key: Array,
                k: int) -> tuple[Array, Draw]:
@@ -379,7 +392,7 @@ class JointMethod(Method):
         open_rows = jnp.where(open_rows.any(), open_rows, has_items)
         target = mt.next_target(~open_rows, plan.last)
         cells = avail & open_rows[:, None]
-        if self.config.selection == "round_robin":
+        if SELECTIONS[self.config.selection].in_turn:
             cells = cells & (jnp.arange(T)[:, None] == target)
         log_w = self.rule(prediction, cells)
         log_w = jnp.where(prediction.nearly_unique[0], log_w, 0.0)  # random if B < N − N0
@@ -388,7 +401,7 @@ class JointMethod(Method):
         t, i = cell // N, cell % N
         row = jnp.where(in_design, probabilities(jnp.zeros(N), avail[t]),
                         probabilities(log_w[t], cells[t]))
-        q = row[i] if self.policy.name != "argmax" else jnp.where(in_design, row[i], 1.0)
+        q = row[i] if self.policy.random else jnp.where(in_design, row[i], 1.0)
         design = (jnp.nan if self.estimator.design is None
                   else self.estimator.design(_row(prediction, t), row))
         return cell[None], Draw(jnp.reshape(q, (1,)), jnp.full(1, design))
@@ -424,12 +437,12 @@ class JointMethod(Method):
 
     @functools.cached_property
     def _skip(self) -> Callable:
-        def skip(loop, item):
+        def skip(method, loop, item):
             plan = loop.plan
             return loop._replace(plan=plan._replace(
                 consumed=plan.consumed | (plan.design == item)))
 
-        return jax.jit(skip)
+        return self._compiled("joint-skip", skip)
 
     def refit_due(self, n: Any, n_targets: int, n_items: int) -> Any:
         """Whether a re-fit follows the n-th observation: after the D-th (D = the initial
@@ -457,11 +470,15 @@ class JointMethod(Method):
         chosen in Python (``n`` is a number here) and the joint state's buffers donated
         to each piece, so that a Session's step never copies Σ_c (J² floats). The loop
         passed in must not be used again."""
-        record = jax.jit(self._record_apart, donate_argnums=0)
-        fit_at = jax.jit(self.config.fit_at, static_argnums=2)
-        rebuild_at = jax.jit(self.config.rebuild_at, static_argnums=2, donate_argnums=0)
-        compact = jax.jit(self.backend.compact, donate_argnums=0)
-        report = jax.jit(self._report_apart)
+        record = self._compiled("joint-record", JointMethod._record_apart,
+                                donate_argnums=(0,))
+        fit_at = self._compiled("joint-fit", lambda m, *a: m.config.fit_at(*a),
+                                static_argnums=(2,))
+        rebuild_at = self._compiled("joint-rebuild", lambda m, *a: m.config.rebuild_at(*a),
+                                    static_argnums=(2,), donate_argnums=(0,))
+        compact = self._compiled("joint-compact", lambda m, *a: m.backend.compact(*a),
+                                 donate_argnums=(0,))
+        report = self._compiled("joint-report", JointMethod._report_apart)
         every = self.backend.compact_every
 
         def step(loop, item, score, draw, n, key):
@@ -505,6 +522,7 @@ class JointMethod(Method):
                              estimate=estimate), stop_now
 
 
+@method_factory(METHOD_NAME, hyper=("epsilon", "epsilon1", "learning_rate"))
 def bayesame_joint(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
                    level: float = 0.95, n_latent: int = 2, refit_every: int = 50,
                    adam_steps: int = 200, learning_rate: float | None = None,
@@ -517,12 +535,13 @@ def bayesame_joint(epsilon: float = 0.02, epsilon1: float = 0.005, window: int =
     config = JointBayesAME(epsilon, epsilon1, window, level, n_latent, refit_every,
                            adam_steps, learning_rate, sigma2, init_fraction, selection,
                            fit_pairs, fit_sigma2, target_offset, n0, pending)
-    rule = _target_rule if selection == "round_robin" else mt.mean_information_gain
-    return JointMethod(METHOD_NAME, config.backend(), rule, argmax,
-                       stop.two_condition(epsilon, epsilon1, window), config.params, level,
-                       posterior(), config)
+    return JointMethod(METHOD_NAME, config.backend(), SELECTIONS[selection].rule, argmax,
+                       stop.two_condition(epsilon, epsilon1, window), level=level,
+                       estimator=posterior(), config=config)
 
 
+@method_factory("active-pai-joint", hyper=("epsilon", "tau", "temperature", "p_min",
+                                           "min_share", "recalibrate", "anytime_rounds"))
 def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
                      beta: float = 0.0, temperature: float = 1.0, weights: str = "scheduled",
                      floor: bool | str = "conditional", anytime: bool = False,
@@ -542,7 +561,7 @@ def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
     from bayeval.estimators import design_valid
     from bayeval.methods.active import active_rule
 
-    if epsilon <= 0 or epsilon != epsilon:
+    if known(epsilon) and not epsilon > 0:
         raise BayevalError(f"epsilon must be positive, got {epsilon}")
     if n_min < 1:
         raise BayevalError(f"n_min must be ≥ 1, got {n_min}")
@@ -552,20 +571,9 @@ def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
     one = active_rule(beta, temperature, tau, p_min)
     estimator = design_valid.estimator(weights, floor, anytime, anytime_rounds, min_share,
                                        p_min, recalibrate)
-    params = {"epsilon": epsilon, "n_min": n_min, "tau": tau, "beta": beta,
-              "temperature": temperature, "weights": weights, "floor": floor,
-              "anytime": anytime, "anytime_rounds": anytime_rounds, "p_min": p_min,
-              "min_share": min_share, "recalibrate": recalibrate, "n_latent": n_latent,
-              "refit_every": refit_every, "adam_steps": adam_steps,
-              "init_fraction": init_fraction, "fit_pairs": fit_pairs, "pending": pending,
-              "level": level}
     return JointMethod("active-pai-joint", config.backend(), jax.vmap(one), sample,
-                       stop.width_after(n_min, epsilon),
-                       params, level, estimator, config)
-
-
-register_method(METHOD_NAME, bayesame_joint)
-register_method("active-pai-joint", active_pai_joint)
+                       stop.width_after(n_min, epsilon), level=level, estimator=estimator,
+                       config=config)
 
 __all__: Sequence[str] = (
     "METHOD_NAME",

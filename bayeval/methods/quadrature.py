@@ -9,18 +9,14 @@ from __future__ import annotations
 
 from bayeval import acquisition as acq
 from bayeval.inference.reference_linear import ReferenceLinearGP
-from bayeval.methods.base import Method, register_method
+from bayeval.methods.base import Method, method_factory
 from bayeval.stopping import rules as stop
 
 
+@method_factory("bq", hyper=("epsilon",))
 def bq(epsilon: float = 0.05, n_min: int = 30, noise: float = 0.3,
        level: float = 0.95) -> Method:
     """Bayesian quadrature (module docstring): stop once ``n_min`` items are scored and the
     ``level`` posterior interval is at most ``epsilon`` wide; ``noise`` is σ²."""
     return Method("bq", ReferenceLinearGP(noise).backend(), acq.variance_reduction(),
-                  acq.argmax, stop.width_after(n_min, epsilon),
-                  params={"epsilon": epsilon, "n_min": n_min, "noise": noise,
-                          "level": level}, level=level)
-
-
-register_method("bq", bq)
+                  acq.argmax, stop.width_after(n_min, epsilon), level=level)

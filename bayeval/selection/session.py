@@ -55,6 +55,7 @@ import jax
 import numpy as np
 
 from bayeval.errors import JournalError, SessionError
+from bayeval.journal import JOURNAL_FORMAT, JOURNAL_VERSION, PairJournal
 from bayeval.precision import require_float64
 from bayeval.selection.design import corrected_total, step_term, weighted_order
 from bayeval.selection.history import (
@@ -66,7 +67,6 @@ from bayeval.selection.history import (
 )
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import item_orders
-from bayeval.session import JOURNAL_FORMAT, JOURNAL_VERSION, PairJournal
 
 METHOD_NAME = "sysrs"
 

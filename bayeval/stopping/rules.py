@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
+from bayeval.hparams import known, shown
 from bayeval.types import Array, Estimate, Prediction
 
 
@@ -30,13 +31,13 @@ class StoppingRule(NamedTuple):
 def interval_width(epsilon: float) -> StoppingRule:
     """Stop when the estimator's interval is at most ε2 wide (cond. ii). For a Gaussian
     posterior the width is 2 z_{(1+level)/2} sqrt(Var(R | C))."""
-    if epsilon <= 0:
+    if known(epsilon) and not epsilon > 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}")
 
     def update(state, estimate: Estimate, prediction: Prediction):
         return state, estimate.upper - estimate.lower <= epsilon
 
-    return StoppingRule(f"interval_width({epsilon:g})", lambda: (), update)
+    return StoppingRule(f"interval_width({shown(epsilon)})", lambda: (), update)
 
 
 def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
@@ -58,14 +59,14 @@ def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
         spread = jnp.max(buffer) - jnp.min(buffer)
         return (buffer, count), (count >= window + 1) & (spread <= epsilon)
 
-    return StoppingRule(f"window_range({epsilon:g}, W={window})", init, update)
+    return StoppingRule(f"window_range({shown(epsilon)}, W={window})", init, update)
 
 
 def width_after(n_min: int, epsilon: float) -> StoppingRule:
     """Stop once ``n_min`` items are observed and the interval is at most ``epsilon``
     wide (the design-valid methods' rule, METHODS.md §9 "Stopping"); refuses n_min < 1
     and an ε that is not positive (NaN included)."""
-    if not epsilon > 0:
+    if known(epsilon) and not epsilon > 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}")
     if n_min < 1:
         raise ValueError(f"n_min must be ≥ 1, got {n_min}")

@@ -1,0 +1,121 @@
+"""Hyperparameters are values (bayeval.hparams): methods that differ only in a traced
+setting share every compiled program, and give what the same method with the setting
+baked in as a constant gives."""
+
+from __future__ import annotations
+
+import contextlib
+
+import jax
+import numpy as np
+import pytest
+
+from bayeval import Session, make_method
+from bayeval.methods.active import active_pai
+from bayeval.simulate import simulate
+
+_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
+           "/jax/core/compile/backend_compile_duration")
+_seen: list[str] = []
+
+
+def _listen(event: str, duration: float, **kwargs) -> None:
+    if event in _EVENTS:
+        _seen.append(event)
+
+
+jax.monitoring.register_event_duration_secs_listener(_listen)
+
+
+@contextlib.contextmanager
+def traces():
+    """Counts the programs JAX traces or compiles inside the block (a hit of the
+    in-memory jit cache does neither)."""
+    start = len(_seen)
+    counter = {"n": 0}
+    yield counter
+    counter["n"] = len(_seen) - start
+
+
+@pytest.fixture(scope="module")
+def world(ifeval_slice):
+    return ifeval_slice(5, 30, 40, "hp")
+
+
+def _session_run(method, reference, target, rounds=6):
+    session = Session(reference, "new", method=method, seed=1)
+    for _ in range(rounds):
+        (item,) = session.ask()
+        session.tell(item, float(target[list(reference.items).index(item)]))
+    return session.estimate()
+
+
+@pytest.mark.parametrize("name, first, second", [
+    ("active-pai", dict(epsilon=0.1, tau=0.05, p_min=0.02, temperature=1.0),
+     dict(epsilon=0.07, tau=0.2, p_min=0.05, temperature=3.0)),
+    ("bayesame", dict(epsilon=0.05, epsilon1=0.005), dict(epsilon=0.02, epsilon1=0.01)),
+])
+def test_changing_a_traced_setting_compiles_nothing(world, name, first, second):
+    reference, target = world
+    targets, seeds = np.stack([target] * 2), np.arange(2)
+    a = make_method(name, **first)
+    _session_run(a, reference, target)
+    simulate(a, reference.scores, targets, seeds, n_steps=12)
+    b = make_method(name, **second)
+    assert b is not a and b.compiled_as == a.compiled_as
+    with traces() as count:
+        estimate = _session_run(b, reference, target)
+        result = simulate(b, reference.scores, targets, seeds, n_steps=12)
+    assert count["n"] == 0
+    assert np.isfinite(estimate[0]) and np.isfinite(result.estimate).all()
+
+
+def test_joint_learning_rate_is_a_value(ref):
+    # the learning rate of multi-target BayesAME's AdamW re-fits lives in its state
+    targets = np.stack([ref[:2]] * 1)
+    a = make_method("bayesame-joint", learning_rate=0.01, adam_steps=5)
+    simulate(a, ref[2:], targets, np.arange(1), n_steps=8)
+    b = make_method("bayesame-joint", learning_rate=0.05, adam_steps=5)
+    with traces() as count:
+        simulate(b, ref[2:], targets, np.arange(1), n_steps=8)
+    assert count["n"] == 0
+
+
+def test_a_structural_setting_is_its_own_program():
+    assert (make_method("active-pai", n_min=10).compiled_as
+            != make_method("active-pai", n_min=20).compiled_as)
+    assert (make_method("active-pai", budget=None).compiled_as
+            != make_method("active-pai", budget=100).compiled_as)
+
+
+def test_traced_settings_give_what_constants_give(world):
+    # the same method built by the bare factory (no program: every setting a constant of
+    # its own compiled programs) runs the same rounds to the last bit
+    reference, target = world
+    settings = dict(epsilon=0.08, tau=0.1, p_min=0.03, recalibrate=5.0, anytime=True,
+                    anytime_rounds=0.3)
+    traced = make_method("active-pai", **settings)
+    constant = active_pai.__wrapped__(**{**traced.params, **settings})
+    assert constant.program is None and traced.program is not None
+    targets, seeds = np.stack([target] * 3), np.arange(3)
+    a = simulate(traced, reference.scores, targets, seeds, n_steps=25)
+    b = simulate(constant, reference.scores, targets, seeds, n_steps=25)
+    np.testing.assert_array_equal(a.items, b.items)
+    np.testing.assert_array_equal(a.estimate, b.estimate)
+    np.testing.assert_array_equal(a.lower, b.lower)
+    np.testing.assert_array_equal(a.upper, b.upper)
+
+
+def test_a_traced_setting_is_still_checked():
+    with pytest.raises(Exception, match="tau"):
+        make_method("active-pai", tau=0.0)
+    with pytest.raises(Exception, match="epsilon"):
+        make_method("bayesame", epsilon=-1.0)
+
+
+def test_params_are_the_factory_signature():
+    method = make_method("active-pai", epsilon=0.1)
+    assert method.params["epsilon"] == 0.1 and method.params["predictor"] == "difficulty"
+    assert set(method.params) == set(active_pai.__wrapped__.__code__.co_varnames[
+        :active_pai.__wrapped__.__code__.co_argcount])
+    assert method.hyper["epsilon"] == 0.1 and "n_min" not in method.hyper
