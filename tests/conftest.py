@@ -88,3 +88,49 @@ def fragile_refit():
     ref = (rng.random((9, 100)) < 0.5).astype(float)
     ref[0] = np.arange(100) / 100
     return fragile, ref
+
+
+# The longest tests on a fresh machine (2 cores, empty compile cache; `python -m pytest -q
+# -n 2 --durations=40`), their files started first: xdist hands tests out in collection
+# order, and a long test taken last leaves the other worker idle at the end of the run. A
+# node id here that no longer exists only loses its place; bench/suite_time.py reports the
+# current ones.
+LONGEST_FIRST = (
+    "tests/test_cli.py::test_sigkill_at_random_points_then_resume_equals_uninterrupted",
+    "tests/test_laplace.py::test_laplace_mcmc_and_exact_agree_on_real_data",
+    "tests/test_irt.py::test_irt_method_fits_on_schedule_and_ends_at_the_truth",
+    "tests/test_tutorials.py::test_checkpoints_tutorial_runs",
+    "tests/test_lm_eval_harness.py::test_resume_may_correct_the_harness_options",
+    "tests/test_irt.py::test_ability_and_score_intervals_cover_on_simulated_data",
+    "tests/test_bench_reference.py::test_every_bench_runs_on_a_user_matrix",
+    "tests/test_tutorials.py::test_bayesame_tutorial_runs",
+    "tests/test_engine.py::test_session_and_simulator_make_the_same_run",
+    "tests/test_lm_eval_harness.py::test_logs_to_evaluate_to_subset_to_estimate",
+    "tests/test_units.py::test_bench_selection_on_ray_equals_the_local_run",
+    "tests/test_joint_evaluation.py::test_joint_run_design_round_robin_stopping_and_the_sim",
+    "tests/test_tutorials.py::test_custom_priors_tutorial_runs",
+    "tests/test_coverage.py::test_interval_coverage_at_stopping_on_ifeval",
+    "tests/test_cli.py::test_diagnose_prints_diagnostics_and_plots",
+    "tests/test_selection.py::test_every_algorithm_finds_a_dominant_model",
+    "tests/test_cli.py::test_command_evaluator_on_a_reference_file",
+    "tests/test_joint_session.py::test_cli_evaluates_several_targets_with_a_command",
+    "tests/test_selection.py::test_ucb_e_matches_the_step_by_step_reference",
+    "tests/test_tutorials.py::test_new_method_tutorial_runs",
+    "tests/test_faq.py::test_fast_simulator_matches_the_composed_rule_and_covers",
+    "tests/test_complete.py::test_every_method_is_exact_once_every_item_is_scored",
+    "tests/test_session.py::test_crash_at_every_byte_loses_nothing",
+    "tests/test_tutorials.py::test_active_pai_tutorial_runs",
+)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Start the files that hold the longest tests first (:data:`LONGEST_FIRST`), each
+    file's tests together and in their order (a module's fixtures are built once), the
+    rest after them in their order."""
+    module_rank: dict[str, int] = {}
+    for item in items:
+        rank = next((i for i, prefix in enumerate(LONGEST_FIRST)
+                     if item.nodeid.startswith(prefix)), len(LONGEST_FIRST))
+        module = item.nodeid.split("::")[0]
+        module_rank[module] = min(rank, module_rank.get(module, rank))
+    items.sort(key=lambda item: module_rank[item.nodeid.split("::")[0]])  # stable

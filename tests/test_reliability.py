@@ -122,36 +122,43 @@ def test_two_writers_on_one_journal_are_refused(small, tmp_path):
 
 
 def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path):
+    # Deterministic: the first writer's evaluator waits for a gate file that the test
+    # creates only after the second writer has been refused, so the first cannot finish
+    # (and free the journal) before the second has tried, however loaded the machine.
     journal = tmp_path / "run.jsonl"
-    slow = "sleep 0.5; echo {item} > /dev/null; echo 1"
+    gate = tmp_path / "gate"
+    held = f"while [ ! -e {gate} ]; do sleep 0.05; done; echo {{item}} > /dev/null; echo 1"
+    gate.touch()  # open for the first two items
     start = _cli("evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
-                 "--evaluator", "command", "--command", slow, "--max-items", "2",
+                 "--evaluator", "command", "--command", held, "--max-items", "2",
                  "--journal", str(journal), "-q")
     assert start.returncode == 0, start.stderr
-    # continue it to 40 items in the background, then try a second writer
-    env = {**os.environ}
+    gate.unlink()
+    # continue it to 60 items in the background, then try a second writer
     records = [json.loads(x) for x in Path(journal).read_text().splitlines()]
     records[0]["max_items"] = 60
     Path(journal).write_text(sealed_journal(records))  # an edit that keeps the checks
     running = subprocess.Popen([sys.executable, "-m", "bayeval.cli", "evaluate", "--journal",
                                 str(journal), "--resume", "-q"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=env)
+                               stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.time() + 60
-        # the background writer holds the lock once it has journaled a draw of its own
+        deadline = time.time() + 120
+        # the background writer holds the lock once it has journaled a draw of its own;
+        # it then waits at the gate
         while (Path(journal).read_text().count('"event": "ask"') < 3
-               and time.time() < deadline):
+               and time.time() < deadline and running.poll() is None):
             time.sleep(0.05)
         second = _cli("evaluate", "--journal", str(journal), "--resume", "-q")
         assert second.returncode == 2
         assert "in use by another session" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1
     finally:
+        gate.touch()
         _, err = running.communicate(timeout=120)
     assert running.returncode == 0, err
     records = [json.loads(line) for line in Path(journal).read_text().splitlines()[1:]]
     tells = [r for r in records if r["event"] == "tell"]
-    assert len(tells) >= 3
+    assert len(tells) > 2  # the two before and at least the one it held at the gate
     assert [r["n"] for r in tells] == list(range(1, len(tells) + 1))  # none doubled
 
 
