@@ -25,8 +25,6 @@ from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.data.sources import load_reference
 from bayeval.errors import (
     DataError,
-    EvaluationError,
-    EvaluatorFailedError,
     JournalError,
     SessionError,
 )
@@ -38,6 +36,7 @@ from bayeval.journal_check import (
     seal_header,
     seal_record,
 )
+from bayeval.runner import evaluate_or_skip
 
 JOURNAL_FORMAT = "bayeval-journal"
 JOURNAL_VERSION = 1
@@ -52,7 +51,7 @@ class JournalFile:
     JSON line per record. Subclasses provide ``_header()``."""
 
     _journal_path: Path | None = None
-    _failures = 0  # evaluations failed in a row (``_run_one``)
+    _failures = 0  # evaluations failed in a row (bayeval.runner.evaluate_or_skip)
     _needs_draws = False  # a design-based estimate: no drawn item may be skipped
     _journal = None
     _run: str | None = None  # the journal's run id, which its records' checks include
@@ -192,33 +191,8 @@ class JournalFile:
 
     def _run_one(self, evaluator: Callable[..., float], args: tuple[str, ...],
                  on_step: Callable[..., None] | None, max_failures: int | None) -> None:
-        """Evaluate ``evaluator(*args)`` and tell its score, or skip ``args`` with the
-        reason journaled when it raises :class:`EvaluationError`; after ``max_failures``
-        failures in a row raise :class:`EvaluatorFailedError` (None: never)."""
-        try:
-            score = evaluator(*args)
-        except EvaluationError as exc:
-            if self._needs_draws:
-                raise EvaluatorFailedError(
-                    f"the evaluator failed on {' / '.join(args)}: {exc}; "
-                    f"{self.method.name} cannot leave a drawn item unevaluated (its "
-                    "estimate weighs every drawn item's score): fix the evaluator and "
-                    "--resume, which asks the same item again") from None
-            self._skip_args(args, str(exc))
-            self.notes.append(f"skipped {' on '.join(args)}: {exc}")
-            self._failures += 1
-            if on_step is not None:
-                on_step(self, *args, None)
-            if max_failures is not None and self._failures >= max_failures:
-                raise EvaluatorFailedError(
-                    f"the evaluator failed {self._failures} times in a row, last on "
-                    f"{' / '.join(args)}: {exc}; nothing more is asked (everything so far "
-                    "is journaled: fix the evaluator and --resume)") from None
-            return
-        self._failures = 0
-        self._tell_args(args, score)
-        if on_step is not None:
-            on_step(self, *args, score)
+        """The evaluate-or-skip step of a run (:func:`bayeval.runner.evaluate_or_skip`)."""
+        evaluate_or_skip(self, evaluator, args, on_step, max_failures)
 
     def _tell_args(self, args: tuple[str, ...], score: float) -> None:
         """Tell the score of what ``args`` (as the evaluator got them) name."""

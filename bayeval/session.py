@@ -31,7 +31,6 @@ from __future__ import annotations
 import functools
 import math
 import os
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -44,7 +43,6 @@ from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.data.sources import load_reference, load_source_matrix
 from bayeval.errors import (
     DataError,
-    EvaluationError,
     JournalError,
     SessionError,
 )
@@ -56,6 +54,7 @@ from bayeval.journal import (
     PairJournal,
 )
 from bayeval.methods import Method, make_method
+from bayeval.runner import run_session
 from bayeval.timing import RunTimes
 
 __all__ = ["JournalFile", "JournalWarning", "PairJournal", "RefitWarning", "Session",
@@ -702,69 +701,8 @@ class Session(JournalFile):
             raise SessionError(f"{self.method.name} evaluates one item at a time; "
                                "concurrency > 1 needs a method that draws without "
                                "replacement for one target")
-        clock = self.times
-        clock.start()
-        try:
-            if concurrency > 1:
-                self._run_streaming(evaluator, concurrency, on_step, max_failures)
-            else:
-                self._run_serial(evaluator, batch, on_step, max_failures)
-        finally:
-            clock.stop()
+        run_session(self, evaluator, batch, on_step, max_failures, concurrency)
         return self.estimates() if self.several else self.estimate()
-
-    def _run_serial(self, evaluator: Callable[..., float], batch: int,
-                    on_step: Callable[..., None] | None, max_failures: int | None) -> None:
-        clock = self.times
-        batched = getattr(evaluator, "evaluate_batch", None)
-        while not self.done:
-            asked = self.ask(1 if self.several else batch)
-            if not asked:
-                break
-            if batched is not None and not self.several:
-                # one evaluator call for the batch (one harness launch, say); each result
-                # is then told or skipped as one evaluation would be
-                with clock.waiting(), clock.evaluating(len(asked)):
-                    results = batched(list(asked))
-                for a, result in zip(asked, results, strict=True):
-                    self._run_one(_answer(result), (a,), on_step, max_failures)
-                continue
-            for a in asked:
-                args = tuple(a) if self.several else (a,)
-                with clock.waiting():
-                    result, _ = _attempt(evaluator, args, clock)
-                self._run_one(_answer(result), args, on_step, max_failures)
-
-    def _run_streaming(self, evaluator: Callable[..., float], concurrency: int,
-                       on_step: Callable[..., None] | None,
-                       max_failures: int | None) -> None:
-        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
-        clock = self.times
-        pool = ThreadPoolExecutor(concurrency, thread_name_prefix="bayeval-eval")
-        flying: dict[Any, str] = {}
-        try:
-            while True:
-                while not self.done and len(flying) < concurrency:
-                    asked = self.ask(1)
-                    if not asked:
-                        break
-                    flying[pool.submit(_attempt, evaluator, (asked[0],), clock)] = asked[0]
-                if not flying:
-                    return
-                with clock.waiting():
-                    finished, _ = wait(flying, return_when=FIRST_COMPLETED)
-                for future in sorted(finished, key=lambda f: f.result()[1]):
-                    item = flying.pop(future)
-                    self._run_one(_answer(future.result()[0]), (item,), on_step,
-                                  max_failures)
-                if self.done:
-                    return
-        finally:
-            cancel = getattr(evaluator, "cancel", None)
-            if flying and cancel is not None:
-                cancel()
-            pool.shutdown(wait=False, cancel_futures=True)
 
     @functools.cached_property
     def times(self) -> RunTimes:
@@ -777,26 +715,3 @@ def _draw_fields(q: float, design: float) -> dict[str, float]:
     the estimator's ``design`` statistic, each only where known (finite)."""
     return {name: float(value) for name, value in (("q", q), ("design", design))
             if np.isfinite(value)}
-
-
-def _attempt(evaluator: Callable[..., float], args: tuple,
-             clock: RunTimes) -> tuple[float | EvaluationError, float]:
-    """``evaluator(*args)``, timed: (its score or the EvaluationError it raised, when it
-    finished); any other exception propagates. Results that finish together are told in
-    the order they finished."""
-    with clock.evaluating(1):
-        try:
-            result = evaluator(*args)
-        except EvaluationError as exc:
-            result = exc
-    return result, time.perf_counter()
-
-
-def _answer(result: float | EvaluationError) -> Callable[..., float]:
-    """An evaluator that gives one precomputed result of a batch (raising it if it is an
-    error), so that a batch's results pass through the one evaluate-or-skip step."""
-    def give(*_: str) -> float:
-        if isinstance(result, EvaluationError):
-            raise result
-        return result
-    return give

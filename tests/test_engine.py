@@ -131,7 +131,8 @@ LAYERS = [
     {"inference"},
     {"acquisition", "stopping", "estimators", "compression"},
     {"methods"},
-    {"journal", "session", "simulate", "evaluators", "harness", "selection"},
+    {"journal", "runner", "session", "simulate", "evaluators", "harness",
+     "selection"},
     {"experiments", "diagnose"},
     {"cli"},
 ]

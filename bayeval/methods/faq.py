@@ -42,7 +42,7 @@ from bayeval.stopping import rules as stop
 from bayeval.types import Array, clip_probability
 
 
-@method_factory("faq")
+@method_factory("faq", hyper=("beta0", "rho", "gamma", "tau"))
 def faq(budget: float = 0.1, beta0: float = 1.0, rho: float = 0.0, gamma: float = 0.0,
         tau: float = 0.05, k: int = 8, weight_decay: float = 0.1, level: float = 0.95,
         fit_seed: int = 0) -> Method:
