@@ -1,8 +1,10 @@
 """Every ``bayeval bench`` command on a user's matrix (``--reference FILE``), not only on
 bundled names: a small complete binary CSV cut from the bundled IFEval, the smallest
-settings each bench takes, through the console command in a subprocess. Each run must
-finish, write its report, and label its rows by the file (stem and fingerprint), never by
-a bundled name or by a path."""
+settings each bench takes, through the command's own entry point (in this process: a
+subprocess would add only an interpreter's start-up; the console command itself is
+tested in tests/test_cli.py and tests/test_reliability.py). Each run must finish, write
+its report, and label its rows by the file (stem and fingerprint), never by a bundled
+name or by a path."""
 
 from __future__ import annotations
 
@@ -48,16 +50,20 @@ def user_matrix(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("bench", list(SMALL))
-def test_every_bench_runs_on_a_user_matrix(user_matrix, tmp_path, bench):
+def test_every_bench_runs_on_a_user_matrix(user_matrix, tmp_path, bench, monkeypatch):
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "bayeval.cli", "bench", bench,
-                           "--reference", str(user_matrix), "--out", str(out), *SMALL[bench]],
-                          capture_output=True, text=True, timeout=600, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
+    monkeypatch.chdir(tmp_path)
+    done = CliRunner().invoke(app, ["bench", bench, "--reference", str(user_matrix),
+                                    "--out", str(out), *SMALL[bench]])
+    assert done.exit_code == 0, (done.output[-3000:], done.exception)
     label, _ = bench_dataset(read_matrix(user_matrix))
     assert label.startswith("my_scores-") and len(label) == len("my_scores-") + 8
     report = (out / "report.md").read_text()
-    named = (label in report or label in done.stdout
+    named = (label in report or label in done.output
              or any(label in str(p.relative_to(out)) for p in out.rglob("*")))
     assert named, report[:500]  # its rows, runs or caches carry the file's label
 

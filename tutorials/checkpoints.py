@@ -1,6 +1,7 @@
 """Tutorial: evaluate a family of related checkpoints jointly with multi-target BayesAME.
 
 Run: python tutorials/checkpoints.py [--out checkpoints.png] [--max-evaluations N]
+[--items N]
 
 When several models of one family are to be scored on one benchmark (checkpoints of a
 training run, a base model and its fine-tunes), their per-item scores are correlated.
@@ -59,9 +60,15 @@ def main() -> None:
     parser.add_argument("--max-evaluations", type=int, default=None,
                         help="stop the joint run (and each single run, per target share) "
                              "after this many evaluations")
+    parser.add_argument("--items", type=int, default=None,
+                        help="run on this many of IFEval's items (a seeded random slice; "
+                             "default: all 541)")
     args = parser.parse_args()
 
     matrix = load_dataset("ifeval")
+    if args.items is not None:
+        keep = np.random.default_rng(0).choice(matrix.n_items, args.items, replace=False)
+        matrix = matrix.select_items(np.sort(keep))
     reference, _ = matrix.split(FAMILY)
     oracles = {t: MatrixOracle(matrix, t) for t in FAMILY}
     truth = {t: oracles[t].true_score for t in FAMILY}
