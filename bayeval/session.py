@@ -29,7 +29,6 @@ K evaluations in flight.
 from __future__ import annotations
 
 import functools
-import math
 import os
 import warnings
 from collections.abc import Callable, Sequence
@@ -41,9 +40,9 @@ import numpy as np
 
 from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.data.sources import load_reference, load_source_matrix
+from bayeval.draw_order import DrawOrder
 from bayeval.errors import (
     DataError,
-    JournalError,
     SessionError,
 )
 from bayeval.estimators.base import Draw
@@ -55,6 +54,7 @@ from bayeval.journal import (
 )
 from bayeval.methods import Method, make_method
 from bayeval.runner import run_session
+from bayeval.session_journal import SessionJournal, _draw_fields
 from bayeval.timing import RunTimes
 
 __all__ = ["JournalFile", "JournalWarning", "PairJournal", "RefitWarning", "Session",
@@ -69,7 +69,7 @@ class RefitWarning(UserWarning):
     hyperparameters (:attr:`Session.refits` lists every re-fit)."""
 
 
-class Session(JournalFile):
+class Session(SessionJournal, DrawOrder):
     """An active evaluation of one target model, or of several jointly, against a
     reference matrix.
 
@@ -175,96 +175,6 @@ class Session(JournalFile):
         self.history: list[tuple] = []
         self.refits: list[dict[str, Any]] = []
         self.notes: list[str] = []
-
-    def _header(self) -> dict[str, Any]:
-        who = {"targets": self.target_ids} if self.several else {"target": self.target_id}
-        return {
-            **self._header_base(),
-            **who,
-            "method": {"name": self.method.name, "params": self.method.params},
-            "seed": self.seed,
-            "max_items": self.max_items,
-            "extra": self.extra,
-        }
-
-    # ------------------------------------------------------------------ resume
-    @classmethod
-    def resume(cls, path: str | os.PathLike, reference: ScoreMatrix | None = None,
-               method: Method | None = None) -> Session:
-        """Rebuild a session from its journal and keep appending to it.
-
-        ``reference`` defaults to what the header's ``source`` says (a bundled dataset or
-        a file, minus held-out models); either way its fingerprint must match the one the
-        journal was written for. ``method`` defaults to the registered method named in the
-        header, with the recorded parameters.
-        """
-        path = Path(path)
-        header, events, note, whole = cls.read_journal(path)
-        cls._check_header(path, header)
-        reference = cls._resume_reference(path, header, reference)
-        session = cls.__new__(cls)
-        m = header["method"]
-        targets = header["targets"] if "targets" in header else header["target"]
-        budget = header.get("max_items", header.get("max_evaluations"))
-        session._setup(reference, targets, method or m["name"],
-                       {} if method is not None else m["params"], header["seed"],
-                       budget, header["reference"].get("source"), header.get("extra") or {})
-        session._journal = None
-        session._journal_path = None
-        session._replay_journal(path, events, note, whole)
-        return session
-
-    def _replay(self, event: dict[str, Any], where: str) -> None:
-        kind = event.get("event")
-        with self._record_errors(where):
-            item = str(event["item"])
-            target = event.get("target") if self.several else None
-            c = self._cell(item, target, where)
-            if kind == "ask":
-                self._replay_ask(event, c, where)
-            elif kind == "tell":
-                if self._observed[c] and not self.method.with_replacement:
-                    raise JournalError(f"{where}: {self._name(c)} recorded twice")
-                if event.get("n") != self._told + 1:
-                    raise JournalError(f"{where}: observation number {event.get('n')} out of "
-                                       f"sequence (expected {self._told + 1})")
-                score = validate_score(event["score"], where)
-                if "order" in event:
-                    self._arrive(c, ("tell", score), event["order"], where)
-                else:  # a tell applied at once (no ask recorded: an older journal)
-                    self._told += 1
-                    self._apply_tell(c, score, self._replayed_draw(event, c, where))
-            elif kind == "skip":
-                reason = str(event.get("reason", ""))
-                if "order" in event:
-                    self._arrive(c, ("skip", reason), event["order"], where)
-                else:
-                    self._apply_skip(c, reason)
-            else:
-                raise JournalError(f"{where}: unknown event {kind!r}")
-
-    def _replay_ask(self, event: dict[str, Any], c: int, where: str) -> None:
-        """Restore a journaled draw: the next round, with its recorded probability."""
-        if not self._streams:
-            raise JournalError(f"{where}: {self.method.name} records no asks")
-        if event.get("order") != len(self._rounds):
-            raise JournalError(f"{where}: draw number {event.get('order')} out of sequence "
-                               f"(expected {len(self._rounds)})")
-        if self._observed[c] or self._pending[c] or self._skipped[c]:
-            raise JournalError(f"{where}: {self._name(c)} drawn twice")
-        q = event.get("q", float("nan"))
-        if not isinstance(q, int | float) or not (math.isnan(q) or 0.0 < q <= 1.0 + 1e-9):
-            raise JournalError(f"{where}: draw probability {q!r} is not in (0, 1]")
-        design = event.get("design", float("nan"))
-        if not isinstance(design, int | float):
-            raise JournalError(f"{where}: the draw's design statistic {design!r} is not a "
-                               "number")
-        self._add_round(c, float(q), float(design))
-        self._reissue.append(c)
-        call = event.get("call")
-        if isinstance(call, int) and call >= self._calls:
-            self._calls = call + 1
-            self.ask_calls_replayed = self._calls
 
     # ------------------------------------------------------------------ ask / tell
     def _cell(self, item: str, target: str | None, where: str) -> int:
@@ -385,64 +295,11 @@ class Session(JournalFile):
         self._calls += 1
         return asked
 
-    def _ask_record(self, c: int, q: float, design: float) -> dict[str, Any]:
-        return {"event": "ask", "order": len(self._rounds), "call": self._calls,
-                "item": str(self.reference.items[c]), **_draw_fields(q, design)}
-
-    def _add_round(self, c: int, q: float, design: float) -> None:
-        self._pending[c] = True
-        self._pending_draw[c] = (q, design)
-        self._order_of[c] = len(self._rounds)
-        self._rounds.append(c)
-
-    def _arrive(self, c: int, answer: tuple[str, Any], order: Any, where: str) -> None:
-        """Take the answer of the round ``order`` (cell ``c``). A design-based estimate
-        keeps it until every earlier round is answered and applies the rounds in draw
-        order (each round's estimate then reads only the past); a model-based one applies
-        it at once."""
-        if (not isinstance(order, int) or not 0 <= order < len(self._rounds)
-                or self._rounds[order] != c):
-            raise JournalError(f"{where}: {self._name(c)} was not drawn as round {order!r}")
-        if c in self._arrived or not self._pending[c]:
-            raise JournalError(f"{where}: {self._name(c)} answered twice")
-        if answer[0] == "tell":
-            self._told += 1
-        if c in self._reissue:
-            self._reissue.remove(c)
-        if not self._needs_draws:
-            self._apply_round(c, answer)
-            return
-        self._arrived[c] = answer
-        self._drain()
-
-    def _apply_round(self, c: int, answer: tuple[str, Any]) -> None:
-        if answer[0] == "tell":
-            self._apply_tell(c, answer[1], Draw(*map(float, self._pending_draw[c])))
-        else:
-            self._apply_skip(c, answer[1])
-
-    def _drain(self) -> None:
-        """Apply the answered rounds at the head of the draw order, until the stopping
-        rule fires: the estimate is the one at the stop (scores that arrive later stay
-        in the journal, unapplied), as in the simulator."""
-        while self._applied_rounds < len(self._rounds) and not np.all(self._stop):
-            c = self._rounds[self._applied_rounds]
-            answer = self._arrived.pop(c, None)
-            if answer is None:
-                return
-            self._applied_rounds += 1
-            self._apply_round(c, answer)
-
     @property
     def _streams(self) -> bool:
         """Whether asks are rounds in a draw order (one target, draws without
         replacement): their scores are applied in that order, whenever they arrive."""
         return not self.several and not self.method.with_replacement
-
-    def outstanding(self) -> list:
-        """The items asked and not yet told or skipped, in draw order."""
-        return [self._asked_form(c) for c in self._rounds
-                if self._pending[c] and c not in self._arrived]
 
     def _ask_with_replacement(self) -> list:
         """One item per round (the policy changes after every round). A draw of an item
@@ -524,40 +381,6 @@ class Session(JournalFile):
         """Whether every score must come from an asked item (a design-based estimate, or
         sampling with replacement)."""
         return self.method.with_replacement or self.method.estimator.needs_probabilities
-
-    def _record_tell(self, c: int, score: float, draw: Draw, **extra: Any) -> None:
-        """Journal (fsync) the score at position ``c`` and how it was drawn (its
-        :class:`~bayeval.estimators.base.Draw` as numbers; NaN: not drawn by the policy,
-        or no design statistic), then apply it."""
-        t, j = divmod(int(c), self.n_items)
-        self._told += 1
-        record = {"event": "tell", "n": self._told}
-        if self.several:
-            record["target"] = self.target_ids[t]
-        record.update(item=str(self.reference.items[j]), score=score, **_draw_fields(*draw))
-        self._append({**record, **extra})
-        self._apply_tell(c, score, draw)
-
-    def _replayed_draw(self, event: dict[str, Any], c: int, where: str) -> Draw:
-        """How a replayed tell was drawn: the recorded (q, design), else (a journal written
-        without them) the policy's single draw from the current state, which is the one
-        it was drawn with when asks are one item at a time."""
-        if "q" in event:
-            q = event["q"]
-            if not isinstance(q, int | float) or not 0.0 < q <= 1.0 + 1e-9:  # float rounding
-                raise JournalError(f"{where}: draw probability {q!r} is not in (0, 1]")
-            design = event.get("design", float("nan"))
-            if self.method.estimator.design is not None and not (
-                    isinstance(design, int | float) and math.isfinite(design)):
-                raise JournalError(f"{where}: the draw's design statistic {design!r} is "
-                                   f"missing or not a number ({self.method.name} needs it)")
-            return Draw(float(q), float(design))
-        if not self._needs_draws:
-            return Draw(float("nan"), float("nan"))
-        available = (np.ones(self._observed.size, bool) if self.method.with_replacement
-                     else ~(self._observed | self._skipped))
-        draw = self.method.probability(self._loop, available, np.int32(c))
-        return Draw(float(draw.q), float(draw.design))
 
     def skip(self, item: str, reason: str, *, target: str | None = None) -> None:
         """Leave ``item`` (of ``target``, with several targets) unevaluated (its evaluation
@@ -708,10 +531,3 @@ class Session(JournalFile):
     def times(self) -> RunTimes:
         """Where the time of :meth:`run` went (:class:`~bayeval.timing.RunTimes`)."""
         return RunTimes()
-
-
-def _draw_fields(q: float, design: float) -> dict[str, float]:
-    """How an item was drawn, as a journal record keeps it: its probability ``q`` and
-    the estimator's ``design`` statistic, each only where known (finite)."""
-    return {name: float(value) for name, value in (("q", q), ("design", design))
-            if np.isfinite(value)}

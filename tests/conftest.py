@@ -134,3 +134,27 @@ def pytest_collection_modifyitems(session, config, items):
         module = item.nodeid.split("::")[0]
         module_rank[module] = min(rank, module_rank.get(module, rank))
     items.sort(key=lambda item: module_rank[item.nodeid.split("::")[0]])  # stable
+
+
+# BAYEVAL_COMPILE_PROFILE=FILE: each test's seconds of JAX tracing and compiling in this
+# process, appended to FILE as "seconds<TAB>node id" lines (bench/suite_time.py reads them
+# to say where a fresh machine's time goes). Off by default.
+_PROFILE = os.environ.get("BAYEVAL_COMPILE_PROFILE")
+if _PROFILE:
+    import jax
+
+    _compile_seconds = [0.0]
+
+    def _on_event(event: str, duration: float, **kwargs) -> None:
+        if event in ("/jax/core/compile/jaxpr_trace_duration",
+                     "/jax/core/compile/backend_compile_duration"):
+            _compile_seconds[0] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(_on_event)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        start = _compile_seconds[0]
+        yield
+        with open(_PROFILE, "a") as handle:
+            handle.write(f"{_compile_seconds[0] - start:.3f}\t{item.nodeid}\n")

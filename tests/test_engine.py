@@ -131,8 +131,8 @@ LAYERS = [
     {"inference"},
     {"acquisition", "stopping", "estimators", "compression"},
     {"methods"},
-    {"journal", "runner", "session", "simulate", "evaluators", "harness",
-     "selection"},
+    {"journal", "runner", "session", "session_journal", "draw_order", "simulate",
+     "evaluators", "harness", "selection"},
     {"experiments", "diagnose"},
     {"cli"},
 ]

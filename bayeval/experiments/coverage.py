@@ -71,11 +71,6 @@ class Setting:
     def key(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
 
-    def same_history(self, other: Setting) -> bool:
-        """Whether ``other`` has the same split and history (so the same CV table)."""
-        fields = ("suite", "history", "n_full_obs", "p_obs", "split_seed", "val_fraction")
-        return all(getattr(self, f) == getattr(other, f) for f in fields)
-
 
 def best_setting(table: list[str]) -> tuple[int, float]:
     """The (k, λ) of highest mean accuracy in a CV table of :meth:`CrossValidation.rows`."""
@@ -345,14 +340,6 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
     done.to_csv(out / "results.csv", index=False)
     write_report(done, setting, cv, out)
     return done
-
-
-def _rows_at(done: pd.DataFrame, budget: float, method: str | None = None) -> pd.DataFrame:
-    """The finished rows of ``budget`` (and ``method``)."""
-    if not len(done):
-        return done
-    rows = done[np.isclose(done["budget"], budget)]
-    return rows if method is None else rows[rows["method"] == method]
 
 
 def _counter(progress: Callable[[str, int, int], None] | None, label: str,
