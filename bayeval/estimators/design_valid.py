@@ -93,8 +93,39 @@ from bayeval.estimators.base import Draw, Estimator
 from bayeval.hparams import known
 from bayeval.types import Array, Estimate, Prediction
 
-WEIGHTS = ("stabilised", "scheduled", "equal")
-FLOORS = ("conditional", "score", "model", "none")
+
+def _stabilised(sigma2: Array, n_items: int, rounds: Array) -> Array:
+    return 1.0 / jnp.sqrt(sigma2)
+
+
+def _scheduled(sigma2: Array, n_items: int, rounds: Array) -> Array:
+    # × N / |R_t|, a function of t alone
+    return _stabilised(sigma2, n_items, rounds) * n_items / (n_items - rounds)
+
+
+def _equal(sigma2: Array, n_items: int, rounds: Array) -> Array:
+    return jnp.ones((), jnp.float64)
+
+
+# each kind of round weight h_t from (σ̂_t², N, rounds before t) (module docstring)
+WEIGHT_RULES = {"stabilised": _stabilised, "scheduled": _scheduled, "equal": _equal}
+WEIGHTS = tuple(WEIGHT_RULES)
+
+
+class Floor(NamedTuple):
+    """What a variance floor does (module docstring): ``model`` raises V_T to F_T;
+    ``inverted`` reports the interval that inverts the score-type floor F_T g(θ0);
+    ``conditional`` grows that floor by C(θ0) and keeps the interval within the scores
+    still possible."""
+
+    model: bool
+    inverted: bool
+    conditional: bool
+
+
+FLOOR_KINDS = {"conditional": Floor(False, True, True), "score": Floor(False, True, False),
+               "model": Floor(True, False, False), "none": Floor(False, False, False)}
+FLOORS = tuple(FLOOR_KINDS)
 SIDE_POINTS = 65  # points read on each side of the centre before the last crossing's bisection
 BISECTIONS = 40  # halvings of that crossing's bracket: reach / (64 · 2^40), below any digit
 
@@ -276,6 +307,7 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
     if known(anytime_rounds) and not anytime_rounds > 0:
         raise ValueError(f"anytime_rounds must be positive, got {anytime_rounds}")
     floor = floor_kind(floor)
+    weight_of, does = WEIGHT_RULES[weights], FLOOR_KINDS[floor]
 
     def init(n_items: int) -> DesignValidState:
         zero = jnp.zeros((), jnp.float64)
@@ -292,19 +324,13 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
         score = jnp.asarray(score, jnp.float64)
         theta = round_estimate(state, prediction, item, score, draw.q)
         sigma2 = draw.design
-        if weights == "equal":
-            h = jnp.ones((), jnp.float64)
-        else:
-            h = 1.0 / jnp.sqrt(sigma2)
-            if weights == "scheduled":  # × N / |R_t|, a function of t alone
-                n_items = state.observed.shape[-1]
-                h = h * n_items / (n_items - state.rounds)
+        h = weight_of(sigma2, state.observed.shape[-1], state.rounds)
         shift = jnp.where(state.rounds == 0, theta, state.shift)
         d = theta - shift
         p = jnp.clip(prediction.item_mean[item], 0.0, 1.0)
         fit = state.fit + jnp.stack([jnp.ones_like(p), p, score, p * p, p * score])
         null = state.null
-        if floor == "conditional":
+        if does.conditional:
             null = null + null_floor_terms(state.observed, state.observed_sum, prediction,
                                            h * h * sigma2, p_min)
         return DesignValidState(
@@ -320,7 +346,7 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
         total = jnp.where(started, state.h, 1.0)
         delta = state.hd / total
         spread = jnp.maximum(state.h2d2 - 2.0 * delta * state.h2d + delta**2 * state.h2, 0.0)
-        if floor == "model":
+        if does.model:
             spread = jnp.maximum(spread, state.predicted)
         value = jnp.where(started, state.shift + delta, prediction.mean)
         if anytime:
@@ -336,7 +362,7 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
             def half_of(v: Array) -> Array:
                 return z * jnp.sqrt(v / total**2)
 
-        if floor in ("score", "conditional"):
+        if does.inverted:
             n_items = state.observed.shape[-1]
             low = state.observed_sum / n_items  # the score's range given the observed items
             high = (state.observed_sum + n_items - state.rounds) / n_items
@@ -344,7 +370,7 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
 
             def floor_at(theta0: Array) -> Array:
                 score_type = state.predicted * score_floor_scale(theta0, p_min)
-                if floor == "score":
+                if not does.conditional:
                     return score_type
                 x = jnp.clip(theta0, low, high)
                 conditional = c0 + c1 * x + c2 * x * x
@@ -359,12 +385,12 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
                 return half_of(jnp.maximum(spread, floor_at(theta0)))
 
             top = state.predicted
-            if floor == "conditional":  # the largest C(θ0) on [low, high] (c2 ≤ 0)
+            if does.conditional:  # the largest C(θ0) on [low, high] (c2 ≤ 0)
                 vertex = jnp.clip(-c1 / jnp.where(c2 < 0, 2.0 * c2, -1.0), low, high)
                 top = jnp.maximum(top, jnp.max(jnp.stack(
                     [c0 + c1 * x + c2 * x * x for x in (low, high, vertex)])))
             lower, upper = invert_interval(value, half_at, half_of(jnp.maximum(spread, top)))
-            if floor == "conditional":  # no score outside [low, high] is possible; the
+            if does.conditional:  # no score outside [low, high] is possible; the
                 # estimate stays unbiased, so it may lie outside, and the interval keeps it
                 lower = jnp.clip(lower, jnp.minimum(low, value), jnp.maximum(high, value))
                 upper = jnp.clip(upper, jnp.minimum(low, value), jnp.maximum(high, value))
