@@ -55,6 +55,46 @@ def ifeval_slice(ifeval):
     return make
 
 
+# One world and one settings object per method, shared by every file that runs methods
+# (tests/test_engine.py, test_complete.py, test_hparams.py, test_streaming.py, …): a
+# program compiled for one is a program for all (same shapes, same structure; the
+# settings that are values, such as ε and n_min, may differ, bayeval.hparams).
+# Small settings so that re-fits, compactions and stops happen within ENGINE_STEPS rounds; a
+# registered method missing here runs with its defaults (and is still compared).
+METHOD_SETTINGS = {
+    "active-pai": {"epsilon": 0.6, "n_min": 5},  # re-fits: covered by bayesame's row
+    # two targets, each with its own design-valid estimator and stop
+    "active-pai-joint": {"epsilon": 0.6, "n_min": 5, "refit_every": 6, "adam_steps": 5,
+                         "pending": 4},
+    "bayesame": {"refit_every": 6, "lbfgs_steps": 5, "window": 4, "epsilon": 0.4},
+    "bayesame-rs": {"refit_every": 6, "lbfgs_steps": 5, "window": 4, "epsilon": 0.4},
+    "bayesame-laplace": {"refit_every": 6, "lbfgs_steps": 3, "relinearise_every": 4},
+    "bayes-aipw": {"window": 4, "epsilon": 0.4},
+    "bq": {"epsilon": 0.3, "n_min": 5},
+    # two targets: the design (2 × 4 pairs), re-fits after the 8th and 14th observation
+    "bayesame-joint": {"refit_every": 6, "adam_steps": 5, "window": 4, "epsilon": 0.4,
+                       "pending": 4},
+    "faq": {"budget": 18, "k": 2},
+    # NUTS fits after the 1st, 6th, 12th and 18th observation, short chains
+    "irt": {"refit_every": 6, "first_fits": "", "num_warmup": 30, "num_samples": 30,
+            "num_chains": 2},
+    "random": {"epsilon": 0.45, "min_n": 5},
+}
+ENGINE_STEPS = 18
+
+
+@pytest.fixture(scope="session")
+def engine_world(ifeval_slice):
+    """(reference, target row): 30 IFEval models × 40 items and the target."""
+    return ifeval_slice(5, 30, 40, "engine")
+
+
+@pytest.fixture(scope="session")
+def method_settings() -> dict:
+    """:data:`METHOD_SETTINGS`, for the tests that build methods."""
+    return METHOD_SETTINGS
+
+
 @pytest.fixture
 def small() -> ScoreMatrix:
     """6 models × 8 items, binary, with one missing cell."""

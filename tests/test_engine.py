@@ -15,39 +15,18 @@ from bayeval.methods import make_method, method_names
 from bayeval.session import Session
 from bayeval.simulate import simulate
 
-# Small settings so that re-fits, compactions and stops happen within STEPS rounds; a
-# registered method missing here runs with its defaults (and is still compared).
-SETTINGS = {
-    "active-pai": {"epsilon": 0.6, "n_min": 5},  # re-fits: covered by bayesame's row
-    # two targets, each with its own design-valid estimator and stop
-    "active-pai-joint": {"epsilon": 0.6, "n_min": 5, "refit_every": 6, "adam_steps": 5,
-                         "pending": 4},
-    "bayesame": {"refit_every": 6, "lbfgs_steps": 5, "window": 4, "epsilon": 0.4},
-    "bayesame-rs": {"refit_every": 6, "lbfgs_steps": 5, "window": 4, "epsilon": 0.4},
-    "bayesame-laplace": {"refit_every": 6, "lbfgs_steps": 3, "relinearise_every": 4},
-    "bayes-aipw": {"window": 4, "epsilon": 0.4},
-    "bq": {"epsilon": 0.3, "n_min": 5},
-    # two targets: the design (2 × 4 pairs), re-fits after the 8th and 14th observation
-    "bayesame-joint": {"refit_every": 6, "adam_steps": 5, "window": 4, "epsilon": 0.4,
-                       "pending": 4},
-    "faq": {"budget": 18, "k": 2},
-    # NUTS fits after the 1st, 6th, 12th and 18th observation, short chains
-    "irt": {"refit_every": 6, "first_fits": "", "num_warmup": 30, "num_samples": 30,
-            "num_chains": 2},
-    "random": {"epsilon": 0.45, "min_n": 5},
-}
-STEPS = 18
+STEPS = 18  # conftest.METHOD_SETTINGS re-fit, compact and stop within these rounds
 
 
 @pytest.fixture(scope="module")
-def world(ifeval_slice):
-    return ifeval_slice(5, 30, 40, "engine")
+def world(engine_world):
+    return engine_world
 
 
 @pytest.mark.parametrize("name", method_names())
-def test_session_and_simulator_make_the_same_run(world, name):
+def test_session_and_simulator_make_the_same_run(world, name, method_settings):
     reference, target = world
-    method = make_method(name, **SETTINGS.get(name, {}))
+    method = make_method(name, **method_settings.get(name, {}))
     seed = 11
     if method.several_targets:
         _same_run_with_two_targets(method, reference, target, seed)
@@ -55,9 +34,10 @@ def test_session_and_simulator_make_the_same_run(world, name):
     _same_run(method, reference, target, seed, name)
 
 
-def test_session_and_simulator_make_the_same_run_with_the_stacked_predictor(world):
+def test_session_and_simulator_make_the_same_run_with_the_stacked_predictor(world,
+                                                                                method_settings):
     reference, target = world
-    method = make_method("active-pai", **SETTINGS["active-pai"], predictor="stacked")
+    method = make_method("active-pai", **method_settings["active-pai"], predictor="stacked")
     _same_run(method, reference, target, 11, "active-pai")
 
 

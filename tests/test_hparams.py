@@ -38,8 +38,8 @@ def traces():
 
 
 @pytest.fixture(scope="module")
-def world(ifeval_slice):
-    return ifeval_slice(5, 30, 40, "hp")
+def world(engine_world):
+    return engine_world  # conftest's: the programs of tests/test_engine.py
 
 
 def _session_run(method, reference, target, rounds=6):
@@ -51,13 +51,16 @@ def _session_run(method, reference, target, rounds=6):
 
 
 @pytest.mark.parametrize("name, first, second", [
-    ("active-pai", dict(epsilon=0.1, tau=0.05, p_min=0.02, temperature=1.0),
-     dict(epsilon=0.07, tau=0.2, p_min=0.05, temperature=3.0)),
+    ("active-pai", dict(epsilon=0.1, tau=0.05, p_min=0.02, temperature=1.0, n_min=5),
+     dict(epsilon=0.07, tau=0.2, p_min=0.05, temperature=3.0, n_min=8)),
     ("bayesame", dict(epsilon=0.05, epsilon1=0.005), dict(epsilon=0.02, epsilon1=0.01)),
 ])
-def test_changing_a_traced_setting_compiles_nothing(world, name, first, second):
+def test_changing_a_traced_setting_compiles_nothing(world, name, first, second,
+                                                    method_settings):
     reference, target = world
     targets, seeds = np.stack([target] * 2), np.arange(2)
+    shared = method_settings.get(name, {})
+    first, second = {**shared, **first}, {**shared, **second}
     a = make_method(name, **first)
     _session_run(a, reference, target)
     simulate(a, reference.scores, targets, seeds, n_steps=12)
@@ -70,20 +73,25 @@ def test_changing_a_traced_setting_compiles_nothing(world, name, first, second):
     assert np.isfinite(estimate[0]) and np.isfinite(result.estimate).all()
 
 
-def test_joint_learning_rate_is_a_value(ref):
+def test_joint_learning_rate_is_a_value(world, method_settings):
     # the learning rate of multi-target BayesAME's AdamW re-fits lives in its state
-    targets = np.stack([ref[:2]] * 1)
-    a = make_method("bayesame-joint", learning_rate=0.01, adam_steps=5)
-    simulate(a, ref[2:], targets, np.arange(1), n_steps=8)
-    b = make_method("bayesame-joint", learning_rate=0.05, adam_steps=5)
+    reference, target = world
+    rest = reference.drop_models([reference.models[-1]])
+    targets = np.stack([target, reference.row(reference.models[-1])])[None]
+    settings = method_settings["bayesame-joint"]
+    a = make_method("bayesame-joint", **settings, learning_rate=0.01)
+    simulate(a, rest.scores, targets, np.arange(1), n_steps=18)
+    b = make_method("bayesame-joint", **settings, learning_rate=0.05)
     with traces() as count:
-        simulate(b, ref[2:], targets, np.arange(1), n_steps=8)
+        simulate(b, rest.scores, targets, np.arange(1), n_steps=18)
     assert count["n"] == 0
 
 
 def test_a_structural_setting_is_its_own_program():
+    assert (make_method("active-pai", predictor="exact").compiled_as
+            != make_method("active-pai", predictor="difficulty").compiled_as)
     assert (make_method("active-pai", n_min=10).compiled_as
-            != make_method("active-pai", n_min=20).compiled_as)
+            == make_method("active-pai", n_min=20).compiled_as)  # n_min is a value
     assert (make_method("active-pai", budget=None).compiled_as
             != make_method("active-pai", budget=100).compiled_as)
 
@@ -118,4 +126,4 @@ def test_params_are_the_factory_signature():
     assert method.params["epsilon"] == 0.1 and method.params["predictor"] == "difficulty"
     assert set(method.params) == set(active_pai.__wrapped__.__code__.co_varnames[
         :active_pai.__wrapped__.__code__.co_argcount])
-    assert method.hyper["epsilon"] == 0.1 and "n_min" not in method.hyper
+    assert method.hyper["epsilon"] == 0.1 and "predictor" not in method.hyper

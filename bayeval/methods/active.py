@@ -107,8 +107,8 @@ def active_rule(beta: float, temperature: float, tau: float,
     return acq.uniform_floor(inner, tau)
 
 
-@method_factory("active-pai", hyper=("epsilon", "tau", "temperature", "p_min", "min_share",
-                                     "recalibrate", "anytime_rounds"))
+@method_factory("active-pai", hyper=("epsilon", "n_min", "tau", "temperature", "p_min",
+                                     "min_share", "recalibrate", "anytime_rounds"))
 def active_pai(epsilon: float = 0.05, predictor: str = "difficulty", anytime: bool = False,
                budget: float | None = None, n_min: int = 30, tau: float = 0.05,
                beta: float = 0.0, temperature: float = 1.0, weights: str = "scheduled",

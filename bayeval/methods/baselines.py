@@ -10,7 +10,7 @@ from bayeval.methods.base import Method, method_factory
 from bayeval.stopping import rules as stop
 
 
-@method_factory("random", hyper=("epsilon",))
+@method_factory("random", hyper=("epsilon", "min_n"))
 def random_sample_mean(epsilon: float = 0.1, min_n: int = 30, level: float = 0.95) -> Method:
     """Random items, RS-Mean estimate with a finite-population interval (Wilson for binary
     scores, see :mod:`bayeval.estimators.sample_mean`), stop when the ``level`` interval is

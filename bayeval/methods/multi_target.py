@@ -540,8 +540,9 @@ def bayesame_joint(epsilon: float = 0.02, epsilon1: float = 0.005, window: int =
                        estimator=posterior(), config=config)
 
 
-@method_factory("active-pai-joint", hyper=("epsilon", "tau", "temperature", "p_min",
-                                           "min_share", "recalibrate", "anytime_rounds"))
+@method_factory("active-pai-joint", hyper=("epsilon", "n_min", "tau", "temperature",
+                                           "p_min", "min_share", "recalibrate",
+                                           "anytime_rounds"))
 def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
                      beta: float = 0.0, temperature: float = 1.0, weights: str = "scheduled",
                      floor: bool | str = "conditional", anytime: bool = False,
@@ -563,7 +564,7 @@ def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
 
     if known(epsilon) and not epsilon > 0:
         raise BayevalError(f"epsilon must be positive, got {epsilon}")
-    if n_min < 1:
+    if known(n_min) and n_min < 1:
         raise BayevalError(f"n_min must be ≥ 1, got {n_min}")
     config = JointBayesAME(epsilon=epsilon, level=level, n_latent=n_latent,
                            refit_every=refit_every, adam_steps=adam_steps,

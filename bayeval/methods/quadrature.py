@@ -13,7 +13,7 @@ from bayeval.methods.base import Method, method_factory
 from bayeval.stopping import rules as stop
 
 
-@method_factory("bq", hyper=("epsilon",))
+@method_factory("bq", hyper=("epsilon", "n_min"))
 def bq(epsilon: float = 0.05, n_min: int = 30, noise: float = 0.3,
        level: float = 0.95) -> Method:
     """Bayesian quadrature (module docstring): stop once ``n_min`` items are scored and the

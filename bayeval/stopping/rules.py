@@ -68,7 +68,7 @@ def width_after(n_min: int, epsilon: float) -> StoppingRule:
     and an ε that is not positive (NaN included)."""
     if known(epsilon) and not epsilon > 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}")
-    if n_min < 1:
+    if known(n_min) and n_min < 1:
         raise ValueError(f"n_min must be ≥ 1, got {n_min}")
     return all_of(min_observations(n_min), interval_width(epsilon))
 
@@ -79,7 +79,7 @@ def min_observations(n_min: int) -> StoppingRule:
     def update(state, estimate: Estimate, prediction: Prediction):
         return state, prediction.n >= n_min
 
-    return StoppingRule(f"min_observations({n_min})", lambda: (), update)
+    return StoppingRule(f"min_observations({shown(n_min)})", lambda: (), update)
 
 
 def budget_rounds(budget: float, n_items: int) -> int:
