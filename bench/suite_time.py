@@ -28,9 +28,10 @@ CACHE = Path(tempfile.gettempdir()) / "bayeval-tests-jax-cache"
 XDG = Path(tempfile.gettempdir()) / "bayeval-tests-cache"
 
 
-def run_suite(home: Path, durations: int) -> tuple[float, str]:
-    """(wall seconds, pytest's output) of one run of the README's test command."""
-    env = {**os.environ, "HOME": str(home)}
+def run_suite(home: Path, durations: int, profile: Path) -> tuple[float, str]:
+    """(wall seconds, pytest's output) of one run of the README's test command, each
+    test's in-process tracing and compiling seconds appended to ``profile``."""
+    env = {**os.environ, "HOME": str(home), "BAYEVAL_COMPILE_PROFILE": str(profile)}
     env.pop("JAX_COMPILATION_CACHE_DIR", None)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2",
@@ -50,6 +51,16 @@ def slowest(output: str, count: int) -> list[str]:
     return rows[:count]
 
 
+def compile_by_file(profile: Path) -> list[tuple[float, str]]:
+    """(seconds, test file) of in-process tracing and compiling, most first."""
+    totals: dict[str, float] = {}
+    for line in profile.read_text().splitlines() if profile.exists() else []:
+        seconds, node = line.split("\t", 1)
+        name = node.split("::")[0]
+        totals[name] = totals.get(name, 0.0) + float(seconds)
+    return sorted(((v, k) for k, v in totals.items()), reverse=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2, help="fresh runs (median reported)")
@@ -58,14 +69,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs/results/suite_time.md")
     args = parser.parse_args()
 
-    rows, last = [], ""
+    rows, last, compiled = [], "", []
     for k in range(args.runs + args.warm):
         fresh = k < args.runs
         if fresh:
             shutil.rmtree(CACHE, ignore_errors=True)
             shutil.rmtree(XDG, ignore_errors=True)
         with tempfile.TemporaryDirectory(prefix="bayeval-home-") as home:
-            wall, output = run_suite(Path(home), args.slowest)
+            profile = Path(home).parent / f"bayeval-compile-{os.getpid()}-{k}.tsv"
+            profile.unlink(missing_ok=True)
+            wall, output = run_suite(Path(home), args.slowest, profile)
+        if fresh:
+            compiled = compile_by_file(profile)
+        profile.unlink(missing_ok=True)
         programs = sum(1 for p in CACHE.rglob("*") if p.is_file()) if CACHE.exists() else 0
         kind = "fresh" if fresh else "warm"
         rows.append((kind, wall, programs, summary_line(output)))
@@ -88,6 +104,13 @@ def main() -> None:
         lines += ["", f"Fresh median: **{statistics.median(fresh_walls):.0f} s**"
                   + (f"; warm: **{statistics.median(warm_walls):.0f} s**" if warm_walls
                      else "") + "."]
+    if compiled:
+        total = sum(v for v, _ in compiled)
+        lines += ["", f"Tracing and compiling in the test processes themselves (not the "
+                  f"processes they start) in the last fresh run: {total:.0f} s of the two "
+                  f"workers' {2 * fresh_walls[-1]:.0f} s. By file:", "",
+                  "| file | s |", "|---|---|"]
+        lines += [f"| {name} | {v:.0f} |" for v, name in compiled[:10]]
     lines += ["", f"The {args.slowest} slowest tests of the last run:", "", "```",
               *slowest(last, args.slowest), "```", ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
