@@ -42,8 +42,12 @@ def run_suite(home: Path, durations: int, profile: Path) -> tuple[float, str]:
 
 
 def summary_line(output: str) -> str:
+    """pytest's last line, with the node id of every test that failed or erred."""
     lines = [x for x in output.splitlines() if re.search(r"\d+ (passed|failed)", x)]
-    return lines[-1].strip("= ") if lines else "no summary (see the output)"
+    summary = lines[-1].strip("= ") if lines else "no summary (see the output)"
+    failed = [x.split()[1] for x in output.splitlines()
+              if x.startswith(("FAILED ", "ERROR ")) and len(x.split()) > 1]
+    return summary + (f" ({', '.join(failed)})" if failed else "")
 
 
 def slowest(output: str, count: int) -> list[str]:
