@@ -17,7 +17,7 @@ import json
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,6 @@ from bayeval.journal_check import (
     seal_header,
     seal_record,
 )
-from bayeval.runner import evaluate_or_skip
 
 JOURNAL_FORMAT = "bayeval-journal"
 JOURNAL_VERSION = 1
@@ -188,11 +187,6 @@ class JournalFile:
         self._journal_path = path
         self._journal = handle
         self._run = run
-
-    def _run_one(self, evaluator: Callable[..., float], args: tuple[str, ...],
-                 on_step: Callable[..., None] | None, max_failures: int | None) -> None:
-        """The evaluate-or-skip step of a run (:func:`bayeval.runner.evaluate_or_skip`)."""
-        evaluate_or_skip(self, evaluator, args, on_step, max_failures)
 
     def _tell_args(self, args: tuple[str, ...], score: float) -> None:
         """Tell the score of what ``args`` (as the evaluator got them) name."""

@@ -114,6 +114,26 @@ def test_traced_settings_give_what_constants_give(world):
     np.testing.assert_array_equal(a.upper, b.upper)
 
 
+def test_a_factory_registered_again_is_a_program_of_its_own():
+    # same name, same settings, new code (a notebook cell run again after an edit): the
+    # old factory's compiled programs must not be reused for the new one
+    from bayeval.methods import method_factory
+    from bayeval.methods.base import _REGISTRY
+
+    def build(epsilon: float = 0.1):
+        return active_pai.__wrapped__(epsilon=epsilon)
+
+    try:
+        first = method_factory("hp-test-again", hyper=("epsilon",))(build)()
+        second = method_factory("hp-test-again", hyper=("epsilon",))(
+            lambda epsilon=0.1: active_pai.__wrapped__(epsilon=epsilon))()
+        assert first.compiled_as != second.compiled_as
+        again = method_factory("hp-test-again", hyper=("epsilon",))(build)()
+        assert again.compiled_as == first.compiled_as
+    finally:
+        _REGISTRY.pop("hp-test-again", None)  # no other test may see it
+
+
 def test_a_traced_setting_is_still_checked():
     with pytest.raises(Exception, match="tau"):
         make_method("active-pai", tau=0.0)

@@ -305,7 +305,9 @@ def method_factory(name: str, hyper: tuple[str, ...] = ()) -> Callable:
             values = {h: float(params[h]) for h in hyper
                       if isinstance(params[h], int | float) and not isinstance(params[h], bool)}
             structure = {k: v for k, v in params.items() if k not in values}
-            key = (name, tuple(sorted(structure.items(), key=lambda kv: kv[0])))
+            # the factory itself is part of the key: a factory registered again under the
+            # same name (a notebook cell run after an edit) must not reuse the old programs
+            key = (name, factory, tuple(sorted(structure.items(), key=lambda kv: kv[0])))
             program = Program(key, functools.partial(_rebuild, factory, structure))
             for attribute, value in (("name", name), ("params", params),
                                      ("program", program), ("hyper", values)):

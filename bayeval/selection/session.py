@@ -57,6 +57,7 @@ import numpy as np
 from bayeval.errors import JournalError, SessionError
 from bayeval.journal import JOURNAL_FORMAT, JOURNAL_VERSION, PairJournal
 from bayeval.precision import require_float64
+from bayeval.runner import evaluate_or_skip
 from bayeval.selection.design import corrected_total, step_term, weighted_order
 from bayeval.selection.history import (
     History,
@@ -336,5 +337,5 @@ class SelectionSession(PairJournal):
         Returns the ranking."""
         while not self.done:
             for pair in self.ask():
-                self._run_one(evaluator, pair, on_step, max_failures)
+                evaluate_or_skip(self, evaluator, pair, on_step, max_failures)
         return self.ranking()
