@@ -38,20 +38,15 @@ from typing import Any
 import jax
 import numpy as np
 
+from bayeval.cells import Cells
 from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.data.sources import load_reference, load_source_matrix
 from bayeval.draw_order import DrawOrder
-from bayeval.errors import (
-    DataError,
-    SessionError,
-)
+from bayeval.errors import SessionError
 from bayeval.estimators.base import Draw
 from bayeval.estimators.interval import clip_interval
-from bayeval.journal import (
-    JournalFile,
-    JournalWarning,
-    PairJournal,
-)
+from bayeval.inference.base import RefitWarning, refit_failure
+from bayeval.journal import JournalFile, JournalWarning, PairJournal
 from bayeval.methods import Method, make_method
 from bayeval.runner import run_session
 from bayeval.session_journal import SessionJournal, _draw_fields
@@ -63,11 +58,6 @@ __all__ = ["JournalFile", "JournalWarning", "PairJournal", "RefitWarning", "Sess
 # The re-fit key of the n-th observation, compiled: eager fold_in dispatches several
 # primitives (0.5 ms against 0.1 ms a step); the keys are the same.
 _fold_in = jax.jit(jax.random.fold_in)
-
-class RefitWarning(UserWarning):
-    """A backend's hyperparameter re-fit failed; the session went on with the previous
-    hyperparameters (:attr:`Session.refits` lists every re-fit)."""
-
 
 class Session(SessionJournal, DrawOrder):
     """An active evaluation of one target model, or of several jointly, against a
@@ -115,17 +105,8 @@ class Session(SessionJournal, DrawOrder):
                extra: dict[str, Any]) -> None:
         if not isinstance(reference, ScoreMatrix):
             raise SessionError("reference must be a bayeval.data.ScoreMatrix")
-        several = not isinstance(target_id, str)
-        ids = [str(t) for t in target_id] if several else [str(target_id)]
-        if not ids:
-            raise SessionError("give at least one target")
-        if len(set(ids)) != len(ids):
-            raise SessionError(f"targets must be distinct, got {ids}")
-        clash = sorted(set(ids) & set(reference.models))
-        if clash:
-            what = f"target {clash[0]!r} is" if len(clash) == 1 else f"targets {clash} are"
-            raise SessionError(f"{what} also a reference model in {reference.name}; hold "
-                               "it out first (ScoreMatrix.split)")
+        self.cells = cells = Cells(reference, target_id)
+        several, ids = cells.several, cells.target_ids
         if isinstance(method, str):
             method = make_method(method, **method_params)
         elif method_params:
@@ -146,10 +127,9 @@ class Session(SessionJournal, DrawOrder):
         self.extra = extra
         self._key = jax.random.key(seed)
         self._refit_key = method.refit_key(self._key)
-        self._target_index = {t: k for k, t in enumerate(ids)}
         N = reference.n_items
-        n = len(ids) * N  # positions: cells t · N + i
-        self._loop = method.begin(method.start(reference.scores, N, len(ids)), self._key)
+        n = cells.size  # positions: cells t · N + i
+        self._loop = method.init(reference.scores, N, self._key, len(ids))
         self._stop = np.zeros(len(ids) if several else (), bool)
         self.stopped_at = np.zeros(len(ids), np.int64)  # observations when each stopped
         self._observed = np.zeros(n, bool)
@@ -177,37 +157,6 @@ class Session(SessionJournal, DrawOrder):
         self.notes: list[str] = []
 
     # ------------------------------------------------------------------ ask / tell
-    def _cell(self, item: str, target: str | None, where: str) -> int:
-        """The position of ``item`` (of ``target``, with several targets)."""
-        try:
-            j = self.reference.item_index(item)
-        except DataError:
-            raise SessionError(f"{where}: item {item!r} is not in the benchmark "
-                               f"{self.reference.name}") from None
-        if not self.several:
-            if target is not None and str(target) != self.target_id:
-                raise SessionError(f"{where}: {target!r} is not the target "
-                                   f"{self.target_id!r}")
-            return j
-        if target is None:
-            raise SessionError(f"{where}: name the target of item {item!r} (target=, one "
-                               f"of {self.target_ids})")
-        if str(target) not in self._target_index:
-            raise SessionError(f"{where}: {target!r} is not one of the targets "
-                               f"{self.target_ids}")
-        return self._target_index[str(target)] * self.n_items + j
-
-    def _name(self, c: int) -> str:
-        """``item 'x'``, or ``'t' on item 'x'`` with several targets."""
-        t, j = divmod(int(c), self.n_items)
-        item = f"item {str(self.reference.items[j])!r}"
-        return f"{self.target_ids[t]!r} on {item}" if self.several else item
-
-    def _asked_form(self, c: int) -> str | tuple[str, str]:
-        t, j = divmod(int(c), self.n_items)
-        item = str(self.reference.items[j])
-        return (self.target_ids[t], item) if self.several else item
-
     @property
     def n_items(self) -> int:
         return self.reference.n_items
@@ -256,8 +205,8 @@ class Session(SessionJournal, DrawOrder):
         if k < 1:
             raise SessionError(f"ask(k) needs k ≥ 1, got {k}")
         if self.method.with_replacement:
-            return self._ask_with_replacement()
-        again = [self._asked_form(c) for c in self._reissue[:k]]
+            return self._draw_with_replacement()
+        again = [self.cells.asked(c) for c in self._reissue[:k]]
         del self._reissue[:len(again)]
         if again or self.done:
             return again
@@ -271,55 +220,8 @@ class Session(SessionJournal, DrawOrder):
             if k > 1:
                 raise SessionError(f"ask(k): {self.method.name} asks one (target, item) "
                                    f"pair at a time, not {k}")
-            chosen, draws = self.method.select(self._loop, available, self._key,
-                                               np.uint32(self._n_events), 1)
-            c = int(np.asarray(chosen)[0])
-            self._pending[c] = True
-            self._pending_draw[c] = (float(np.asarray(draws.q)[0]),
-                                     float(np.asarray(draws.design)[0]))
-            return [self._asked_form(c)]
-        records, asked = [], []
-        for _ in range(k):
-            # the draw's key: its place in the draw order (the applied events and the
-            # rounds outstanding), as the simulator's
-            counter = self._n_events + int(self._pending.sum())
-            chosen, draws = self.method.select(self._loop, available, self._key,
-                                               np.uint32(counter), 1)
-            c = int(np.asarray(chosen)[0])
-            q, design = float(np.asarray(draws.q)[0]), float(np.asarray(draws.design)[0])
-            records.append(self._ask_record(c, q, design))
-            self._add_round(c, q, design)
-            available[c] = False
-            asked.append(self._asked_form(c))
-        self._append_many(records)
-        self._calls += 1
-        return asked
-
-    @property
-    def _streams(self) -> bool:
-        """Whether asks are rounds in a draw order (one target, draws without
-        replacement): their scores are applied in that order, whenever they arrive."""
-        return not self.several and not self.method.with_replacement
-
-    def _ask_with_replacement(self) -> list:
-        """One item per round (the policy changes after every round). A draw of an item
-        already scored is a round too: it is recorded at once with the known score (a
-        journaled ``tell`` marked ``repeat``) and the next round is drawn."""
-        pending = np.flatnonzero(self._pending)
-        if pending.size:
-            return [self._asked_form(pending[0])]
-        everything = np.ones(self._observed.size, bool)
-        while not self.done:
-            chosen, draws = self.method.select(self._loop, everything, self._key,
-                                               np.uint32(self._n_events), 1)
-            j = int(np.asarray(chosen)[0])
-            draw = Draw(float(np.asarray(draws.q)[0]), float(np.asarray(draws.design)[0]))
-            if not self._observed[j]:
-                self._pending[j] = True
-                self._pending_draw[j] = draw
-                return [self._asked_form(j)]
-            self._record_tell(j, float(self._scores[j]), draw, repeat=True)
-        return []
+            return self._draw_pair(available)
+        return self._draw_rounds(available, k)
 
     @property
     def n_drawn(self) -> int:
@@ -336,7 +238,7 @@ class Session(SessionJournal, DrawOrder):
 
     def items_used(self, target: str | None = None) -> int:
         """Items scored or skipped for ``target`` (the one target by default)."""
-        t = self._target(target, "items_used")
+        t = self.cells.target(target, "items_used")
         rows = (self._observed | self._skipped).reshape(len(self.target_ids), -1)
         return int(rows[t].sum())
 
@@ -345,36 +247,26 @@ class Session(SessionJournal, DrawOrder):
         journaled (fsync) before it returns. Asked items may be told in any order; a
         design-based estimate applies their scores in the order they were drawn."""
         item = str(item)
-        c = self._cell(item, target, "tell")
+        c = self.cells.cell(item, target, "tell")
         if self._needs_draws and not self._pending[c]:
             raise SessionError(f"tell: item {item!r} was not asked; {self.method.name} "
                                "needs the score of the item it drew (its estimate weighs "
                                "each score by the draw's probability)")
         if self._observed[c]:
-            raise SessionError(f"tell: {self._name(c)} was already observed")
-        score = validate_score(score, f"tell: {self._name(c)}")
+            raise SessionError(f"tell: {self.cells.name(c)} was already observed")
+        score = validate_score(score, f"tell: {self.cells.name(c)}")
         if self._streams and self._pending[c]:
-            if c in self._arrived:
-                raise SessionError(f"tell: {self._name(c)} was already told")
-            order = self._order_of[c]
-            self._append({"event": "tell", "n": self._told + 1, "item": item, "score": score,
-                          "order": order, **_draw_fields(*self._pending_draw[c])})
-            self._arrive(c, ("tell", score), order, "tell")
-            return
+            return self._answer_round(
+                c, ("tell", score), {"event": "tell", "n": self._told + 1, "item": item,
+                                     "score": score}, _draw_fields(*self._pending_draw[c]))
         draw = Draw(*map(float, self._pending_draw[c]))  # NaN unless c is pending
         self._record_tell(c, score, draw)
 
     def _tell_args(self, args: tuple[str, ...], score: float) -> None:
-        if self.several:
-            self.tell(args[1], score, target=args[0])
-        else:
-            self.tell(*args, score)
+        self.tell(args[-1], score, target=args[0] if self.several else None)
 
     def _skip_args(self, args: tuple[str, ...], reason: str) -> None:
-        if self.several:
-            self.skip(args[1], reason, target=args[0])
-        else:
-            self.skip(*args, reason)
+        self.skip(args[-1], reason, target=args[0] if self.several else None)
 
     @property
     def _needs_draws(self) -> bool:
@@ -386,20 +278,16 @@ class Session(SessionJournal, DrawOrder):
         """Leave ``item`` (of ``target``, with several targets) unevaluated (its evaluation
         failed); journaled, never asked again."""
         item = str(item)
-        c = self._cell(item, target, "skip")
+        c = self.cells.cell(item, target, "skip")
         if self._needs_draws:
             raise SessionError(f"skip: {self.method.name} cannot leave item {item!r} "
                                "unevaluated: its estimate needs the score of every drawn "
                                "item; retry the evaluation or score the failure")
         if self._observed[c]:
-            raise SessionError(f"skip: {self._name(c)} was already observed")
+            raise SessionError(f"skip: {self.cells.name(c)} was already observed")
         if self._streams and self._pending[c]:
-            if c in self._arrived:
-                raise SessionError(f"skip: {self._name(c)} was already answered")
-            order = self._order_of[c]
-            self._append({"event": "skip", "item": item, "reason": reason, "order": order})
-            self._arrive(c, ("skip", reason), order, "skip")
-            return
+            return self._answer_round(c, ("skip", reason),
+                                      {"event": "skip", "item": item, "reason": reason})
         record: dict[str, Any] = {"event": "skip"}
         if self.several:
             record["target"] = self.target_ids[c // self.n_items]
@@ -416,36 +304,23 @@ class Session(SessionJournal, DrawOrder):
         self.stopped_at[(np.atleast_1d(stop) & ~np.atleast_1d(self._stop))] = n
         self._stop = stop
         if bool(info.refitted):
-            self._record_refit(n, info)
+            self.refits.append(info.refit_record(n))
+            if not self.refits[-1]["accepted"]:
+                self.notes.append(refit_failure(self.refits[-1]))
+                warnings.warn(self.notes[-1], RefitWarning, stacklevel=3)
         self._observed[c] = True
         self._scores[c] = score
         self._pending[c] = False
         self._pending_draw[c] = np.nan
         self._skipped[c] = False
         self._n_events += 1
-        t, j = divmod(int(c), self.n_items)
-        item = str(self.reference.items[j])
+        target, item = self.cells.split(c)
         if self.several:
-            target = self.target_ids[t]
             self.observations.append((target, item, score))
             self.history.append((n, target, *self.estimate(target)))
         else:
             self.observations.append((item, score))
             self.history.append((n, *self.estimate()))
-
-    def _record_refit(self, n: int, info: Any) -> None:
-        """Keep what the re-fit after the n-th observation did; warn when it failed."""
-        record = {"n": n, "accepted": bool(info.accepted), "iterations": int(info.iterations),
-                  "grad_norm": float(info.grad_norm)}
-        if np.isfinite(info.r_hat):  # a re-fit by MCMC
-            record.update(r_hat=float(info.r_hat), divergences=int(info.divergences))
-        self.refits.append(record)
-        if not record["accepted"]:
-            note = (f"re-fit after observation {n} failed (non-finite optimum after "
-                    f"{record['iterations']} iterations); the previous hyperparameters "
-                    "are kept")
-            self.notes.append(note)
-            warnings.warn(note, RefitWarning, stacklevel=4)
 
     def _apply_skip(self, c: int, reason: str) -> None:
         self._skipped[c] = True
@@ -453,26 +328,14 @@ class Session(SessionJournal, DrawOrder):
         self._pending_draw[c] = np.nan
         self._n_events += 1
         self._loop = self.method.skip(self._loop, np.int32(c))
-        t, j = divmod(int(c), self.n_items)
-        item = str(self.reference.items[j])
-        self.skipped.append((self.target_ids[t], item, reason) if self.several
-                            else (item, reason))
+        target, item = self.cells.split(c)
+        self.skipped.append((target, item, reason) if self.several else (item, reason))
 
     # ------------------------------------------------------------------ results
-    def _target(self, target: str | None, where: str) -> int:
-        if target is None:
-            if self.several:
-                raise SessionError(f"{where}: name the target (one of {self.target_ids})")
-            return 0
-        if str(target) not in self._target_index:
-            raise SessionError(f"{where}: {target!r} is not one of the targets "
-                               f"{self.target_ids}")
-        return self._target_index[str(target)]
-
     def estimate(self, target: str | None = None) -> tuple[float, float, float]:
         """(estimate, lower, upper): the estimator's estimate of R and its
         ``method.level`` interval, clipped to [0, 1] (of ``target``, with several)."""
-        t = self._target(target, "estimate")
+        t = self.cells.target(target, "estimate")
         est = self._loop.estimate
         if self.several:
             est = jax.tree_util.tree_map(lambda x: x[t], est)

@@ -70,12 +70,12 @@ class SessionJournal(JournalFile):
         with self._record_errors(where):
             item = str(event["item"])
             target = event.get("target") if self.several else None
-            c = self._cell(item, target, where)
+            c = self.cells.cell(item, target, where)
             if kind == "ask":
                 self._replay_ask(event, c, where)
             elif kind == "tell":
                 if self._observed[c] and not self.method.with_replacement:
-                    raise JournalError(f"{where}: {self._name(c)} recorded twice")
+                    raise JournalError(f"{where}: {self.cells.name(c)} recorded twice")
                 if event.get("n") != self._told + 1:
                     raise JournalError(f"{where}: observation number {event.get('n')} out of "
                                        f"sequence (expected {self._told + 1})")
@@ -102,7 +102,7 @@ class SessionJournal(JournalFile):
             raise JournalError(f"{where}: draw number {event.get('order')} out of sequence "
                                f"(expected {len(self._rounds)})")
         if self._observed[c] or self._pending[c] or self._skipped[c]:
-            raise JournalError(f"{where}: {self._name(c)} drawn twice")
+            raise JournalError(f"{where}: {self.cells.name(c)} drawn twice")
         q = event.get("q", float("nan"))
         if not isinstance(q, int | float) or not (math.isnan(q) or 0.0 < q <= 1.0 + 1e-9):
             raise JournalError(f"{where}: draw probability {q!r} is not in (0, 1]")

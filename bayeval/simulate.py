@@ -51,21 +51,20 @@ def _compile_chunk(program: Program, n_steps: int, until_stop: bool,
 
 
 def _chunk_runner(method: Method, n_steps: int, until_stop: bool) -> Callable:
-    """The chunk runner ``(loops, keys, targets)`` of one method. A round is the Session's: the
-    method's ``select`` (items and draw probabilities), ``record``, ``advance`` and
-    ``report``. With several devices each runs its share of the chunk's runs as its own
-    loop (:func:`bayeval.devices.over_runs`), so ``t_end`` is per run: the steps its
-    device's loop took."""
+    """The chunk runner ``(loops, keys, targets)`` of one method. A round is the Session's:
+    the method's :meth:`~bayeval.methods.Method.ask` and
+    :meth:`~bayeval.methods.Method.tell`, vmapped over runs (a re-fit due runs for every
+    run at once, one after another). With several devices each runs its share of the
+    chunk's runs as its own loop (:func:`bayeval.devices.over_runs`), so ``t_end`` is per
+    run: the steps its device's loop took."""
     backend = method.backend
 
     def one_select(loop, available, key, t):
-        items, draws = method.choose(loop, available, jax.random.fold_in(key, t), 1)
+        items, draws = method.ask(loop, available, key, t, 1)
         return items[0].astype(jnp.int32), jax.tree_util.tree_map(lambda x: x[0], draws)
 
     v_select = jax.vmap(one_select, in_axes=(0, 0, 0, None))
-    v_record = jax.vmap(method.record)
     v_compact = jax.vmap(backend.compact) if backend.compact is not None else None
-    v_report = jax.vmap(method.report)
 
     def v_refit(states, keys):
         # one run after another: a vmapped L-BFGS (nested while-loops over a batch) stalls
@@ -94,11 +93,10 @@ def _chunk_runner(method: Method, n_steps: int, until_stop: bool) -> Callable:
         def body(carry):
             t, loops, available, stop_n, records, refits, failed = carry
             items, draws = v_select(loops, available, keys, t)
-            loops = v_record(loops, items, targets[rows, items], draws)
             keys_t = jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
-            state, info = method.maintain(loops.backend, t + 1, keys_t, v_refit, v_compact,
-                                          quiet)
-            loops, stop = v_report(loops._replace(backend=state))
+            loops, stop, info = method.tell(
+                loops, items, targets[rows, items], draws, t + 1, keys_t, over=jax.vmap,
+                maintain=lambda s, n, k: method.maintain(s, n, k, v_refit, v_compact, quiet))
             refits = refits + info.refitted
             failed = failed + (info.refitted & ~info.accepted)
             stop_n = jnp.where((stop_n == 0) & stop, t + 1, stop_n)
@@ -180,12 +178,10 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
     quiet0 = nothing_done()
 
     def one_select(loop, available, key, counter):
-        items, draws = method.choose(loop, available, jax.random.fold_in(key, counter), 1)
+        items, draws = method.ask(loop, available, key, counter, 1)
         return items[0].astype(jnp.int32), jax.tree_util.tree_map(lambda x: x[0], draws)
 
     v_select = jax.vmap(one_select)
-    v_record = jax.vmap(method.record)
-    v_report = jax.vmap(method.report)
 
     def v_maintain(states, n, keys, applied):
         # run by run (a real branch for each: a re-fit costs only where it is due)
@@ -258,11 +254,11 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
             head = jnp.minimum(c["applied"], n_steps - 1)
             items = c["rounds"][rows, head]
             draws = Draw(c["q"][rows, head], c["design"][rows, head])
-            new = v_record(c["loops"], items, targets[rows, items], draws)
             n = head + 1
             keys_n = jax.vmap(jax.random.fold_in)(refit_keys, n)
-            state, info = v_maintain(new.backend, n, keys_n, apply)
-            new, stop = v_report(new._replace(backend=state))
+            new, stop, info = method.tell(
+                c["loops"], items, targets[rows, items], draws, n, keys_n, over=jax.vmap,
+                maintain=lambda s, n, k: v_maintain(s, n, k, apply))
             loops = pick(apply, new, c["loops"])
             stopping = apply & (c["stop_n"] == 0) & stop
             records = _write_records(c["records"], rows, head, new.estimate, items, info,

@@ -111,7 +111,7 @@ LAYERS = [
     {"inference"},
     {"acquisition", "stopping", "estimators", "compression"},
     {"methods"},
-    {"journal", "runner", "session", "session_journal", "draw_order", "simulate",
+    {"journal", "runner", "session", "session_journal", "draw_order", "cells", "simulate",
      "evaluators", "harness", "selection"},
     {"experiments", "diagnose"},
     {"cli"},

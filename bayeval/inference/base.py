@@ -21,15 +21,16 @@ same code. ``reference_scores`` is the models × items reference matrix as a flo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from bayeval.types import Array, Prediction, State
 
-__all__ = ["Array", "Backend", "MaintenanceInfo", "Prediction", "State", "advance",
-           "no_refit", "nothing_done", "refitted"]
+__all__ = ["Array", "Backend", "MaintenanceInfo", "Prediction", "RefitWarning", "State",
+           "advance", "no_refit", "nothing_done", "refit_failure", "refitted"]
 
 
 class MaintenanceInfo(NamedTuple):
@@ -52,6 +53,26 @@ class MaintenanceInfo(NamedTuple):
     compacted: Array
     r_hat: Array
     divergences: Array
+
+    def refit_record(self, n: int) -> dict[str, Any]:
+        """What the re-fit after the n-th observation did, as a journal-ready dict (R̂
+        and divergences only for a re-fit by MCMC)."""
+        record = {"n": n, "accepted": bool(self.accepted),
+                  "iterations": int(self.iterations), "grad_norm": float(self.grad_norm)}
+        if np.isfinite(self.r_hat):
+            record.update(r_hat=float(self.r_hat), divergences=int(self.divergences))
+        return record
+
+
+class RefitWarning(UserWarning):
+    """A backend's hyperparameter re-fit failed; the run went on with the previous
+    hyperparameters (:attr:`bayeval.Session.refits` lists every re-fit)."""
+
+
+def refit_failure(record: dict[str, Any]) -> str:
+    """The note for a failed re-fit's ``record`` (:meth:`MaintenanceInfo.refit_record`)."""
+    return (f"re-fit after observation {record['n']} failed (non-finite optimum after "
+            f"{record['iterations']} iterations); the previous hyperparameters are kept")
 
 
 def nothing_done() -> MaintenanceInfo:

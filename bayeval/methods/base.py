@@ -3,11 +3,11 @@
 ARCHITECTURE.md's round, for every method: predict → rule → policy (items and their draw
 probabilities) → evaluate → estimator update (with the pre-observation prediction) →
 backend observe → maintenance (re-fit, compaction) → predict → estimate → stopping.
-:class:`Method` holds the parts and compiles the round once; the interactive
-:class:`~bayeval.session.Session` and the vmapped :func:`~bayeval.simulate.simulate` run
-the same pieces (:meth:`Method.record`, :func:`~bayeval.inference.base.advance`,
-:meth:`Method.report`), so a simulated run and a Session with the same seed and answers
-choose the same items and give the same estimates.
+:class:`Method` holds the parts and composes the round into two pure functions,
+:meth:`Method.ask` and :meth:`Method.tell`; the interactive
+:class:`~bayeval.session.Session` and the vmapped :func:`~bayeval.simulate.simulate` both
+run those two, so a simulated run and a Session with the same seed and answers choose the
+same items and give the same estimates.
 
 Methods are built by name with :func:`make_method` so that a journal can record ``(name,
 params)`` and rebuild the same method on resume; one file per method family in this
@@ -66,14 +66,16 @@ class Method:
     and its interval at ``level`` (default: the backend's posterior). An estimator that
     weighs scores by their draw probability needs a policy that draws at random.
 
-    The round's pieces are jitted once per Method object; :func:`make_method` caches
-    Method objects so that sessions with the same configuration share compiled code.
-
-    The loop (Session and simulator) reads a method only through :meth:`start`,
-    :meth:`begin`, :meth:`choose` / :meth:`select`, :meth:`record`, :meth:`maintain`,
-    :meth:`report` / :meth:`step` and :meth:`skip`; a method whose items carry a target
-    axis (``several_targets``, :mod:`bayeval.methods.multi_target`) overrides them and runs
-    in the same loop, its positions being (target, item) cells ``t · N + i``.
+    A run is two pure functions of its :class:`LoopState`, in the BlackJAX way:
+    :meth:`ask` (the next items and how they were drawn) and :meth:`tell` (record a score,
+    re-fit when due, report), from :meth:`init`. The Session is a journal around a host
+    loop over them, jitted once per program (:attr:`select`, :attr:`step`; methods that
+    differ only in traced settings share the programs, :mod:`bayeval.hparams`); the
+    simulator is a ``while_loop`` over them vmapped over runs. A method whose items carry
+    a target axis (``several_targets``, :mod:`bayeval.methods.multi_target`) overrides
+    the parts they compose (:meth:`start`, :meth:`begin`, :meth:`choose`,
+    :meth:`record`, :meth:`maintain`, :meth:`report`, :meth:`skip`) and runs in the same
+    loops, its positions being (target, item) cells ``t · N + i``.
     """
 
     several_targets: ClassVar[bool] = False
@@ -206,20 +208,42 @@ class Method:
         """The key stream of re-fits, apart from the selection keys ``fold_in(key, t)``."""
         return jax.random.fold_in(key, REFIT_STREAM)
 
+    # ------------------------------------------------------------------ ask / tell
+    def init(self, reference_scores: Any, n_items: int, key: Array,
+             n_targets: int = 1) -> LoopState:
+        """The state of one run with ``key`` before any observation: :meth:`begin` of
+        :meth:`start` (the simulator runs :meth:`start` once for all its runs and vmaps
+        :meth:`begin`)."""
+        return self.begin(self.start(reference_scores, n_items, n_targets), key)
+
+    def ask(self, loop: LoopState, available: Array, key: Array, counter: Array,
+            k: int) -> tuple[Array, Draw]:
+        """The next ``k`` item positions and how each was drawn (a Draw of (k,) arrays):
+        :meth:`choose` with the key ``fold_in(key, counter)``, ``counter`` being the
+        draw's place in the draw order. Pure: the Session runs it jitted
+        (:attr:`select`), the simulator vmapped over runs inside its ``while_loop``."""
+        return self.choose(loop, available, jax.random.fold_in(key, counter), k)
+
+    def tell(self, loop: LoopState, item: Array, score: Array, draw: Draw, n: Array,
+             key: Array, *, over: Callable | None = None,
+             maintain: Callable | None = None) -> tuple[LoopState, Array, Any]:
+        """The n-th observation, ``score`` of ``item`` drawn as ``draw``: :meth:`record`,
+        re-fit or compaction when due (:meth:`maintain` with the re-fit key ``key``;
+        ``info`` says what it did), then :meth:`report`: ``(loop, stop, info)``. Pure:
+        the Session runs it jitted (:attr:`step`); the simulator passes ``over=jax.vmap``
+        (the run axis) and ``maintain``, its maintenance of the batched states."""
+        over = over if over is not None else (lambda f: f)
+        maintain = maintain if maintain is not None else self.maintain
+        loop = over(self.record)(loop, item, score, draw)
+        state, info = maintain(loop.backend, n, key)
+        loop, stop = over(self.report)(loop._replace(backend=state))
+        return loop, stop, info
+
     @functools.cached_property
     def step(self) -> Callable:
-        """Jitted ``(loop, item, score, draw, n, key) -> (loop, stop, info)``: record the
-        n-th observation (``draw``: a :class:`~bayeval.estimators.base.Draw`), re-fit or
-        compact when due (:func:`~bayeval.inference.base.advance`; ``info`` says what it
-        did), and report."""
-
-        def step(method, loop, item, score, draw, n, key):
-            loop = method.record(loop, item, score, draw)
-            state, info = method.maintain(loop.backend, n, key)
-            loop, stop = method.report(loop._replace(backend=state))
-            return loop, stop, info
-
-        return self._compiled("step", step)
+        """:meth:`tell` jitted once per program: ``(loop, item, score, draw, n, key) ->
+        (loop, stop, info)``."""
+        return self._compiled("step", lambda method, *args: method.tell(*args))
 
     def choose(self, loop: LoopState, available: Array, key: Array,
                k: int) -> tuple[Array, Draw]:
@@ -243,13 +267,10 @@ class Method:
 
     @functools.cached_property
     def select(self) -> Callable:
-        """Jitted ``(loop, available, key, counter, k) -> (items, draws)``:
-        :meth:`choose` with the key ``fold_in(key, counter)``; ``k`` is static."""
-
-        def select(method, loop, available, key, counter, k):
-            return method.choose(loop, available, jax.random.fold_in(key, counter), k)
-
-        return self._compiled("select", select, static_argnums=(4,))
+        """:meth:`ask` jitted once per program: ``(loop, available, key, counter, k) ->
+        (items, draws)``; ``k`` is static."""
+        return self._compiled("select", lambda method, *args: method.ask(*args),
+                              static_argnums=(4,))
 
     @functools.cached_property
     def probability(self) -> Callable:
