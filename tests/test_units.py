@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bayeval.experiments.units import ResultCache, Unit, run_units
+from bayeval.experiments.units import Executor, ResultCache, Unit, run_units
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,7 +114,7 @@ def test_two_processes_on_one_out_share_the_units(tmp_path):
 def test_worker_processes_equal_this_process(tmp_path):
     data = {"factor": 1.5}
     here = run_units(_units(4), square_unit, data, None)
-    pool = run_units(_units(4), square_unit, data, None, workers=2)
+    pool = run_units(_units(4), square_unit, data, None, Executor(workers=2))
     for a, b in zip(here, pool, strict=True):
         pd.testing.assert_frame_equal(a, b)
 
@@ -281,3 +281,25 @@ def test_compiled_programs_go_where_jax_or_xdg_says(tmp_path, monkeypatch):
         assert jax.config.jax_compilation_cache_dir == str(tmp_path / "xdg" / "bayeval" / "jax")
     finally:
         jax.config.update("jax_compilation_cache_dir", before)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"kind": "slurm"}, "unknown executor 'slurm'"),
+    ({"workers": 0}, "workers must be at least 1, got 0"),
+    ({"address": "auto"}, "an address is for --executor ray"),
+])
+def test_an_executor_refuses_what_it_cannot_run(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Executor(**kwargs)
+
+
+def test_the_bench_cli_refuses_an_address_without_ray(tmp_path):
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+
+    done = CliRunner().invoke(app, ["bench", "selection", "--datasets", "rte", "--address",
+                                    "auto", "--out", str(tmp_path)])
+    assert done.exit_code != 0
+    assert "--address is the Ray cluster's: give it with --executor ray" in done.output
+    assert not (tmp_path / "units").exists()

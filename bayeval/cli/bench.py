@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
 import typer
@@ -24,6 +24,9 @@ from bayeval.cli.common import (
 )
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
+
+if TYPE_CHECKING:
+    from bayeval.experiments.units import Executor
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -109,9 +112,10 @@ AddressOption = Annotated[str | None, typer.Option(
                       "ray://head:10001 or auto.")]
 
 
-def check_executor(executor: str, address: str | None) -> None:
-    """Refuse an unknown executor, or an address without Ray, before any work."""
-    from bayeval.experiments.units import EXECUTORS
+def check_executor(executor: str, workers: int, address: str | None) -> Executor:
+    """Where the units run (:class:`~bayeval.experiments.units.Executor`); an unknown
+    executor, an address without Ray or Ray not installed refused before any work."""
+    from bayeval.experiments.units import EXECUTORS, Executor
 
     if executor not in EXECUTORS:
         raise fail(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
@@ -123,6 +127,7 @@ def check_executor(executor: str, address: str | None) -> None:
         if importlib.util.find_spec("ray") is None:
             raise fail("--executor ray needs Ray, which is not installed: "
                        "pip install 'bayeval[ray]'")
+    return Executor(executor, workers, address)
 
 
 RegimesOption = Annotated[str, typer.Option(
@@ -166,7 +171,7 @@ def bench_estimation(
     from bayeval.methods import split_method_specs
 
     all_curves, all_stops = [], []
-    check_executor(executor, address)
+    where = check_executor(executor, workers, address)
     try:
         sources = bench_sources(datasets, reference, task, metric, filter_name)
         setup_jax()
@@ -176,7 +181,7 @@ def bench_estimation(
                 methods=split_method_specs(methods), n_targets=targets,
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
                 log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs",
-                out=out, executor=executor, workers=workers, address=address)
+                out=out, executor=where)
             all_curves.append(curves)
             all_stops.append(stops)
             write_report(pd.concat(all_curves), pd.concat(all_stops), out)  # keep partial
@@ -221,7 +226,7 @@ def bench_inference(
     from bayeval.experiments.inference import run_inference_comparison, write_report
     from bayeval.methods import split_method_specs
 
-    check_executor(executor, address)
+    where = check_executor(executor, workers, address)
     try:
         [source] = bench_sources(dataset, reference, task, metric, filter_name)
         setup_jax()
@@ -229,7 +234,7 @@ def bench_inference(
             source, regime, split_method_specs(methods), seeds=seeds, n_targets=targets,
             n_steps=steps, reference_fraction=reference_fraction,
             log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs",
-            out=out, executor=executor, workers=workers, address=address)
+            out=out, executor=where)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     print(write_report(curves, fits, timing, out, every).read_text())
@@ -267,7 +272,7 @@ def bench_multitarget(
     target stops at ε2, RMSE and coverage then, and RMSE against total evaluations. Every
     (regime, seed) is saved under OUT/units as it finishes and reused by a rerun with the
     same settings; --workers or --executor ray spread them."""
-    check_executor(executor, address)
+    where = check_executor(executor, workers, address)
     import pandas as pd
 
     from bayeval.data.sources import bench_dataset
@@ -287,7 +292,7 @@ def bench_multitarget(
                 epsilon2=epsilon, joint_params={"refit_every": refit_every,
                                                 "selection": selection},
                 log=lambda line: err.print(line, highlight=False), out=out,
-                executor=executor, workers=workers, address=address)
+                executor=where)
             all_costs.append(costs)
             all_curves.append(curves)
             write_report(pd.concat(all_costs), pd.concat(all_curves), out, n_items, targets,
@@ -369,7 +374,7 @@ def bench_selection(
                    "(e.g. 0.5): the share of models whose scores form the history")
     if history_share > 0 and splits > runs:
         raise fail(f"--splits {splits} is more than --runs {runs}")
-    check_executor(executor, address)
+    where = check_executor(executor, workers, address)
     grid = sorted({*(b for b in BUDGET_GRID if b <= max_budget + 1e-12),
                    *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
     tables = []
@@ -382,8 +387,7 @@ def bench_selection(
             plan = {algo: selection_units(name, scores.shape[0], algo, grid, runs,
                                           history_share, splits) for algo in algos}
             units = [u for algo in algos for u in plan[algo]]
-            done = iter(run_units(units, selection_unit, {name: scores}, out, executor,
-                                  workers, address,
+            done = iter(run_units(units, selection_unit, {name: scores}, out, where,
                                   log=lambda line: err.print(line, highlight=False)))
             for algo in algos:
                 parts = [next(done) for _ in plan[algo]]
@@ -437,7 +441,7 @@ def bench_coverage(
     spread them."""
     from bayeval.experiments.coverage import DEFAULT, GRID, Setting, run_setting
 
-    check_executor(executor, address)
+    where = check_executor(executor, workers, address)
     budget_list = comma_floats("--budgets", budgets)
     if not budget_list or any(not 0 < b < 1 for b in budget_list):
         raise fail(f"--budgets: every budget must be a share in (0, 1), got {budgets!r}")
@@ -461,7 +465,7 @@ def bench_coverage(
             run_setting(setting, budget_list, out, grid=search, progress=progress,
                         log=lambda line: bar.console.print(
                             f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False),
-                        matrix=matrix, executor=executor, workers=workers, address=address)
+                        matrix=matrix, executor=where)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())
@@ -496,12 +500,12 @@ def bench_compression(
     --executor ray spread them."""
     from bayeval.experiments.compression import run_compression_bench
 
-    check_executor(executor, address)
+    where = check_executor(executor, workers, address)
     try:
         names = bench_sources(datasets, reference, task, metric, filter_name)
         run_compression_bench(names, out, seeds, kmeans_seeds, mince_seeds, ablation,
                               log=lambda line: err.print(line, highlight=False),
-                              executor=executor, workers=workers, address=address)
+                              executor=where)
     except (BayevalError, ValueError) as exc:  # e.g. too few items for MINCE's sizes
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())
@@ -551,7 +555,7 @@ def bench_validity(
     the saving against RS-Mean at the same ε; width at equal items against FAQ. Every
     (variant, ε, method, seed) is saved under OUT/units as it finishes and reused by a
     rerun with the same settings; --workers or --executor ray spread them."""
-    check_executor(executor, address)
+    where = check_executor(executor, workers, address)
     import pandas as pd
 
     from bayeval.experiments.validity import VARIANTS, run_validity, write_report
@@ -579,8 +583,8 @@ def bench_validity(
                 name, variant_list, eps, specs, seeds, targets, reps, reference_fraction,
                 faq, log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",
                                                 highlight=False),
-                runs_dir=out / "runs", out=out, executor=executor, workers=workers,
-                address=address, concurrency=concurrency, batch=batch)
+                runs_dir=out / "runs", out=out, executor=where, concurrency=concurrency,
+                batch=batch)
             all_runs.append(runs)
             all_faq.append(faq_rows)
             write_report(pd.concat(all_runs), pd.concat(all_faq), out)  # keep partial

@@ -1,6 +1,6 @@
 """What every ``bayeval`` command shares: the Typer apps, the consoles, JAX set-up, the
 one-line error exit, progress bars, the reference source of --dataset / --reference, the
-resume of a journaled session, and the evaluator of a session's settings."""
+resume of a journaled session."""
 
 from __future__ import annotations
 
@@ -202,34 +202,6 @@ def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout
     return kind
 
 
-def make_evaluator(settings: dict[str, Any], matrix, targets: list[str],
-                   several: bool = False):
-    """The evaluator of a run: ``f(item)`` for one target, ``f(target, item)`` for
-    several (the command gets ``{target}``; the oracle reads each target's row)."""
-    from bayeval.evaluators import MatrixOracle
-
-    if settings["evaluator"] == EvaluatorKind.lm_eval.value:
-        from bayeval.harness import LmEvalCommand, LmEvalInProcess
-
-        where = ([tuple(x) for x in settings.get("subtasks") or []],
-                 settings.get("metric"), settings.get("filter"))
-        if settings.get("lm_eval_mode", SUBPROCESS) == SUBPROCESS:
-            return LmEvalCommand(settings["lm_eval_args"], settings["task"], *where,
-                                 timeout=settings["timeout"],
-                                 output_path=settings.get("output_path"))
-        return LmEvalInProcess.from_args(settings["lm_eval_args"], settings["task"], *where,
-                                         output_path=settings.get("output_path"),
-                                         name=targets[0])
-    if settings["evaluator"] == EvaluatorKind.command.value:
-        runner = command_evaluator(settings["command"], settings["timeout"],
-                                   settings["retries"])
-        return (lambda target, item: runner(item, target)) if several else runner
-    if not several:
-        return MatrixOracle(matrix, targets[0])
-    oracles = {t: MatrixOracle(matrix, t) for t in targets}
-    return lambda target, item: oracles[target](item)
-
-
 def resume_session(session_class, journal: Path, given: dict[str, Any]):
     """The session ``journal`` records, its repair warnings printed; options that the
     journal fixes must not be given again."""
@@ -246,9 +218,13 @@ def resume_session(session_class, journal: Path, given: dict[str, Any]):
 
 
 def resume_from(session_class, journal: Path, given: dict[str, Any]):
-    """(session, its evaluator settings, the whole source matrix) from ``journal``."""
+    """(session, its :class:`~bayeval.cli.evaluator_settings.EvaluatorSettings`, the
+    whole source matrix) from ``journal``."""
+    from bayeval.cli.evaluator_settings import EvaluatorSettings
+
     session = resume_session(session_class, journal, given)
-    return session, session.extra, load_source(session.reference_source or {}, journal)
+    settings = EvaluatorSettings.from_json(session.extra, f"journal {journal}")
+    return session, settings, load_source(session.reference_source or {}, journal)
 
 
 def field_table():
@@ -356,14 +332,6 @@ MetricOption = Annotated[str | None, typer.Option(
 FilterOption = Annotated[str | None, typer.Option(
     "--filter", help="With --reference lm-eval:DIR: the harness filter to read when a task "
                      "logs several (e.g. strict-match).")]
-
-
-def max_failures(settings: dict[str, Any]) -> int | None:
-    """Failures in a row that stop a run: a command evaluator stops after
-    FAILURES_IN_A_ROW; the oracle never does (a missing cell is a skip, not a fault)."""
-    live = settings.get("evaluator") in (EvaluatorKind.command.value,
-                                         EvaluatorKind.lm_eval.value)
-    return FAILURES_IN_A_ROW if live else None
 
 
 def check_output(path: Path | None, flag: str, folder: bool = False) -> None:

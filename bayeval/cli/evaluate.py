@@ -18,6 +18,7 @@ from bayeval.cli.common import (
     DEFAULT_METHOD,
     JOINT_METHOD,
     JOINT_METHODS,
+    SUBPROCESS,
     EvaluatorKind,
     FilterOption,
     JsonOption,
@@ -37,14 +38,13 @@ from bayeval.cli.common import (
     failure_summary,
     field_table,
     fresh_source,
-    make_evaluator,
-    max_failures,
     out,
     progress_bar,
     resumable,
     resume_from,
     setup_jax,
 )
+from bayeval.cli.evaluator_settings import EvaluatorSettings
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError, EvaluationError
 from bayeval.experiments.metrics import covers
@@ -185,12 +185,12 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         given = (live or {}).get("concurrency", 1)
         if given > 1:  # how many run at once is not a setting of the estimate: may change
             try:
-                refuse_concurrency(given, settings.get("evaluator"), session.method,
+                refuse_concurrency(given, settings.evaluator, session.method,
                                    session.several)
             except BayevalError:
                 session.close()
                 raise
-            settings = {**settings, "concurrency": given}
+            settings = settings.replace(concurrency=given)
     else:
         several = targets is not None
         usage = "CMD {target} {item}" if several else "CMD {item}"
@@ -241,26 +241,27 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         if live.get("output_path") is not None and not harness_run:
             raise BayevalError("--output-path keeps the harness's output: it needs "
                                "--evaluator lm-eval")
-        settings = {"evaluator": kind, "command": command, "timeout": timeout,
-                    "retries": retries, "batch": batch or (32 if harness_run else 1),
-                    "concurrency": live.get("concurrency", 1)}
+        settings = EvaluatorSettings(kind, command, timeout, retries,
+                                     batch or (32 if harness_run else 1),
+                                     live.get("concurrency", 1))
         if harness_run:
-            settings.update(_harness_settings(matrix, lm_eval_args, *harness))
-            settings.update(lm_eval_mode=live.get("lm_eval_mode"),
-                            output_path=live.get("output_path"))
+            settings = settings.replace(
+                **_harness_settings(matrix, lm_eval_args, *harness),
+                lm_eval_mode=live.get("lm_eval_mode") or LmEvalMode.in_process.value,
+                output_path=live.get("output_path"))
         from bayeval.methods import make_method, parse_method_spec
 
         name, params = parse_method_spec(method or (JOINT_METHOD if several
                                                     else DEFAULT_METHOD))
         if epsilon is not None:
             params["epsilon"] = epsilon
-        if several or settings["concurrency"] > 1:
+        if several or settings.concurrency > 1:
             chosen = make_method(name, **params)
             if several and not chosen.several_targets:
                 raise BayevalError(f"--targets needs a method that evaluates several "
                                    f"targets jointly ({' or '.join(JOINT_METHODS)}); "
                                    f"{name!r} evaluates one")
-            refuse_concurrency(settings["concurrency"], kind, chosen, several)
+            refuse_concurrency(settings.concurrency, kind, chosen, several)
         from bayeval.session import Session
 
         if harness_run:  # the model and the task, loaded (or checked) before any journal
@@ -268,14 +269,14 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         setup_jax()
         session = Session(ref, names if several else names[0], name, method_params=params,
                           seed=seed, journal=journal, max_items=max_items,
-                          reference_source=source, extra=settings)
+                          reference_source=source, extra=settings.to_json())
     with resumable(session, "evaluate"):
         if evaluate_fn is None:
-            evaluate_fn = make_evaluator(settings, matrix, session.target_ids,
-                                         session.several)
-        _run_with_progress(session, evaluate_fn, quiet, max_failures(settings),
-                           batch if batch is not None else settings.get("batch", 1),
-                           settings.get("concurrency", 1))
+            evaluate_fn = settings.evaluator_for(matrix, session.target_ids,
+                                                 session.several)
+        _run_with_progress(session, evaluate_fn, quiet, settings.max_failures,
+                           batch if batch is not None else settings.batch,
+                           settings.concurrency)
         if session.n_observed == 0:
             raise EvaluationError(f"no item was evaluated ({len(session.skipped)} failed); "
                                   "there is no estimate to report")
@@ -316,7 +317,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "failures": failure_summary(session.skipped),
             "items": [item for item, _ in session.observations],
             "harness_launches": _launches(session, evaluate_fn),
-            "evaluator": settings.get("evaluator"),
+            "evaluator": settings.evaluator,
             "times": session.times.summary(session.n_items),
         }
 
@@ -347,14 +348,15 @@ def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
     from bayeval.session import Session
 
     header, events, _, _ = Session.read_journal(journal)
-    settings = header.get("extra") or {}
-    if settings.get("evaluator") != EvaluatorKind.lm_eval.value:
+    extra = header.get("extra") or {}
+    settings = EvaluatorSettings.from_json(extra, f"journal {journal}")
+    if settings.evaluator != EvaluatorKind.lm_eval.value:
         raise BayevalError(f"--lm-eval-args: {journal} is not a run of --evaluator lm-eval")
     if any(e.get("event") == "tell" for e in events):
         raise BayevalError(f"--resume reads the harness options from {journal}, which "
                            "already holds scores made with them; drop --lm-eval-args")
     try:
-        harness_config(lm_eval_args, settings["task"])
+        harness_config(lm_eval_args, settings.task)
     except EvaluationError as exc:
         raise BayevalError(str(exc)) from None
     import fcntl
@@ -362,7 +364,7 @@ def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
     from bayeval.files import write_file
     from bayeval.journal_check import CHECK, seal_header
 
-    header = {**header, "extra": {**settings, "lm_eval_args": lm_eval_args}}
+    header = {**header, "extra": {**extra, "lm_eval_args": lm_eval_args}}
     if CHECK in header:  # a journal with checks: its header's is renewed (its run kept)
         header = seal_header(header)
     with open(journal, "ab") as held:  # one writer: not while another session runs it
@@ -375,18 +377,16 @@ def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
                    durable=True)
 
 
-def _harness_evaluator(settings: dict[str, Any], matrix, target: str):
+def _harness_evaluator(settings: EvaluatorSettings, matrix, target: str):
     """The lm-eval evaluator of a fresh run, made before its journal: in process the
     model and the task are loaded now; per batch the options and the task are checked
     now (the harness's own parser and task index), so that a wrong option or task is a
     one-line error and no journal freezes it."""
-    from bayeval.cli.common import SUBPROCESS
-
-    if settings.get("lm_eval_mode") == SUBPROCESS:
+    if settings.lm_eval_mode == SUBPROCESS:
         from bayeval.harness import check_harness_task
 
-        check_harness_task(settings["lm_eval_args"], settings["task"])
-    return make_evaluator(settings, matrix, [target])
+        check_harness_task(settings.lm_eval_args, settings.task)
+    return settings.evaluator_for(matrix, [target])
 
 
 def _launches(session, evaluate_fn) -> int | None:
@@ -447,11 +447,11 @@ def _row_score(matrix, target: str) -> float | None:
     return None if np.isnan(row).any() else float(row.mean())
 
 
-def _true_score(matrix, target: str, settings: dict[str, Any]) -> float | None:
+def _true_score(matrix, target: str, settings: EvaluatorSettings) -> float | None:
     """The target's full-benchmark score when the oracle answered from its complete row;
     None for a live evaluator: a reference row of the same name is another run, reported
     apart (``reference_row_score``) and never used to judge this one's interval."""
-    if settings.get("evaluator") != EvaluatorKind.oracle.value:
+    if settings.live:
         return None
     return _row_score(matrix, target)
 

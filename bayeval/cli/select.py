@@ -30,12 +30,12 @@ from bayeval.cli.common import (
     evaluator_kind,
     fresh_source,
     load_source,
-    max_failures,
     out,
     progress_bar,
     resumable,
     resume_session,
 )
+from bayeval.cli.evaluator_settings import EvaluatorSettings
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
@@ -190,8 +190,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
             "--history": history, "--history-method": history_method,
             "--task": harness[0], "--metric": harness[1],
             "--filter": harness[2]})
-        settings = session.extra
-        source = settings.get("source")
+        settings = EvaluatorSettings.from_json(session.extra, f"journal {journal}")
+        source = settings.source
         matrix = load_source(source, journal) if source else None
     else:
         kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {model} {item}")
@@ -226,17 +226,16 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
             journal = Path(f"bayeval-select-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
         fitted, weights, history_note = (None, None, None) if history is None else _history(
             history, names, item_ids, quiet, history_method or "weights")
-        settings = {"evaluator": kind, "command": command, "timeout": timeout,
-                    "retries": retries, "source": source, "history": history_note}
+        settings = EvaluatorSettings(kind, command, timeout, retries, source=source,
+                                     history=history_note)
         from bayeval.selection.session import SelectionSession
 
         session = SelectionSession(names, item_ids, n, seed=0 if seed is None else seed,
-                                   journal=journal, extra=settings, history=fitted,
+                                   journal=journal, extra=settings.to_json(), history=fitted,
                                    weights=weights)
     with resumable(session, "select"):
-        if settings["evaluator"] == EvaluatorKind.command.value:
-            runner = command_evaluator(settings["command"], settings["timeout"],
-                                       settings["retries"])
+        if settings.evaluator == EvaluatorKind.command.value:
+            runner = command_evaluator(settings.command, settings.timeout, settings.retries)
 
             def evaluate_fn(model, item):
                 return runner(item, model)
@@ -249,7 +248,7 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         schedule = session.schedule
         total = int(schedule.sum() + schedule[-1])
         if quiet:
-            session.run(evaluate_fn, max_failures=max_failures(settings))
+            session.run(evaluate_fn, max_failures=settings.max_failures)
         else:
             with progress_bar("selecting") as progress:
                 task = progress.add_task("select", total=total, status="",
@@ -262,10 +261,10 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
                                     status=status)
 
                 session.run(evaluate_fn, on_step=on_step,
-                            max_failures=max_failures(settings))
+                            max_failures=settings.max_failures)
         means = session.means()
         truth = None
-        if matrix is not None and settings["evaluator"] == "oracle":
+        if matrix is not None and not settings.live:
             rows = {m: i for i, m in enumerate(matrix.models)}
             cols = [matrix.item_index(i) for i in session.items]
             truth = {m: float(np.nanmean(matrix.scores[rows[m], cols])) for m in session.models}
@@ -275,7 +274,7 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
             "budget": session.budget, "evaluations": session.n_evaluations,
             "skipped": len(session.skipped), "phases": len(schedule), "seed": session.seed,
             "method": METHOD_NAMES[(session.history is not None, session.weights is not None)],
-            "history": settings.get("history"),
+            "history": settings.history,
             "ranking": [{"model": m, "mean": means[m][0], "evaluated": means[m][1],
                          **({"true_mean": truth[m]} if truth else {})} for m in ranking],
             "journal": str(session.journal_path) if session.journal_path else None}

@@ -37,7 +37,7 @@ from bayeval.compression.bestrand import bestrand, random_subsets
 from bayeval.compression.mince import freeze_subset, mince_sizing
 from bayeval.data.matrix import ScoreMatrix
 from bayeval.experiments.figures import panel_grid
-from bayeval.experiments.units import Unit, run_units
+from bayeval.experiments.units import Executor, Unit, run_units
 
 RETENTIONS = (0.02, 0.05, 0.10, 0.20, 0.50)
 THRESHOLDS = (0.02, 0.05)
@@ -325,14 +325,12 @@ def run_compression_bench(names: Sequence[str | ScoreMatrix], out: Path, seeds: 
                           kmeans_seeds: int = 20, mince_seeds: int = 10,
                           ablation: bool = True,
                           log: Callable[[str], None] = lambda line: None,
-                          executor: str = "local", workers: int = 1,
-                          address: str | None = None) -> Path:
+                          executor: Executor | None = None) -> Path:
     """Every table of ``bayeval bench compression`` for ``names`` (bundled datasets or
     user matrices, :func:`~bayeval.data.sources.bench_dataset`). Each dataset's subset
     table, MINCE table and ablation is a unit of :mod:`~bayeval.experiments.units`, saved
     under ``out/units`` as it finishes and reused by a rerun with the same seeds;
-    ``executor``, ``workers`` and ``address`` say where they run. Returns the path of the
-    report."""
+    ``executor`` says where they run. Returns the path of the report."""
     from bayeval.data.sources import bench_dataset
     from bayeval.errors import BayevalError
 
@@ -346,7 +344,7 @@ def run_compression_bench(names: Sequence[str | ScoreMatrix], out: Path, seeds: 
             raise BayevalError(f"{name}: the score matrix has missing entries")
         data[name] = matrix.scores
         units += [Unit("compression", name, kind, 0, seeds, settings) for kind in kinds]
-    done = iter(run_units(units, compression_unit, data, out, executor, workers, address,
+    done = iter(run_units(units, compression_unit, data, out, executor,
                           log=log))
     tables, minces, ablations, errors = [], [], [], {}
     for name in data:

@@ -40,7 +40,7 @@ from bayeval.data import ScoreMatrix, load_dataset
 from bayeval.errors import DataError
 from bayeval.estimators.pai import finite_bank_target, horvitz_thompson_uniform, wald_interval
 from bayeval.experiments.figures import panel_grid
-from bayeval.experiments.units import Unit, run_units
+from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.methods.faq import HybridParams, simulate_hybrid
 from bayeval.models.factor import cross_validate, factor_prior, fit_factors
 from bayeval.stopping.rules import budget_rounds
@@ -259,22 +259,22 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
                 grid: dict[str, Sequence[float]] | None = None,
                 log: Callable[[str], None] = print,
                 progress: Callable[[str, int, int], None] | None = None,
-                matrix: ScoreMatrix | None = None, executor: str = "local",
-                workers: int = 1, address: str | None = None) -> pd.DataFrame:
+                matrix: ScoreMatrix | None = None,
+                executor: Executor | None = None) -> pd.DataFrame:
     """The whole experiment of the module docstring for one setting (on ``matrix`` when
     given, a user's matrix labelled ``setting.suite``); returns (and writes to
     ``out/results.csv``) one row per budget and method. The CV, each budget's tuning and
     each (budget, configuration)'s runs are units of :mod:`~bayeval.experiments.units`,
     saved under ``out/units`` as they finish and reused by a rerun (the tuned and default
-    FAQ share theirs when the tuning picks the default); ``executor``, ``workers`` and
-    ``address`` say where they run. ``progress(label, done, total)`` follows the runs of
-    each (budget, method) when they run in this process."""
+    FAQ share theirs when the tuning picks the default); ``executor`` says where they
+    run. ``progress(label, done, total)`` follows the runs of each (budget, method) when
+    they run in this process."""
     grid = {k: [float(x) for x in v] for k, v in (grid or GRID).items()}
     out.mkdir(parents=True, exist_ok=True)
     matrix = load_dataset(setting.suite) if matrix is None else matrix
     data: dict = {setting.suite: matrix}
     base = {"setting": asdict(setting)}
-    go = dict(executor=executor, workers=workers, address=address, log=log)
+    go = dict(executor=executor, log=log)
     history = {f: getattr(setting, f) for f in ("suite", "history", "n_full_obs", "p_obs",
                                                "split_seed", "val_fraction")}
     # the CV reads the split and history only; the tuning also the validation seeds
@@ -309,7 +309,7 @@ def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path 
     units = [Unit("coverage", setting.suite, "faq", 0, setting.seeds,
                   {**fitted, "budget": float(b), "params": [float(x) for x in params]})
              for b, _, params in plan]
-    if progress is not None and workers == 1 and executor == "local":
+    if progress is not None and (executor is None or executor.in_process):
         n_new = matrix.n_models - matrix.n_models // 2  # prepare's split
 
         def follow(unit: Unit) -> Callable[[int], None]:

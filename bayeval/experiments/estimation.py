@@ -36,7 +36,7 @@ from bayeval.experiments.metrics import (
     rmse_gain,
     stopping_points,
 )
-from bayeval.experiments.units import Unit, run_units
+from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.methods import (
     accepts_parameter,
     make_method,
@@ -107,7 +107,7 @@ def run_estimation(dataset: str | ScoreMatrix,
                    runs_dir: Path | None = None, n_steps: int | None = None,
                    mcmc_fits: list[pd.DataFrame] | None = None, out: Path | None = None,
                    timings: list[dict] | None = None,
-                   executor: str = "local", workers: int = 1, address: str | None = None,
+                   executor: Executor | None = None,
                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(curves, stops): RMSE(n) rows and cost–accuracy rows for every regime and method.
 
@@ -115,11 +115,11 @@ def run_estimation(dataset: str | ScoreMatrix,
     :func:`~bayeval.data.sources.bench_dataset`).
     ``n_steps``: evaluations per run (default: the whole benchmark). Every (regime,
     method, seed) is a unit of :mod:`~bayeval.experiments.units`: with ``out`` it is saved
-    there as soon as it is done and reused by a rerun; ``executor``, ``workers`` and
-    ``address`` say where the units run. With ``runs_dir``, every (regime, method) also
-    leaves its raw runs there as ``<dataset>-<regime>-<method>.npz`` (estimate, lower,
-    upper, items, truth, seed of each run, and the method spec). ``mcmc_fits``, when
-    given, gets one table per MCMC-based method and regime: a row per NUTS fit.
+    there as soon as it is done and reused by a rerun; ``executor`` says where the units
+    run. With ``runs_dir``, every (regime, method) also leaves its raw runs there as
+    ``<dataset>-<regime>-<method>.npz`` (estimate, lower, upper, items, truth, seed of
+    each run, and the method spec). ``mcmc_fits``, when given, gets one table per
+    MCMC-based method and regime: a row per NUTS fit.
     ``timings``, when given, gets a row per (regime, method): the seconds its units'
     simulations took, summed (saved with the units, so a rerun that reuses them reports
     the same)."""
@@ -140,8 +140,7 @@ def run_estimation(dataset: str | ScoreMatrix,
                                         settings) for s in range(seeds)],
                                   splits[0].targets.scores.mean(1))
     units = [u for us, _ in plan.values() for u in us]
-    done = iter(run_units(units, estimation_unit, {dataset: matrix}, out, executor, workers,
-                          address, log=log))
+    done = iter(run_units(units, estimation_unit, {dataset: matrix}, out, executor, log=log))
     curves, stops = [], []
     for regime in regimes:
         rmse_by_method = {}

@@ -17,6 +17,7 @@ import pandas as pd
 from bayeval.data.matrix import ScoreMatrix
 from bayeval.experiments.estimation import run_estimation
 from bayeval.experiments.metrics import integrated_rmse
+from bayeval.experiments.units import Executor
 
 METHODS = ("bayesame", "bayesame-laplace", "irt")
 
@@ -27,8 +28,7 @@ def run_inference_comparison(dataset: str | ScoreMatrix = "ifeval", regime: str 
                              reference_fraction: float = 0.5,
                              log: Callable[[str], None] = print,
                              runs_dir: Path | None = None, out: Path | None = None,
-                             executor: str = "local", workers: int = 1,
-                             address: str | None = None
+                             executor: Executor | None = None
                              ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(curves, fits, timing): RMSE(n) per method, one row per NUTS fit, and seconds per
     method (its runs and all its fits: the simulations' own time, summed over its units,
@@ -42,7 +42,7 @@ def run_inference_comparison(dataset: str | ScoreMatrix = "ifeval", regime: str 
                                  reference_fraction=reference_fraction, log=log,
                                  runs_dir=runs_dir, n_steps=n_steps, mcmc_fits=fits,
                                  epsilon2_grid=(), out=out, timings=times,
-                                 executor=executor, workers=workers, address=address)
+                                 executor=executor)
         curves.append(part)
         timing.append({"method": part["method"].iloc[0], "seconds": times[-1]["seconds"],
                        "runs": n_targets * seeds, "steps": n_steps})

@@ -32,7 +32,7 @@ from bayeval.data import ScoreMatrix, make_split
 from bayeval.data.sources import bench_dataset
 from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.metrics import at_stop, stopping_points
-from bayeval.experiments.units import Unit, run_units
+from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.methods import make_method, resolved_parameters
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import simulate
@@ -138,14 +138,13 @@ def run_multitarget(dataset: str | ScoreMatrix,
                     split_seed: int = 0, epsilon2: float = 0.02,
                     joint_params: dict[str, Any] | None = None,
                     log: Callable[[str], None] = print, out: Path | None = None,
-                    executor: str = "local", workers: int = 1, address: str | None = None
+                    executor: Executor | None = None
                     ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(costs, curves): one cost row per dataset × regime × seed, and RMSE against total
     evaluations per dataset × regime × method. ``dataset``: a bundled name or a user's
     ScoreMatrix (labelled by :func:`~bayeval.data.sources.bench_dataset`). Every (regime,
     seed) is a unit of :mod:`~bayeval.experiments.units`: with ``out`` saved there as it
-    finishes and reused by a rerun; ``executor``, ``workers`` and ``address`` say where
-    the units run."""
+    finishes and reused by a rerun; ``executor`` says where the units run."""
     joint_params = dict(joint_params or {})
     dataset, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
     plan = {}
@@ -162,8 +161,7 @@ def run_multitarget(dataset: str | ScoreMatrix,
         plan[regime] = [Unit("multitarget", dataset, regime, s, s + 1, settings)
                         for s in range(seeds)]
     units = [u for us in plan.values() for u in us]
-    done = iter(run_units(units, multitarget_unit, {dataset: matrix}, out, executor, workers,
-                          address, log=log))
+    done = iter(run_units(units, multitarget_unit, {dataset: matrix}, out, executor, log=log))
     costs, curves = [], []
     for regime in regimes:
         joint_errs, single_errs = [], []

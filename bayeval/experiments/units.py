@@ -41,7 +41,7 @@ import pandas as pd
 
 from bayeval.data.io import safe_file_name
 
-__all__ = ["EXECUTORS", "ResultCache", "Unit", "run_units"]
+__all__ = ["EXECUTORS", "Executor", "ResultCache", "Unit", "run_units"]
 
 EXECUTORS = ("local", "ray")
 _STALE_CLAIM_S = 24 * 3600.0  # a claim from another host older than this is abandoned
@@ -284,33 +284,51 @@ def _ray(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
             ray.shutdown()
 
 
-def _runner(executor: str, compute: Callable, units: Sequence[Unit], data: Any, workers: int,
-            address: str | None) -> Iterator[tuple[Unit, Result]]:
-    """(unit, result) of every unit as each finishes, on ``executor``."""
-    if executor == "ray":
-        return _ray(compute, units, data, workers, address)
-    return _local(compute, units, data, workers)
+@dataclass(frozen=True)
+class Executor:
+    """Where a bench's units run (module docstring): ``kind`` is ``local`` (this process
+    with one worker, else ``workers`` processes pinned one per core) or ``ray`` (a Ray
+    cluster at ``address``; none: a local one with ``workers`` CPUs)."""
+
+    kind: str = "local"
+    workers: int = 1
+    address: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise ValueError(f"unknown executor {self.kind!r} (known: "
+                             f"{', '.join(EXECUTORS)})")
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if self.address and self.kind != "ray":
+            raise ValueError("an address is for --executor ray")
+
+    @property
+    def in_process(self) -> bool:
+        """Whether units run in this process (so a progress callback sees each run)."""
+        return self.kind == "local" and self.workers == 1
+
+    def run(self, compute: Callable, units: Sequence[Unit], data: Any
+            ) -> Iterator[tuple[Unit, Result]]:
+        """(unit, result) of every unit as each finishes."""
+        if self.kind == "ray":
+            return _ray(compute, units, data, self.workers, self.address)
+        return _local(compute, units, data, self.workers)
 
 
 def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], data: Any,
-              out: Path | str | None, executor: str = "local", workers: int = 1,
-              address: str | None = None, log: Callable[[str], None] | None = None,
-              poll_s: float = 1.0) -> list[Result]:
+              out: Path | str | None, executor: Executor | None = None,
+              log: Callable[[str], None] | None = None, poll_s: float = 1.0) -> list[Result]:
     """The result of every unit, in order: read from ``out``'s cache where finished,
-    otherwise computed by ``compute(unit, data)`` on ``executor`` (module docstring) and
-    saved as soon as it is done (``out`` None: nothing read or saved). ``compute`` must be
-    importable by name (a module-level function, or a :func:`functools.partial` of one)
-    for worker processes and Ray."""
-    if executor not in EXECUTORS:
-        raise ValueError(f"unknown executor {executor!r} (known: {', '.join(EXECUTORS)})")
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    if address and executor != "ray":
-        raise ValueError("an address is for --executor ray")
+    otherwise computed by ``compute(unit, data)`` on ``executor`` (default: this process)
+    and saved as soon as it is done (``out`` None: nothing read or saved). ``compute``
+    must be importable by name (a module-level function, or a :func:`functools.partial`
+    of one) for worker processes and Ray."""
+    executor = executor if executor is not None else Executor()
     say = log or (lambda line: None)
     wanted, units = units, list(dict.fromkeys(units))  # a unit asked twice runs once
     if out is None:  # nothing saved: compute every unit
-        found = dict(_runner(executor, compute, units, data, workers, address))
+        found = dict(executor.run(compute, units, data))
         return [found[u] for u in wanted]
     cache = ResultCache(out)
     results: dict[Unit, Result] = {}
@@ -325,7 +343,7 @@ def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], dat
         mine = [u for u in todo if cache.claim(u)]
         others = [u for u in todo if u not in mine]
         try:
-            runner = _runner(executor, compute, mine, data, workers, address)
+            runner = executor.run(compute, mine, data)
             for done, (unit, result) in enumerate(runner, 1):
                 cache.put(unit, result)
                 cache.release(unit)

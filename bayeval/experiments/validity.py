@@ -37,7 +37,7 @@ from bayeval.errors import DataError
 from bayeval.estimators.interval import z_value
 from bayeval.experiments.metrics import covers
 from bayeval.experiments.tables import markdown_table
-from bayeval.experiments.units import Unit, run_units
+from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.methods import (
     accepts_parameter,
     make_method,
@@ -224,13 +224,12 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                  methods: Sequence[str] = METHODS, seeds: int = 10, n_targets: int = 20,
                  reps: int = 5, reference_fraction: float = 0.5, faq: bool = True,
                  log: Callable[[str], None] = print, runs_dir: Path | None = None,
-                 out: Path | None = None, executor: str = "local", workers: int = 1,
-                 address: str | None = None, concurrency: int = 1,
+                 out: Path | None = None, executor: Executor | None = None, concurrency: int = 1,
                  batch: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-run rows, FAQ comparison rows) for every variant, ε and method (module
     docstring). Every (variant, ε, method, seed) is a unit of
     :mod:`~bayeval.experiments.units`: with ``out`` saved there as it finishes and reused
-    by a rerun; ``executor``, ``workers`` and ``address`` say where the units run (FAQ's
+    by a rerun; ``executor`` says where the units run (FAQ's
     after the first method's, whose mean stop sets FAQ's budget). ``runs_dir``: each
     (variant, ε, method) leaves its per-run rows there as CSV. ``concurrency`` K > 1 runs
     the design-based methods with K evaluations in flight (METHODS.md §9 "Streaming",
@@ -269,7 +268,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
             for v, _, cap in cells for eps in epsilons for i, spec in enumerate(methods)}
     units = [u for us in plan.values() for u in us]
     done = dict(zip(units, run_units(units, validity_unit, {label: matrix}, out, executor,
-                                     workers, address, log=log), strict=True))
+                                     log=log), strict=True))
     all_runs, firsts = [], {}
     for (variant, eps, spec), us in plan.items():
         n_items = next(d for v, d, _ in cells if v == variant).n_items
@@ -295,7 +294,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
                     for key in firsts for v, _, cap in cells if v == key[0]}
         faq_units = [u for us in faq_plan.values() for u in us]
         faq_done = dict(zip(faq_units, run_units(faq_units, validity_unit, {label: matrix},
-                                                 out, executor, workers, address, log=log),
+                                                 out, executor, log=log),
                             strict=True))
         for (variant, eps), us in faq_plan.items():
             spec, runs, lower, upper = firsts[variant, eps]
