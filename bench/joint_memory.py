@@ -96,9 +96,9 @@ def main() -> None:
     say(f"- first re-fit ({pairs} observed pairs, fit on ≤ 256, rebuild on all; compilation "
         f"included): {first_refit:.1f} s; peak RSS {peak_gb():.2f} GB")
     # a second re-fit at the same sizes, compiled
-    fit, size = cfg.slots(run.state, pairs)
-    fit_at = jax.jit(cfg.fit_at, static_argnums=2)
-    rebuild_at = jax.jit(cfg.rebuild_at, static_argnums=2, donate_argnums=0)
+    fit, size = cfg.posterior.slots(run.state, pairs)
+    fit_at = jax.jit(cfg.posterior.fit_at, static_argnums=2)
+    rebuild_at = jax.jit(cfg.posterior.rebuild_at, static_argnums=2, donate_argnums=0)
     fit_at(run.state, jax.random.key(1), fit)  # compiled here, timed below
     params, refit_s = timed(fit_at, run.state, jax.random.key(1), fit)
     (state, _), rebuild_s = timed(rebuild_at, run.state, params, size)  # donated
@@ -114,7 +114,7 @@ def main() -> None:
         one()
         jax.block_until_ready(run.prediction.mean)
         dt = time.perf_counter() - t0
-        (compact_times if n % cfg.pending == 0 else step_times).append(dt)
+        (compact_times if n % cfg.posterior.pending == 0 else step_times).append(dt)
     say(f"- {len(step_times) + len(compact_times)} round-robin steps: median step "
         f"{1e3 * np.median(step_times[5:]):.1f} ms, median step with compaction "
         f"{1e3 * np.median(compact_times[1:] or compact_times):.0f} ms; peak RSS "
@@ -139,7 +139,8 @@ def main() -> None:
     say(f"- single-target BayesAME step on the same reference (B = {B}): {single_ms:.2f} ms; "
         f"joint step / single step = {joint_ms / single_ms:.1f} (J / B = {T})")
     say(f"- per evaluation, amortised: step {joint_ms:.1f} ms + compaction "
-        f"{1e3 * np.median(compact_times or [0]) / cfg.pending:.1f} ms + re-fit every F = 250 "
+        f"{1e3 * np.median(compact_times or [0]) / cfg.posterior.pending:.1f} ms + re-fit "
+        f"every F = 250 "
         f"evaluations {1e3 * refit_times[0] / 250:.1f} ms")
     say(f"- peak RSS of the whole run: {peak_gb():.2f} GB")
     if args.out is not None:

@@ -43,32 +43,19 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from bayeval.acquisition import multi_target as mt
 from bayeval.acquisition.base import probabilities
 from bayeval.acquisition.policies import argmax, sample
-from bayeval.data.matrix import infer_kind
 from bayeval.errors import BayevalError
 from bayeval.estimators.base import Draw, posterior
 from bayeval.hparams import known
-from bayeval.inference.base import Backend, advance, nothing_done, refitted
-from bayeval.inference.exact import PENDING, fit_sizes, switch_by_size
-from bayeval.inference.joint import (
-    FITTED,
-    JointState,
-    joint_compact,
-    joint_init,
-    joint_observe,
-    joint_predict,
-    joint_prior,
-    joint_rebuild,
-    joint_refit,
-    per_target,
-)
+from bayeval.inference.base import advance, nothing_done
+from bayeval.inference.exact import PENDING
+from bayeval.inference.joint import joint_init
+from bayeval.inference.joint_backend import JointBackend, JointBackendState
 from bayeval.methods.base import LoopState, Method, method_factory
-from bayeval.models.bucket_gp import N0, default_sigma2, make_buckets
-from bayeval.models.coregional import coregional_model
+from bayeval.models.bucket_gp import N0
 from bayeval.precision import require_float64
 from bayeval.stopping import rules as stop
 from bayeval.types import Array, Prediction, State
@@ -76,15 +63,6 @@ from bayeval.types import Array, Prediction, State
 METHOD_NAME = "bayesame-joint"
 INIT_STREAM = 2**31 - 3
 WEIGHT_STREAM = 2**31 - 2
-
-
-class JointBackendState(NamedTuple):
-    """The joint posterior with its hyperparameters and the AdamW learning rate."""
-
-    joint: JointState
-    params: dict[str, Array]
-    learning_rate: Array  # ()
-    nearly_unique: Array  # () bool: B ≥ N − N0
 
 
 class JointPlan(NamedTuple):
@@ -106,37 +84,22 @@ class JointProgress(NamedTuple):
 
 @dataclass(frozen=True, eq=False)
 class JointBayesAME:
-    """Settings of multi-target BayesAME (defaults: seed 000 App. C.1).
-
-    ``learning_rate`` and ``sigma2`` default by score kind (read off the reference
-    matrix): 0.01 and 0.1 for binary, 0.001 and 0.01 for continuous scores.
-    ``refit_every`` = F counts observations (of any target) after the initial design; 0
-    never re-fits after the first. ``fit_pairs``: the AdamW fit uses a uniform random
-    subset of at most that many observed (target, bucket) pairs, drawn afresh at each
-    re-fit (None: all; the rebuild always uses all). ``fit_sigma2=False`` keeps σ² at the
-    single-target rule of §1 (10⁻⁴ when the reference vectors are nearly unique, else
-    10⁻¹) instead of fitting it (an ablation: App. C.1 fits σ²). ``target_offset`` = τ²₀
-    adds a constant offset per target, c_t ~ N(0, τ²), to the model (see
-    :func:`~bayeval.models.coregional.coregional_model`), with τ² fitted from τ²₀ at every
-    re-fit (None: the paper's model, no offset).
-    """
+    """Settings of multi-target BayesAME (defaults: seed 000 App. C.1): the stopping
+    rule's (``epsilon``, ``epsilon1``, ``window``), the interval's ``level``, the
+    re-fit schedule (``refit_every`` = F counts observations of any target after the
+    initial design; 0 never re-fits after the first), the initial design's share
+    ``init_fraction``, the ``selection`` of the next cell, and ``posterior``: the joint
+    coregional posterior's settings (:class:`~bayeval.inference.joint_backend.
+    JointBackend`)."""
 
     epsilon: float = 0.02
     epsilon1: float = 0.005
     window: int = 30
     level: float = 0.95
-    n_latent: int = 2
     refit_every: int = 50
-    adam_steps: int = 200
-    learning_rate: float | None = None
-    sigma2: float | None = None
     init_fraction: float = 0.1
     selection: str = "round_robin"
-    fit_pairs: int | None = 256
-    fit_sigma2: bool = True
-    target_offset: float | None = None
-    n0: int = N0
-    pending: int = PENDING
+    posterior: JointBackend = field(default_factory=JointBackend)
 
     def __post_init__(self) -> None:
         if self.selection not in SELECTIONS:
@@ -144,132 +107,12 @@ class JointBayesAME:
                                f"{self.selection!r}")
         if not 0.0 < self.init_fraction <= 1.0:
             raise BayevalError(f"init_fraction must be in (0, 1], got {self.init_fraction}")
-        if self.refit_every < 0 or self.adam_steps < 0 or self.n_latent < 1:
-            raise BayevalError("refit_every and adam_steps must be ≥ 0, n_latent ≥ 1")
-        if self.pending < 1:
-            raise BayevalError(f"pending must be ≥ 1, got {self.pending}")
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        if self.refit_every < 0:
+            raise BayevalError(f"refit_every must be ≥ 0, got {self.refit_every}")
 
     def design_size(self, n_items: int) -> int:
         """⌈init_fraction · N⌉ items in the initial design (each for every target)."""
         return max(1, math.ceil(round(self.init_fraction * n_items, 9)))
-
-    def hyperparameters(self, key: Array, n_targets: int, sigma2: Array) -> dict[str, Array]:
-        """The starting hyperparameters: α = β = 1, weights ~ N(0, 0.1²) from ``key``."""
-        L = self.n_latent
-        weights = 0.1 * jax.random.normal(key, (n_targets, L), jnp.float64)
-        params = {"alpha": jnp.ones(L), "beta": jnp.ones(L), "weights": weights,
-                  "sigma2": jnp.asarray(sigma2, jnp.float64)}
-        if self.target_offset is not None:
-            params["offset"] = jnp.asarray(self.target_offset, jnp.float64)
-        return params
-
-    def prior(self, phi: Array, sizes: Array, params: dict[str, Array],
-              n_targets: int) -> tuple[Array, Array, Array]:
-        return joint_prior(coregional_model, phi, sizes, n_targets, params,
-                           n_latent=self.n_latent)
-
-    # ------------------------------------------------------------------ backend
-    def init(self, reference_scores: Any, n_cells: int) -> JointBackendState:
-        """Bucket the reference matrix and set the prior for n_cells / N targets (weights
-        from a fixed key; :meth:`JointMethod.begin` draws each run's own)."""
-        ref = np.asarray(reference_scores, dtype=np.float64)
-        buckets = make_buckets(ref)
-        N = buckets.n_items
-        if n_cells % N or n_cells < N:
-            raise BayevalError(f"{n_cells} cells are not a whole number of targets × "
-                               f"{N} items")
-        T = n_cells // N
-        binary = infer_kind(ref) == "binary"
-        if not self.fit_sigma2:
-            sigma2 = self.sigma2 or default_sigma2(buckets.n_buckets, N, self.n0)
-        else:
-            sigma2 = self.sigma2 or (0.1 if binary else 0.01)
-        params = self.hyperparameters(jax.random.key(0), T, sigma2)
-        phi, sizes = jnp.asarray(buckets.phi), jnp.asarray(buckets.sizes)
-        joint = joint_init(phi, sizes, jnp.asarray(buckets.item_bucket),
-                           self.prior(phi, sizes, params, T), T, self.pending)
-        return JointBackendState(
-            joint, params, jnp.asarray(self.learning_rate or (0.01 if binary else 0.001),
-                                       jnp.float64),
-            jnp.asarray(buckets.n_buckets >= N - self.n0))
-
-    @staticmethod
-    def observe(state: JointBackendState, cell: Array, score: Array) -> JointBackendState:
-        N = state.joint.observed.shape[1]
-        return state._replace(joint=joint_observe(state.joint, cell // N, cell % N, score))
-
-    @staticmethod
-    def predict(state: JointBackendState) -> Prediction:
-        """Every target's posterior summary: a Prediction with a leading target axis."""
-        pred = per_target(joint_predict(state.joint))
-        return pred._replace(nearly_unique=jnp.broadcast_to(state.nearly_unique,
-                                                            pred.mean.shape))
-
-    def refit_sizes(self, state: JointBackendState) -> list[int]:
-        """The static slot counts a re-fit may use (powers of two from 64, then J)."""
-        return fit_sizes(state.joint.mu.shape[-1])
-
-    def fitted_pairs(self, pairs: Any) -> Any:
-        """How many of the ``pairs`` observed (target, bucket) pairs the AdamW fit reads."""
-        return pairs if self.fit_pairs is None else jnp.minimum(pairs, self.fit_pairs)
-
-    def fit_at(self, state: JointBackendState, key: Array, fit_size: int) -> dict[str, Array]:
-        """AdamW on the marginal likelihood of at most ``fit_pairs`` observed pairs
-        (gathered into ``fit_size`` slots; a uniform subset drawn with ``key`` when there
-        are more): the new hyperparameters."""
-        fit = FITTED if self.fit_sigma2 else tuple(k for k in FITTED if k != "sigma2")
-        return joint_refit(state.joint, state.params, steps=self.adam_steps,
-                           learning_rate=state.learning_rate, size=fit_size, key=key,
-                           fit=fit, n_latent=self.n_latent)
-
-    def rebuild_at(self, state: JointBackendState, params: dict[str, Array],
-                   size: int) -> tuple[JointBackendState, Any]:
-        """The posterior under ``params`` rebuilt on every observed pair (``size`` slots),
-        with what the re-fit did."""
-        joint = joint_rebuild(state.joint, params, size, n_latent=self.n_latent)
-        ok = jnp.all(jnp.asarray([jnp.all(jnp.isfinite(v)) for v in
-                                  jax.tree_util.tree_leaves(params)]))
-        return (state._replace(joint=joint, params=params),
-                refitted(ok, jnp.asarray(self.adam_steps), jnp.asarray(jnp.nan)))
-
-    def slots(self, state: JointBackendState, pairs: int) -> tuple[int, int]:
-        """(fit, rebuild) slot counts for ``pairs`` observed pairs: the smallest of
-        :meth:`refit_sizes` that hold the fitted pairs and all pairs."""
-        sizes = self.refit_sizes(state)
-        fit = int(self.fitted_pairs(pairs))
-        return (next((s for s in sizes if s >= fit), sizes[-1]),
-                next((s for s in sizes if s >= pairs), sizes[-1]))
-
-    def refit(self, state: JointBackendState, key: Array) -> tuple[JointBackendState, Any]:
-        """:meth:`fit_at` then :meth:`rebuild_at` at the smallest slot counts that hold
-        the pairs, each one ``lax.switch`` over the sizes (for a jitted loop; the Session
-        picks the sizes in Python, :meth:`JointMethod.step`)."""
-        sizes = self.refit_sizes(state)
-        if self.fit_pairs is not None:  # the fit never needs more slots than fit_pairs
-            sizes_fit = [s for s in sizes if s < self.fit_pairs]
-            sizes_fit.append(next((s for s in sizes if s >= self.fit_pairs), sizes[-1]))
-        else:
-            sizes_fit = sizes
-        pairs = jnp.sum(state.joint.count > 0)
-        params = switch_by_size(sizes_fit, self.fitted_pairs(pairs),
-                                lambda f: lambda s, k: self.fit_at(s, k, f), state, key)
-        return switch_by_size(sizes, pairs, lambda b: lambda s, p: self.rebuild_at(s, p, b),
-                              state, params)
-
-    @staticmethod
-    def compact(state: JointBackendState) -> JointBackendState:
-        return state._replace(joint=joint_compact(state.joint))
-
-    def backend(self) -> Backend:
-        """The joint posterior as a :class:`~bayeval.inference.base.Backend` over cells.
-        Its re-fits follow the method's schedule (:meth:`JointMethod.maintain`), so
-        ``refit_every`` is 0 here."""
-        return Backend("joint_coregional", self.init, self.observe, self.predict,
-                       self.refit, 0, self.compact, self.pending)
 
 
 def _target_rule(prediction: Prediction, available: Array) -> Array:
@@ -353,9 +196,9 @@ class JointMethod(Method):
         cfg = self.config
         joint = loop.backend.joint
         T, N = joint.observed.shape
-        params = cfg.hyperparameters(jax.random.fold_in(key, WEIGHT_STREAM), T,
+        params = cfg.posterior.hyperparameters(jax.random.fold_in(key, WEIGHT_STREAM), T,
                                      loop.backend.params["sigma2"])
-        prior = cfg.prior(joint.phi, joint.sizes, params, T)
+        prior = cfg.posterior.prior(joint.phi, joint.sizes, params, T)
         joint = joint_init(joint.phi, joint.sizes, joint.item_bucket, prior, T,
                            joint.pending.shape[0])
         D = cfg.design_size(N)
@@ -449,7 +292,7 @@ class JointMethod(Method):
         design's size) and every F after it (None: never). ``n`` may be an int or an
         array."""
         cfg = self.config
-        if cfg.adam_steps == 0:
+        if cfg.posterior.adam_steps == 0:
             return None
         D = n_targets * cfg.design_size(n_items)
         due = n == D
@@ -472,10 +315,11 @@ class JointMethod(Method):
         passed in must not be used again."""
         record = self._compiled("joint-record", JointMethod._record_apart,
                                 donate_argnums=(0,))
-        fit_at = self._compiled("joint-fit", lambda m, *a: m.config.fit_at(*a),
+        fit_at = self._compiled("joint-fit", lambda m, *a: m.config.posterior.fit_at(*a),
                                 static_argnums=(2,))
-        rebuild_at = self._compiled("joint-rebuild", lambda m, *a: m.config.rebuild_at(*a),
-                                    static_argnums=(2,), donate_argnums=(0,))
+        rebuild_at = self._compiled(
+            "joint-rebuild", lambda m, *a: m.config.posterior.rebuild_at(*a),
+            static_argnums=(2,), donate_argnums=(0,))
         compact = self._compiled("joint-compact", lambda m, *a: m.backend.compact(*a),
                                  donate_argnums=(0,))
         report = self._compiled("joint-report", JointMethod._report_apart)
@@ -487,7 +331,7 @@ class JointMethod(Method):
             n = int(n)
             info = nothing_done()
             if self.refit_due(n, *rest.prediction.item_mean.shape):
-                fit, size = self.config.slots(backend,
+                fit, size = self.config.posterior.slots(backend,
                                               int(jnp.sum(backend.joint.count > 0)))
                 backend, info = rebuild_at(backend, fit_at(backend, key, fit), size)
             elif every and n % every == 0:
@@ -532,10 +376,14 @@ def bayesame_joint(epsilon: float = 0.02, epsilon1: float = 0.005, window: int =
                    n0: int = N0, pending: int = PENDING) -> JointMethod:
     """Multi-target BayesAME (seed 000 §3.2) with the settings of :class:`JointBayesAME`,
     the posterior interval per target and each target's two-condition stopping rule."""
-    config = JointBayesAME(epsilon, epsilon1, window, level, n_latent, refit_every,
-                           adam_steps, learning_rate, sigma2, init_fraction, selection,
-                           fit_pairs, fit_sigma2, target_offset, n0, pending)
-    return JointMethod(METHOD_NAME, config.backend(), SELECTIONS[selection].rule, argmax,
+    joint = JointBackend(n_latent=n_latent, adam_steps=adam_steps,
+                             learning_rate=learning_rate, sigma2=sigma2, fit_pairs=fit_pairs,
+                             fit_sigma2=fit_sigma2, target_offset=target_offset, n0=n0,
+                             pending=pending)
+    config = JointBayesAME(epsilon=epsilon, epsilon1=epsilon1, window=window, level=level,
+                           refit_every=refit_every, init_fraction=init_fraction,
+                           selection=selection, posterior=joint)
+    return JointMethod(METHOD_NAME, joint.backend(), SELECTIONS[selection].rule, argmax,
                        stop.two_condition(epsilon, epsilon1, window), level=level,
                        estimator=posterior(), config=config)
 
@@ -566,19 +414,19 @@ def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
         raise BayevalError(f"epsilon must be positive, got {epsilon}")
     if known(n_min) and n_min < 1:
         raise BayevalError(f"n_min must be ≥ 1, got {n_min}")
-    config = JointBayesAME(epsilon=epsilon, level=level, n_latent=n_latent,
-                           refit_every=refit_every, adam_steps=adam_steps,
-                           init_fraction=init_fraction, fit_pairs=fit_pairs, pending=pending)
+    joint = JointBackend(n_latent=n_latent, adam_steps=adam_steps, fit_pairs=fit_pairs,
+                             pending=pending)
+    config = JointBayesAME(epsilon=epsilon, level=level, refit_every=refit_every,
+                           init_fraction=init_fraction, posterior=joint)
     one = active_rule(beta, temperature, tau, p_min)
     estimator = design_valid.estimator(weights, floor, anytime, anytime_rounds, min_share,
                                        p_min, recalibrate)
-    return JointMethod("active-pai-joint", config.backend(), jax.vmap(one), sample,
+    return JointMethod("active-pai-joint", joint.backend(), jax.vmap(one), sample,
                        stop.width_after(n_min, epsilon), level=level, estimator=estimator,
                        config=config)
 
 __all__: Sequence[str] = (
     "METHOD_NAME",
-    "JointBackendState",
     "JointBayesAME",
     "JointMethod",
     "JointPlan",
