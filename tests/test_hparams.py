@@ -147,3 +147,21 @@ def test_params_are_the_factory_signature():
     assert set(method.params) == set(active_pai.__wrapped__.__code__.co_varnames[
         :active_pai.__wrapped__.__code__.co_argcount])
     assert method.hyper["epsilon"] == 0.1 and "predictor" not in method.hyper
+
+
+def test_the_shared_programs_keep_only_the_most_recently_used(monkeypatch):
+    # a notebook that tries many structural settings: the programs are bounded, the
+    # least recently requested dropped first; building the jitted op compiles nothing
+    from bayeval.methods import base
+
+    monkeypatch.setattr(base, "MAX_PROGRAMS", 2)
+    monkeypatch.setattr(base, "_PROGRAMS", {})
+    methods = [make_method("active-pai", budget=1000 + k) for k in range(4)]
+    for method in methods:
+        method.select  # noqa: B018 (the cached jitted op, built on first access)
+    assert list(base._PROGRAMS) == [(m.compiled_as, "select") for m in methods[2:]]
+    again = make_method("active-pai", budget=1002, epsilon=0.3)  # a value: same program
+    assert again.compiled_as == methods[2].compiled_as
+    again.select  # noqa: B018
+    assert list(base._PROGRAMS)[-1] == (methods[2].compiled_as, "select")
+    assert again.select.func is methods[2].select.func  # one jitted program for both

@@ -181,7 +181,7 @@ class Method:
         first argument, bound here to this method's); ``static_argnums`` and
         ``donate_argnums`` count the ``args``."""
         program = self.compiled_as
-        jitted = _PROGRAMS.get((program, op))
+        jitted = _PROGRAMS.pop((program, op), None)
         if jitted is None:
             rebuild = program.rebuild
 
@@ -190,8 +190,10 @@ class Method:
 
             jitted = jax.jit(run, static_argnums=tuple(i + 1 for i in static_argnums),
                              donate_argnums=tuple(i + 1 for i in donate_argnums))
-            if self.program is not None:  # a hand-built method's programs live on it
-                _PROGRAMS[(program, op)] = jitted
+        if self.program is not None:  # a hand-built method's programs live on it
+            _PROGRAMS[(program, op)] = jitted  # the most recently used last
+            while len(_PROGRAMS) > MAX_PROGRAMS:
+                del _PROGRAMS[next(iter(_PROGRAMS))]
         return functools.partial(jitted, self.hyper_values)
 
     @functools.cached_property
@@ -288,6 +290,10 @@ class Method:
 
 # The compiled programs of factory-built methods, by (program, op): shared by every
 # method of one program whatever its traced settings.
+# The least recently used are dropped beyond MAX_PROGRAMS (with their compiled code,
+# once no method holds them), so that a long notebook session that tries many structural
+# settings does not keep every program it ever compiled.
+MAX_PROGRAMS = 512
 _PROGRAMS: dict[tuple[Program, str], Callable] = {}
 
 
