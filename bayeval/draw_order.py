@@ -21,6 +21,20 @@ from bayeval.estimators.base import Draw
 class DrawOrder:
     """The draw-order part of a :class:`~bayeval.session.Session` (module docstring)."""
 
+    def _start_rounds(self, n: int) -> None:
+        """The bookkeeping of a fresh session with ``n`` positions."""
+        self._pending = np.zeros(n, bool)  # asked, not yet applied (in flight or told)
+        # how each pending item was drawn: (q, design) of its Draw
+        self._pending_draw = np.full((n, 2), np.nan)
+        # every asked item is a round in draw order; its score is journaled when it
+        # arrives and applied once every earlier round's has, so each round's estimate
+        # reads only the past (one target, no repeats)
+        self._rounds: list[int] = []  # cells in draw order
+        self._order_of: dict[int, int] = {}  # cell → its place in the draw order
+        self._applied_rounds = 0  # with draw-order application: the prefix applied
+        self._arrived: dict[int, tuple[str, Any]] = {}  # cell → ("tell", s) | ("skip", why)
+        self._reissue: list[int] = []  # rounds asked before a resume and not yet answered
+
     @property
     def _streams(self) -> bool:
         """Whether asks are rounds in a draw order (one target, draws without

@@ -44,6 +44,7 @@ from bayeval.data.sources import load_reference, load_source_matrix
 from bayeval.draw_order import DrawOrder
 from bayeval.errors import SessionError
 from bayeval.estimators.base import Draw
+from bayeval.estimators.domain import DomainCheck, check_observed
 from bayeval.estimators.interval import clip_interval
 from bayeval.inference.base import RefitWarning, refit_failure
 from bayeval.journal import JournalFile, JournalWarning, PairJournal
@@ -127,30 +128,20 @@ class Session(SessionJournal, DrawOrder):
         self.extra = extra
         self._key = jax.random.key(seed)
         self._refit_key = method.refit_key(self._key)
-        N = reference.n_items
         n = cells.size  # positions: cells t · N + i
-        self._loop = method.init(reference.scores, N, self._key, len(ids))
+        self._loop = method.init(reference.scores, reference.n_items, self._key, len(ids))
         self._stop = np.zeros(len(ids) if several else (), bool)
         self.stopped_at = np.zeros(len(ids), np.int64)  # observations when each stopped
         self._observed = np.zeros(n, bool)
         self._skipped = np.zeros(n, bool)
-        self._pending = np.zeros(n, bool)  # asked, not yet applied (in flight or told)
-        # how each pending item was drawn: (q, design) of its Draw
-        self._pending_draw = np.full((n, 2), np.nan)
-        # Rounds (streaming, METHODS.md §9): every asked item is a round in draw order;
-        # its score is journaled when it arrives and applied once every earlier round's
-        # has, so each round's estimate reads only the past (one target, no repeats)
-        self._rounds: list[int] = []  # cells in draw order
-        self._order_of: dict[int, int] = {}  # cell → its place in the draw order
-        self._applied_rounds = 0  # with draw-order application: the prefix applied
-        self._arrived: dict[int, tuple[str, Any]] = {}  # cell → ("tell", s) | ("skip", why)
-        self._reissue: list[int] = []  # rounds asked before a resume and not yet answered
+        self._start_rounds(n)
         self._told = 0  # tell records journaled (their "n")
         self._calls = 0  # ask calls that drew (their "call")
         self.ask_calls_replayed = 0  # of those, the ones replayed from a journal
         self._scores = np.full(n, np.nan)
         self._n_events = 0
         self.observations: list[tuple] = []
+        self._predicted: list[tuple[int, float]] = []  # (cell, its score's prediction)
         self.skipped: list[tuple] = []
         self.history: list[tuple] = []
         self.refits: list[dict[str, Any]] = []
@@ -296,6 +287,8 @@ class Session(SessionJournal, DrawOrder):
 
     def _apply_tell(self, c: int, score: float, draw: Draw) -> None:
         n = self.n_observed + 1
+        self._predicted.append((c, float(np.asarray(self._loop.prediction.item_mean)
+                                         .reshape(-1)[c])))
         self._loop, stop, info = self.method.step(
             self._loop, np.int32(c), np.float64(score), Draw(*map(np.float64, draw)),
             np.float64(n),
@@ -347,6 +340,15 @@ class Session(SessionJournal, DrawOrder):
         if not self.several:
             return {self.target_id: self.estimate()}
         return {t: self.estimate(t) for t in self.target_ids}
+
+    def domain_check(self) -> DomainCheck | None:
+        """Whether the reference models explain the target's scores so far
+        (:mod:`bayeval.estimators.domain`), for a method whose interval rests on them;
+        None for a design-based one or several targets."""
+        if self.several or not self.method.estimator.model_based:
+            return None
+        return check_observed(self.reference.scores, self._scores, self._predicted,
+                              self._loop.estimate)
 
     @property
     def prediction(self):

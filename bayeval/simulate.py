@@ -93,6 +93,7 @@ def _chunk_runner(method: Method, n_steps: int, until_stop: bool) -> Callable:
         def body(carry):
             t, loops, available, stop_n, records, refits, failed = carry
             items, draws = v_select(loops, available, keys, t)
+            predicted = _predicted(loops, rows, items)
             keys_t = jax.vmap(jax.random.fold_in, in_axes=(0, None))(refit_keys, t + 1)
             loops, stop, info = method.tell(
                 loops, items, targets[rows, items], draws, t + 1, keys_t, over=jax.vmap,
@@ -102,7 +103,7 @@ def _chunk_runner(method: Method, n_steps: int, until_stop: bool) -> Callable:
             stop_n = jnp.where((stop_n == 0) & stop, t + 1, stop_n)
             if not method.with_replacement:
                 available = available.at[rows, items].set(False)
-            records = _write_records(records, rows, t, loops.estimate, items, info)
+            records = _write_records(records, rows, t, loops.estimate, items, predicted, info)
             return t + 1, loops, available, stop_n, records, refits, failed
 
         carry = (0, loops, available, stop_n, records, counts, counts)
@@ -112,23 +113,33 @@ def _chunk_runner(method: Method, n_steps: int, until_stop: bool) -> Callable:
     return run
 
 
+def _predicted(loops, rows: Array, items: Array) -> Array:
+    """Each run's prediction of the score of its position ``items`` (a cell t · N + i
+    with a target axis), from the state before that score is observed."""
+    return loops.prediction.item_mean.reshape(rows.shape[0], -1)[rows, items]
+
+
 def _empty_records(R: int, n_steps: int, tail: tuple = ()) -> dict[str, Array]:
     """What a chunk records per run and step (``tail``: a target axis): the estimate,
-    its variance and bounds, the item, and a re-fit's R̂ and divergences there."""
+    its variance and bounds, the item, the model's prediction of its score made before
+    it was observed, and a re-fit's R̂ and divergences there."""
     records = {name: jnp.zeros((R, n_steps, *tail)) for name in (
         "estimate", "var", "lower", "upper")}
     records["items"] = jnp.zeros((R, n_steps), jnp.int32)
+    records["predicted"] = jnp.zeros((R, n_steps))
     records["r_hat"] = jnp.full((R, n_steps), jnp.nan)
     records["divergences"] = jnp.zeros((R, n_steps), jnp.int32)
     return records
 
 
 def _write_records(records: dict[str, Array], rows: Array, step: Array, est, items: Array,
-                   info, where: Array | bool = True) -> dict[str, Array]:
+                   predicted: Array, info, where: Array | bool = True) -> dict[str, Array]:
     """``records`` with step ``step`` (a step per run, or one for all) of each run set to
-    its estimate ``est``, item and re-fit diagnostics ``info``, where ``where`` holds."""
+    its estimate ``est``, item, the ``predicted`` score of the item and re-fit
+    diagnostics ``info``, where ``where`` holds."""
     values = {"estimate": est.value, "var": est.var, "lower": est.lower, "upper": est.upper,
-              "items": items, "r_hat": jnp.where(info.refitted, info.r_hat, jnp.nan),
+              "items": items, "predicted": predicted,
+              "r_hat": jnp.where(info.refitted, info.r_hat, jnp.nan),
               "divergences": jnp.where(info.refitted, info.divergences, 0)}
     out = {}
     for name, value in values.items():
@@ -255,14 +266,15 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
             items = c["rounds"][rows, head]
             draws = Draw(c["q"][rows, head], c["design"][rows, head])
             n = head + 1
+            predicted = _predicted(c["loops"], rows, items)
             keys_n = jax.vmap(jax.random.fold_in)(refit_keys, n)
             new, stop, info = method.tell(
                 c["loops"], items, targets[rows, items], draws, n, keys_n, over=jax.vmap,
                 maintain=lambda s, n, k: v_maintain(s, n, k, apply))
             loops = pick(apply, new, c["loops"])
             stopping = apply & (c["stop_n"] == 0) & stop
-            records = _write_records(c["records"], rows, head, new.estimate, items, info,
-                                     apply)
+            records = _write_records(c["records"], rows, head, new.estimate, items,
+                                     predicted, info, apply)
             c = {**c, "loops": loops, "records": records,
                  "applied": c["applied"] + apply,
                  "stop_n": jnp.where(stopping, n, c["stop_n"]),
@@ -388,7 +400,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
         def run(loops, keys, targets, times):
             return (*plain(method.hyper_values, loops, keys, targets), None)
     out = {k: [] for k in ("estimate", "var", "lower", "upper", "items", "r_hat",
-                           "divergences")}
+                           "divergences", "predicted")}
     stops, refit_counts, failed_counts, drawn = [], [], [], []
     for start in range(0, R, chunk):
         size = min(chunk, R - start)
@@ -408,8 +420,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
         t_end = np.asarray(t_end)[:size]
         for k in out:
             values = np.asarray(records[k])[:size]
-            if k in ("estimate", "var", "lower", "upper"):  # steps after an early end
-                # (until_stop) were not taken
+            if k in ("estimate", "var", "lower", "upper", "predicted"):  # steps after
+                # an early end (until_stop) were not taken
                 taken = np.arange(n_steps)[None, :] < t_end[:, None]
                 values = np.where(taken.reshape(*taken.shape, *([1] * (values.ndim - 2))),
                                   values, np.nan)
@@ -425,7 +437,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
                             arrays["upper"], arrays["items"], stop_n, truth,
                             np.concatenate(refit_counts), np.concatenate(failed_counts),
                             arrays["r_hat"], arrays["divergences"],
-                            np.concatenate(drawn) if drawn else None)
+                            np.concatenate(drawn) if drawn else None, arrays["predicted"])
 
 
 def concatenate(parts: Sequence[SimulationResult]) -> SimulationResult:

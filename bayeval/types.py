@@ -85,3 +85,5 @@ class SimulationResult(NamedTuple):
     refit_divergences: np.ndarray | None = None  # (R, T) its divergent transitions
     drawn_at_stop: np.ndarray | None = None  # (R,) items drawn (started) when the rule
     #                                          fired, in a streaming or batched run
+    predicted: np.ndarray | None = None  # (R, T) the model's prediction of the score at
+    #                                      step t, made before it was observed

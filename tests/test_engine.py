@@ -68,6 +68,9 @@ def _same_run(method, reference, target, seed, name):
                                atol=min(atol, 1e-12) if name != "irt" else atol)
     np.testing.assert_allclose(history[:, 1], np.clip(sim.lower[0, :n], 0, 1), atol=atol)
     np.testing.assert_allclose(history[:, 2], np.clip(sim.upper[0, :n], 0, 1), atol=atol)
+    # each score's prediction before it was observed (the domain check reads them)
+    predicted = [m for _, m in session._predicted]
+    np.testing.assert_allclose(predicted, sim.predicted[0, :n], rtol=rtol, atol=atol)
 
 
 def _same_run_with_two_targets(method, reference, target, seed):

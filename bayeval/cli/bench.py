@@ -522,7 +522,8 @@ def bench_validity(
     variants: Annotated[str, typer.Option(
         help="Comma-separated: standard (random targets), extremes (targets from the "
              "bottom and top 5% of models), sparse (items fewer than 10% of models "
-             "solve).")] = "standard,extremes,sparse",
+             "solve), extrapolation (targets from the strongest 30%, the weakest half "
+             "as references).")] = "standard,extremes,sparse",
     epsilons: Annotated[str, typer.Option(
         help="Comma-separated interval widths ε at which the methods stop.")] = "0.02,0.05,0.1",
     methods: Annotated[str, typer.Option(

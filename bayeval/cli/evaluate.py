@@ -314,6 +314,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "random_items_for_width": _random_items(value, upper - lower, session),
             "items_skipped": len(session.skipped),
             "skipped_items": skipped_note(session.method.estimator.name, len(session.skipped)),
+            **_domain_fields(session),
             "failures": failure_summary(session.skipped),
             "items": [item for item, _ in session.observations],
             "harness_launches": _launches(session, evaluate_fn),
@@ -555,6 +556,8 @@ def _print_result(r: dict[str, Any]) -> None:
         table.add_row("failed", f"{failure['count']}× {failure['reason']}")
     if r.get("skipped_items"):
         table.add_row("skipped items", r["skipped_items"])
+    if r.get("domain_warning"):
+        table.add_row("[yellow]warning[/]", r["domain_warning"])
     if r.get("harness_launches") is not None:
         table.add_row("harness runs", f"{r['harness_launches']} (one per batch)")
     if r.get("evaluator") != EvaluatorKind.oracle.value:  # a simulation's times say nothing
@@ -564,6 +567,17 @@ def _print_result(r: dict[str, Any]) -> None:
     if r["journal"]:
         table.add_row("journal", r["journal"])
     out.print(table)
+
+
+def _domain_fields(session) -> dict[str, Any]:
+    """The result's check of a model-based interval against the reference models' domain
+    (:mod:`bayeval.estimators.domain`): the check, and a warning when it flags the run
+    (none for a design-based method)."""
+    check = session.domain_check()
+    if check is None:
+        return {}
+    return {"domain_check": check.as_dict(),
+            "domain_warning": check.note(session.method.name)}
 
 
 def _random_items(value: float, width: float, session) -> int:

@@ -53,7 +53,10 @@ class Estimator(NamedTuple):
     distribution of that draw, 0 on unavailable items) and handed back as ``draw.design``
     (None: the estimator reads only ``draw.q``); ``without_replacement``: whether it is
     valid only for draws without replacement (METHODS.md §9); ``exact_when_complete``:
-    whether it is wrapped by :func:`exact_when_complete` (every Method's is)."""
+    whether it is wrapped by :func:`exact_when_complete` (every Method's is);
+    ``model_based``: whether its interval holds only as far as the backend's model does
+    (then a run is checked against the reference models' domain,
+    :mod:`bayeval.estimators.domain`)."""
 
     name: str
     init: Callable[[int], State]
@@ -63,6 +66,7 @@ class Estimator(NamedTuple):
     design: Callable[[Prediction, Array], Array] | None = None
     without_replacement: bool = False
     exact_when_complete: bool = False
+    model_based: bool = False
 
 
 class CompleteState(NamedTuple):
@@ -122,15 +126,16 @@ def _unchanged(state: State, prediction: Prediction, item: Array, score: Array,
     return state
 
 
-def posterior() -> Estimator:
+def posterior(model_based: bool = True) -> Estimator:
     """The backend's own posterior: E[R | C] ∓ z sqrt(Var(R | C)), the Gaussian credible
     interval (BayesAME, seed 000 §3.1; for backends whose Prediction is itself an
-    estimator's output, e.g. Bayes-AIPW, its interval)."""
+    estimator's output, e.g. Bayes-AIPW, its interval: give ``model_based=False`` when
+    that interval does not rest on the model)."""
 
     def estimate(state: State, prediction: Prediction, z: float) -> Estimate:
         return gaussian_estimate(prediction.mean, prediction.var, z)
 
-    return Estimator("posterior", _no_state, _unchanged, estimate)
+    return Estimator("posterior", _no_state, _unchanged, estimate, model_based=model_based)
 
 
 __all__ = ["CompleteState", "Draw", "Estimate", "Estimator", "exact_when_complete",

@@ -7,7 +7,10 @@ For a dataset and a **variant**:
 * ``extremes`` — targets drawn from the bottom and top 5% of models by mean score (half
   each), where a plug-in Wald interval fails;
 * ``sparse`` — the benchmark cut to the items that fewer than 10% of models solve
-  (targets at random), so that most targets score near 0.
+  (targets at random), so that most targets score near 0;
+* ``extrapolation`` — the weakest half of the models as the references and targets from
+  the strongest 30%: outside the references' range, where a model-based interval can only
+  extrapolate (not among the defaults).
 
 Each of ``seeds`` draws its own targets and reference subset (``reference_fraction`` of
 the other models); each target runs ``reps`` times with different selection seeds, all
@@ -17,6 +20,13 @@ coverage of the interval at the stop with its binomial SE, mean items at the sto
 saving = 1 − items / items of RS-Mean (Wilson–FPC, same ε and stopping rule), and the
 mean width at the stop. FAQ, given the first method's mean stopping n as its budget of
 draws, is run beside them: its width against the first method's width at the same n.
+
+Every run is also checked against the reference models' domain at its stop
+(:mod:`bayeval.estimators.domain`, from the scores observed and the model's prediction of
+each before it was observed): per cell the share of runs flagged, of the runs whose
+interval missed, and of those whose interval covered. The check speaks for a model-based
+interval (bq, bayesame, irt); a design-based one (active-pai, RS-Mean) holds whatever it
+says.
 """
 
 from __future__ import annotations
@@ -34,6 +44,7 @@ from bayeval.data.io import safe_file_name
 from bayeval.data.sources import bench_dataset
 from bayeval.data.splits import Split
 from bayeval.errors import DataError
+from bayeval.estimators.domain import domain_check
 from bayeval.estimators.interval import z_value
 from bayeval.experiments.metrics import covers
 from bayeval.experiments.tables import markdown_table
@@ -47,7 +58,10 @@ from bayeval.methods import (
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.simulate import SimulationResult, concatenate, simulate
 
-VARIANTS = ("standard", "extremes", "sparse")
+VARIANTS = ("standard", "extremes", "sparse", "extrapolation")
+DEFAULT_VARIANTS = VARIANTS[:3]
+EXTRAPOLATION_TARGETS = 0.30  # the strongest share of models the extrapolation variant
+#                               targets; its references are the weakest half
 STRATA = (("< 5%", -np.inf, 0.05), ("5–95%", 0.05, 0.95), ("> 95%", 0.95, np.inf))
 METHODS = ("active-pai", "active-pai(anytime=true)", "random")
 SPARSE_SHARE = 0.10  # an item is "sparse" when fewer than this share of models solve it
@@ -71,9 +85,20 @@ def variant_matrix(matrix: ScoreMatrix, variant: str) -> ScoreMatrix:
 def variant_split(matrix: ScoreMatrix, variant: str, n_targets: int,
                   reference_fraction: float, seed: int) -> Split:
     """Targets and reference models of one seed: at random, or (``extremes``) half from
-    the bottom and half from the top ``EXTREME_SHARE`` of models by mean score."""
+    the bottom and half from the top ``EXTREME_SHARE`` of models by mean score, or
+    (``extrapolation``) from the strongest ``EXTRAPOLATION_TARGETS`` with every model of
+    the weakest half as the references."""
     rng = np.random.default_rng([seed, 2024])
     order = np.argsort(np.nan_to_num(matrix.model_means(), nan=0.0), kind="stable")
+    if variant == "extrapolation":
+        top = order[-max(1, math.ceil(EXTRAPOLATION_TARGETS * matrix.n_models)):]
+        weak = order[: matrix.n_models // 2]
+        if weak.size < 2:
+            raise DataError(f"{matrix.name}: {matrix.n_models} models leave no weakest "
+                            "half to extrapolate from")
+        targets = rng.choice(top, min(n_targets, top.size), replace=False)
+        return Split(matrix.select_models(np.sort(weak)),
+                     matrix.select_models(np.sort(targets)))
     if variant == "extremes":
         tail = max(1, math.ceil(EXTREME_SHARE * matrix.n_models))
         low = rng.choice(order[:tail], min(tail, n_targets // 2), replace=False)
@@ -129,9 +154,12 @@ def _at(values: np.ndarray, n: np.ndarray) -> np.ndarray:
     return values[np.arange(values.shape[0]), n - 1]
 
 
-def stop_table(result: SimulationResult, n_items: int) -> pd.DataFrame:
+def stop_table(result: SimulationResult, n_items: int, reference: np.ndarray | None = None,
+               targets: np.ndarray | None = None) -> pd.DataFrame:
     """One row per run: the stop n (the budget or N where the rule never fired), the
-    estimate, bounds and truth there, and the distinct items evaluated."""
+    estimate, bounds and truth there, and the distinct items evaluated; with the
+    ``reference`` scores and each run's ``targets`` row, the domain check at the stop
+    (:func:`domain_flags`)."""
     steps = result.estimate.shape[1]
     n = np.where(result.stop_n > 0, result.stop_n, min(steps, n_items))
     lower = np.clip(_at(result.lower, n), 0.0, 1.0)
@@ -143,10 +171,29 @@ def stop_table(result: SimulationResult, n_items: int) -> pd.DataFrame:
     truth = result.truth
     with np.errstate(divide="ignore", invalid="ignore"):
         rs_var = truth * (1 - truth) / distinct * (n_items - distinct) / max(n_items - 1, 1)
-    return pd.DataFrame({"n": n, "items": distinct, "drawn": drawn,
-                         "estimate": _at(result.estimate, n),
-                         "lower": lower, "upper": upper, "truth": truth,
-                         "covered": covers(lower, upper, truth), "rs_var": rs_var})
+    table = pd.DataFrame({"n": n, "items": distinct, "drawn": drawn,
+                          "estimate": _at(result.estimate, n),
+                          "lower": lower, "upper": upper, "truth": truth,
+                          "covered": covers(lower, upper, truth), "rs_var": rs_var})
+    if reference is not None and result.predicted is not None:
+        table["domain_z"], table["flagged"] = domain_flags(result, n, reference, targets)
+    return table
+
+
+def domain_flags(result: SimulationResult, n: np.ndarray, reference: np.ndarray,
+                 targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(prequential z, flagged) of each run's domain check
+    (:func:`~bayeval.estimators.domain.domain_check`) after its first ``n`` observations:
+    the items it drew, its target's scores there and the predictions recorded before each
+    (a repeated draw, with replacement, counts each time)."""
+    z, flagged = np.zeros(n.size), np.zeros(n.size, bool)
+    half = (_at(result.upper, n) - _at(result.lower, n)) / 2
+    for r in range(n.size):
+        items = result.items[r, : n[r]]
+        check = domain_check(reference[:, items], targets[r, items],
+                             result.predicted[r, : n[r]], targets.shape[1], half[r])
+        z[r], flagged[r] = check.z, check.flagged
+    return z, flagged
 
 
 def _variance_ratio(part: pd.DataFrame) -> float:
@@ -182,7 +229,8 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                          else float(part["items"].mean()),
                          "mean_width": float((part.upper - part.lower).mean()),
                          "variance_ratio": _variance_ratio(part),
-                         "mae": float((part.estimate - part.truth).abs().mean())})
+                         "mae": float((part.estimate - part.truth).abs().mean()),
+                         **_flag_shares(part)})
     table = pd.DataFrame(rows)
     rs = table[table.method == "random"].set_index(["dataset", "variant", "epsilon",
                                                    "stratum"])["mean_items"]
@@ -192,6 +240,21 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     # counting the items in flight at the stop as spent
     table["saving_drawn_vs_rs"] = 1.0 - table["mean_drawn"].to_numpy() / rs_items
     return table
+
+
+def _flag_shares(part: pd.DataFrame) -> dict[str, float]:
+    """The share of runs the domain check flagged: of all, of those whose interval
+    missed, of those whose interval covered (NaN where none, or not checked)."""
+    checked = part[part.flagged.notna()] if "flagged" in part else part.iloc[:0]
+    if checked.empty:  # (runs cached before the check existed have none)
+        return {"flagged": np.nan, "misses_flagged": np.nan, "covered_flagged": np.nan}
+    flagged, covered = checked.flagged.astype(bool), checked.covered.astype(bool)
+
+    def share(x: pd.Series) -> float:
+        return float(x.mean()) if len(x) else float("nan")
+
+    return {"flagged": share(flagged), "misses_flagged": share(flagged[~covered]),
+            "covered_flagged": share(flagged[covered])}
 
 
 def validity_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray]:
@@ -207,7 +270,8 @@ def validity_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndar
     result = _simulate_spec(s["spec"], [sp], s["reps"], s["capacity"], s["epsilon"], extra,
                             first=unit.first, concurrency=s.get("concurrency", 1),
                             batch=s.get("batch", 1))
-    rows = stop_table(result, matrix.n_items)
+    rows = stop_table(result, matrix.n_items, sp.reference.scores,
+                      np.repeat(sp.targets.scores, s["reps"], axis=0))
     out = {f"rows/{c}": rows[c].to_numpy() for c in rows.columns}
     if s.get("bounds"):
         out.update(lower=result.lower, upper=result.upper)
@@ -219,7 +283,7 @@ def _rows(arrays: dict[str, np.ndarray]) -> pd.DataFrame:
                          if k.startswith("rows/")})
 
 
-def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = VARIANTS,
+def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_VARIANTS,
                  epsilons: Sequence[float] = (0.02, 0.05, 0.1),
                  methods: Sequence[str] = METHODS, seeds: int = 10, n_targets: int = 20,
                  reps: int = 5, reference_fraction: float = 0.5, faq: bool = True,

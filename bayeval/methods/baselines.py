@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bayeval import acquisition as acq
 from bayeval.estimators import aipw, sample_mean
+from bayeval.estimators.base import posterior
 from bayeval.methods.base import Method, method_factory
 from bayeval.stopping import rules as stop
 
@@ -28,6 +29,9 @@ def random_sample_mean(epsilon: float = 0.1, min_n: int = 30, level: float = 0.9
 @method_factory("bayes-aipw", hyper=("epsilon", "epsilon1"))
 def bayes_aipw(epsilon: float = 0.02, epsilon1: float = 0.005, window: int = 30,
                level: float = 0.95) -> Method:
-    """Bayes-AIPW (seed 000 §5.1, METHODS.md §5) with random selection."""
+    """Bayes-AIPW (seed 000 §5.1, METHODS.md §5) with random selection: its interval is
+    the AIPW estimator's, valid under the random draws whatever the model (so no check of
+    the model's domain)."""
     return Method("bayes-aipw", aipw.backend, acq.uniform(), acq.sample,
-                  stop.two_condition(epsilon, epsilon1, window), level=level)
+                  stop.two_condition(epsilon, epsilon1, window), level=level,
+                  estimator=posterior(model_based=False))
