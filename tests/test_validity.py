@@ -35,6 +35,33 @@ def test_extremes_split_draws_targets_from_both_tails(ifeval):
         assert split.reference.n_models == round(0.5 * pool)
 
 
+def test_extrapolation_split_targets_the_strongest_from_the_weakest_half(ifeval):
+    order = np.argsort(ifeval.model_means(), kind="stable")
+    weak = set(ifeval.models[order[: ifeval.n_models // 2]])
+    top = set(ifeval.models[order[-int(np.ceil(0.3 * ifeval.n_models)):]])
+    firsts = set()
+    for seed in range(3):
+        split = validity.variant_split(ifeval, "extrapolation", 10, 0.5, seed)
+        assert set(split.reference.models) == weak  # every model of the weakest half
+        assert set(split.targets.models) <= top and split.targets.n_models == 10
+        firsts.add(tuple(split.targets.models))
+    assert len(firsts) == 3  # each seed its own targets
+
+
+def test_domain_flags_are_summarised_by_hand():
+    # flagged shares of all runs, of the misses and of the covered runs; runs without a
+    # check (cached before it existed) are left out
+    runs = pd.DataFrame({
+        "dataset": "d", "variant": "extrapolation", "epsilon": 0.05, "method": "bq",
+        "n": 10, "items": 10, "estimate": 0.5, "lower": 0.4, "upper": 0.6, "truth": 0.5,
+        "covered": [True, True, True, False, False, True],
+        "flagged": [True, False, False, True, False, np.nan]})
+    row = validity.summarise(runs).set_index("stratum").loc["all"]
+    assert row.flagged == pytest.approx(2 / 5)
+    assert row.misses_flagged == pytest.approx(1 / 2)
+    assert row.covered_flagged == pytest.approx(1 / 3)
+
+
 def test_summary_by_hand():
     # two methods, four runs each; coverage, SE, items, strata and saving by hand
     runs = pd.DataFrame({
