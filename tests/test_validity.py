@@ -112,3 +112,19 @@ def test_bench_validity_runs_from_the_cli(tmp_path):
     assert "skipped rte sparse" in result.output  # no item of rte is solved by < 10%
     bad = CliRunner().invoke(app, ["bench", "validity", "--epsilons", "0,1"])
     assert bad.exit_code == 2 and "ε must be in (0, 1)" in bad.output
+
+
+def test_raising_the_seeds_reuses_every_finished_unit(tmp_path):
+    # a unit's key holds the bucket count only for a method padded to it, so more seeds
+    # (whose splits may hold more buckets) leave the finished units of the others valid
+    from bayeval.experiments.estimation import capacity_setting
+
+    assert capacity_setting("bayesame", 40) == {"capacity": 40}
+    assert capacity_setting("active-pai(predictor=exact)", 40) == {"capacity": 40}
+    assert capacity_setting("active-pai", 40) == capacity_setting("random", 40) == {}
+    args = ["bench", "validity", "--datasets", "rte", "--variants", "standard",
+            "--epsilons", "0.2", "--methods", "random", "--targets", "2", "--reps", "1",
+            "--no-faq", "--out", str(tmp_path)]
+    assert CliRunner().invoke(app, [*args, "--seeds", "1"]).exit_code == 0
+    again = CliRunner().invoke(app, [*args, "--seeds", "3"])
+    assert again.exit_code == 0 and "reusing 1 of 3 finished units" in again.output

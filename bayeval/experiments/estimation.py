@@ -72,14 +72,27 @@ def label(spec: str) -> str:
     return LABELS.get(spec.strip(), spec.strip())
 
 
-def _method(spec: str, capacity: int):
+def _method(spec: str, capacity: int | None):
     """The method of ``spec``, bucket-GP methods padded to ``capacity`` buckets (one
     object per spec: :func:`~bayeval.methods.make_method` caches, so that every seed's
     unit shares one compiled program)."""
     name, params = parse_method_spec(spec)
-    if accepts_parameter(name, "bucket_capacity"):
+    if capacity is not None and accepts_parameter(name, "bucket_capacity"):
         params.setdefault("bucket_capacity", capacity)
     return make_method(name, **params)
+
+
+def capacity_setting(spec: str, capacity: int) -> dict[str, int]:
+    """``{"capacity": capacity}`` for a method padded to a bucket count (it shares one
+    compiled program over the seeds: the largest count of their splits), else nothing:
+    a unit's key holds only what changes its result, so that raising ``seeds`` reuses
+    the finished units of every other method."""
+    from bayeval.methods.active import BUCKETED_PREDICTORS
+
+    name, _ = parse_method_spec(spec)
+    predictor = resolved_parameters(spec).get("predictor", BUCKETED_PREDICTORS[0])
+    padded = accepts_parameter(name, "bucket_capacity") and predictor in BUCKETED_PREDICTORS
+    return {"capacity": int(capacity)} if padded else {}
 
 
 def estimation_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray]:
@@ -89,7 +102,7 @@ def estimation_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.nd
     s = unit.settings
     sp = make_split(data[unit.dataset], s["regime"], s["n_targets"], s["reference_fraction"],
                     seed=s["split_seed"], reference_seed=unit.first)
-    method = _method(s["spec"], s["capacity"])
+    method = _method(s["spec"], s.get("capacity"))
     start = time.perf_counter()
     result = simulate(method, sp.reference.scores, sp.targets.scores,
                       unit.first * s["n_targets"] + np.arange(s["n_targets"]),
@@ -134,8 +147,9 @@ def run_estimation(dataset: str | ScoreMatrix,
             settings = {"regime": regime, "spec": spec,
                         "parameters": resolved_parameters(spec), "n_targets": int(n_targets),
                         "reference_fraction": float(reference_fraction),
-                        "split_seed": int(split_seed), "capacity": int(capacity),
-                        "n_steps": None if n_steps is None else int(n_steps)}
+                        "split_seed": int(split_seed),
+                        "n_steps": None if n_steps is None else int(n_steps),
+                        **capacity_setting(spec, capacity)}
             plan[regime, spec] = ([Unit("estimation", dataset, f"{regime}-{spec}", s, s + 1,
                                         settings) for s in range(seeds)],
                                   splits[0].targets.scores.mean(1))

@@ -46,6 +46,7 @@ from bayeval.data.splits import Split
 from bayeval.errors import DataError
 from bayeval.estimators.domain import domain_check
 from bayeval.estimators.interval import z_value
+from bayeval.experiments.estimation import capacity_setting
 from bayeval.experiments.metrics import covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
@@ -113,13 +114,13 @@ def variant_split(matrix: ScoreMatrix, variant: str, n_targets: int,
     return Split(matrix.select_models(reference), matrix.select_models(np.sort(targets)))
 
 
-def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int,
+def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int | None,
                    epsilon: float | None, extra: dict | None = None, first: int = 0,
                    concurrency: int = 1, batch: int = 1) -> SimulationResult:
     name, params = parse_method_spec(spec)
     if epsilon is not None and accepts_parameter(name, "epsilon"):
         params.setdefault("epsilon", epsilon)
-    if accepts_parameter(name, "bucket_capacity"):
+    if capacity is not None and accepts_parameter(name, "bucket_capacity"):
         params.setdefault("bucket_capacity", capacity)
     params.update(extra or {})
     method = make_method(name, **params)
@@ -267,8 +268,8 @@ def validity_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndar
     sp = variant_split(matrix, s["variant"], s["n_targets"], s["reference_fraction"],
                        unit.first)
     extra = {"budget": s["budget"]} if s.get("budget") is not None else None
-    result = _simulate_spec(s["spec"], [sp], s["reps"], s["capacity"], s["epsilon"], extra,
-                            first=unit.first, concurrency=s.get("concurrency", 1),
+    result = _simulate_spec(s["spec"], [sp], s["reps"], s.get("capacity"), s["epsilon"],
+                            extra, first=unit.first, concurrency=s.get("concurrency", 1),
                             batch=s.get("batch", 1))
     rows = stop_table(result, matrix.n_items, sp.reference.scores,
                       np.repeat(sp.targets.scores, s["reps"], axis=0))
@@ -322,7 +323,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
                     "parameters": resolved_parameters(spec),
                     "n_targets": int(n_targets), "reps": int(reps),
                     "reference_fraction": float(reference_fraction),
-                    "capacity": int(capacity), **more}
+                    **capacity_setting(spec, capacity), **more}
         name = (f"{variant}-{spec}-budget={more['budget']}" if "budget" in more
                 else f"{variant}-{eps:g}-{spec}")
         name += "".join(f"-{k}={more[k]}" for k in ("concurrency", "batch") if k in more)

@@ -79,6 +79,7 @@ _BACKENDS = {
     "stacked": lambda _, __, components: StackedDifficulty(components),
 }
 PREDICTORS = tuple(_BACKENDS)
+BUCKETED_PREDICTORS = ("exact", "laplace")  # the predictors that read bucket_capacity
 
 
 def predictor_backend(predictor: str, refit_every: int = 50,
