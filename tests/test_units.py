@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,10 +23,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def square_unit(unit: Unit, data: dict) -> pd.DataFrame:
     """A unit whose result is known in closed form: the squares of its run range times a
-    shared factor; its calls are logged (one line per call) in data["log"] when given."""
+    shared factor; its calls are logged (one line per call) in data["log"] when given;
+    with data["gate"], each call then waits (up to a minute) for that file to exist."""
     if data.get("log"):
         with open(data["log"], "a") as fh:
             fh.write(f"{unit.first}\n")
+    if data.get("gate"):
+        deadline = time.monotonic() + 60
+        while not Path(data["gate"]).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
     runs = np.arange(unit.first, unit.last)
     return pd.DataFrame({"run": runs, "value": data["factor"] * runs.astype(float) ** 2})
 
@@ -87,20 +93,25 @@ def test_a_live_claim_is_respected_and_a_dead_one_taken_over(tmp_path):
 
 
 def test_two_processes_on_one_out_share_the_units(tmp_path):
-    """Two processes started together on one --out: every unit is computed, none twice
-    at once (claims), and both return the same, correct results."""
+    """Two processes started together on one --out: every unit is computed once, both
+    compute (a unit is claimed when a worker is free for it, not all at the start), and
+    both return the same, correct results. A computation waits until the other process
+    has computed a unit too (the gate: its log), so the first to start holds its first
+    unit until the second, finding it claimed, takes another."""
     script = textwrap.dedent(f"""
         import json, sys
         sys.path.insert(0, {str(ROOT / "tests")!r})
         from test_units import square_unit, _units
         from bayeval.experiments.units import run_units
         units = [u for u in _units(12)]
-        out = run_units(units, square_unit, {{"factor": 2.0, "log": sys.argv[1]}},
+        out = run_units(units, square_unit, {{"factor": 2.0, "log": sys.argv[1],
+                                              "gate": sys.argv[2]}},
                         {str(tmp_path / "out")!r}, poll_s=0.05)
         print(json.dumps([f.value.tolist() for f in out]))
     """)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"log{i}")],
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / f"log{i}"),
+                               str(tmp_path / f"log{1 - i}")],
                               stdout=subprocess.PIPE, text=True, env=env) for i in range(2)]
     outs = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
@@ -108,7 +119,9 @@ def test_two_processes_on_one_out_share_the_units(tmp_path):
     assert outs[0] == outs[1] == expected
     calls = [int(x) for i in range(2) if (tmp_path / f"log{i}").exists()
              for x in (tmp_path / f"log{i}").read_text().split()]
-    assert sorted(set(calls)) == [10 * i for i in range(12)]
+    assert sorted(calls) == [10 * i for i in range(12)]  # each unit once
+    # each process computed some (the gate)
+    assert all((tmp_path / f"log{i}").read_text().split() for i in range(2))
 
 
 def test_worker_processes_equal_this_process(tmp_path):

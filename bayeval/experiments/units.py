@@ -227,17 +227,23 @@ def _worker_call(compute: Callable, unit: Unit) -> tuple[Unit, Result]:
     return unit, compute(unit, _WORKER["data"])
 
 
-def _local(compute: Callable, units: Sequence[Unit], data: Any, workers: int
-           ) -> Iterator[tuple[Unit, Result]]:
+def _taking(units: Sequence[Unit], take: Callable[[Unit], bool]) -> Iterator[Unit]:
+    """The units ``take`` agrees to, each asked only when a worker is free for it (so
+    that another process on the same ``out`` may take the rest meanwhile)."""
+    return (unit for unit in units if take(unit))
+
+
+def _local(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
+           take: Callable[[Unit], bool]) -> Iterator[tuple[Unit, Result]]:
     if workers <= 1 or len(units) <= 1:
         from bayeval.precision import enable_float64
 
         enable_float64()  # in this process, as a worker would (_prepare_worker)
-        for unit in units:
+        for unit in _taking(units, take):
             yield unit, compute(unit, data)
         return
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = mp.get_context("spawn")  # a fresh JAX runtime per worker (fork would copy ours)
     cores = None
@@ -251,13 +257,21 @@ def _local(compute: Callable, units: Sequence[Unit], data: Any, workers: int
             cores.put(core)
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
                              initargs=(cores, data)) as pool:
-        futures = [pool.submit(_worker_call, compute, unit) for unit in units]
-        for future in as_completed(futures):
-            yield future.result()
+        queue, running = _taking(units, take), set()
+        while True:
+            for unit in queue:  # one unit per free worker
+                running.add(pool.submit(_worker_call, compute, unit))
+                if len(running) >= workers:
+                    break
+            if not running:
+                return
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield future.result()
 
 
 def _ray(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
-         address: str | None) -> Iterator[tuple[Unit, Result]]:
+         address: str | None, take: Callable[[Unit], bool]) -> Iterator[tuple[Unit, Result]]:
     try:
         import ray
     except ImportError:
@@ -275,8 +289,15 @@ def _ray(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
             return unit, compute(unit, shared)
 
         shared = ray.put(data)
-        pending = [run_one.remote(unit, shared) for unit in units]
-        while pending:
+        slots = max(1, int(ray.cluster_resources().get("CPU", workers)))
+        queue, pending = _taking(units, take), []
+        while True:
+            for unit in queue:  # one unit per free CPU of the cluster
+                pending.append(run_one.remote(unit, shared))
+                if len(pending) >= slots:
+                    break
+            if not pending:
+                return
             done, pending = ray.wait(pending, num_returns=1)
             yield ray.get(done[0])
     finally:
@@ -308,12 +329,23 @@ class Executor:
         """Whether units run in this process (so a progress callback sees each run)."""
         return self.kind == "local" and self.workers == 1
 
-    def run(self, compute: Callable, units: Sequence[Unit], data: Any
+    def run(self, compute: Callable, units: Sequence[Unit], data: Any,
+            take: Callable[[Unit], bool] = lambda unit: True
             ) -> Iterator[tuple[Unit, Result]]:
-        """(unit, result) of every unit as each finishes."""
+        """(unit, result) of every unit that ``take`` agrees to, as each finishes;
+        ``take`` is asked for a unit only when a worker is free to start it."""
         if self.kind == "ray":
-            return _ray(compute, units, data, self.workers, self.address)
-        return _local(compute, units, data, self.workers)
+            return _ray(compute, units, data, self.workers, self.address, take)
+        return _local(compute, units, data, self.workers, take)
+
+
+def _eta(elapsed: float, done: int, total: int) -> str:
+    """``, about N min left`` at the pace so far (nothing before the first unit or after
+    the last)."""
+    if done <= 0 or done >= total:
+        return ""
+    left = elapsed / done * (total - done)
+    return f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
 
 
 def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], data: Any,
@@ -339,26 +371,44 @@ def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], dat
     todo = [u for u in units if u not in results]
     if results:
         say(f"reusing {len(results)} of {len(units)} finished units from {cache.root}/units")
+    start = time.monotonic()
     while todo:
-        mine = [u for u in todo if cache.claim(u)]
-        others = [u for u in todo if u not in mine]
+        held: list[Unit] = []
+
+        def take(unit: Unit, held: list[Unit] = held) -> bool:
+            # claimed as a worker frees, so that another process on this out takes the
+            # rest meanwhile; a unit another process finished is read, not redone
+            if not cache.claim(unit):
+                return False
+            saved = cache.get(unit)
+            if saved is not None:
+                cache.release(unit)
+                results[unit] = saved
+                return False
+            held.append(unit)
+            return True
+
         try:
-            runner = executor.run(compute, mine, data)
-            for done, (unit, result) in enumerate(runner, 1):
+            for unit, result in executor.run(compute, todo, data, take):
                 cache.put(unit, result)
                 cache.release(unit)
                 results[unit] = result
-                say(f"unit {done}/{len(mine)} done: {unit}")
+                done = sum(u in results for u in todo)
+                say(f"unit {done}/{len(todo)} done: {unit}"
+                    f"{_eta(time.monotonic() - start, done, len(todo))}")
         finally:
-            for unit in mine:
+            for unit in held:
                 cache.release(unit)
-        todo = []
-        for unit in others:  # held by another process: wait for it, or take it over
+        left = []
+        for unit in todo:  # held by another process: wait for it, or take it over
+            if unit in results:
+                continue
             while cache.held_elsewhere(unit) and cache.get(unit) is None:
                 time.sleep(poll_s)
             saved = cache.get(unit)
             if saved is None:
-                todo.append(unit)
+                left.append(unit)
             else:
                 results[unit] = saved
+        todo, start = left, time.monotonic()
     return [results[u] for u in wanted]
