@@ -128,3 +128,18 @@ def test_raising_the_seeds_reuses_every_finished_unit(tmp_path):
     assert CliRunner().invoke(app, [*args, "--seeds", "1"]).exit_code == 0
     again = CliRunner().invoke(app, [*args, "--seeds", "3"])
     assert again.exit_code == 0 and "reusing 1 of 3 finished units" in again.output
+
+
+def test_bench_validity_checks_the_model_based_runs(tmp_path):
+    # bq on RTE's extrapolation split: its runs are checked, RS-Mean's are not; the
+    # report has the check's table
+    out = tmp_path / "v"
+    result = CliRunner().invoke(app, [
+        "bench", "validity", "--datasets", "rte", "--variants", "extrapolation",
+        "--epsilons", "0.1", "--methods", "bq", "--seeds", "1", "--targets", "2",
+        "--reps", "1", "--no-faq", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "results.csv").set_index(["method", "stratum"])
+    assert 0.0 <= table.loc[("bq", "all"), "flagged"] <= 1.0
+    assert np.isnan(table.loc[("random", "all"), "flagged"])
+    assert "## Domain check of the model-based intervals" in (out / "report.md").read_text()
