@@ -93,7 +93,7 @@ def bench_sources(datasets: str, reference: Path | None, task: str | None = None
         return [matrix]
     if task is not None or metric is not None or filter_name is not None:
         raise BayevalError("--task, --metric and --filter read lm-evaluation-harness logs: "
-                           "give --reference lm-eval:OUTPUT_DIR")
+                           "give --reference lm-eval:OUTPUT_DIR (or inspect:LOG_DIR)")
     from bayeval.data import list_datasets
 
     return list_datasets() if datasets == "all" else comma_list(datasets)

@@ -253,6 +253,7 @@ def working(message: str) -> Iterator[Callable[[str], None]]:
 
 
 LM_EVAL_PREFIX = "lm-eval:"
+INSPECT_PREFIX = "inspect:"  # bayeval.data.inspect_logs.INSPECT_PREFIX, without its import
 
 
 def fresh_source(dataset: str | None, reference: Path | None,
@@ -267,11 +268,23 @@ def fresh_source(dataset: str | None, reference: Path | None,
     if dataset is not None and reference is not None:
         raise BayevalError("give either --dataset or --reference, not both")
     harness = reference is not None and str(reference).startswith(LM_EVAL_PREFIX)
-    if not (harness or harness_evaluator) and (metric is not None or filter_name is not None):
+    inspect = reference is not None and str(reference).startswith(INSPECT_PREFIX)
+    if inspect and filter_name is not None:
+        raise BayevalError("--filter reads lm-evaluation-harness logs; Inspect logs name "
+                           "their scorer with --metric")
+    if not (harness or inspect or harness_evaluator) and (
+            metric is not None or filter_name is not None):
         raise BayevalError("--metric and --filter read lm-evaluation-harness logs: give "
-                           "--reference lm-eval:OUTPUT_DIR")
+                           "--reference lm-eval:OUTPUT_DIR (or --metric with "
+                           "--reference inspect:LOG_DIR)")
     source: dict[str, Any]
-    if harness:
+    if inspect:
+        folder = Path(str(reference)[len(INSPECT_PREFIX):])
+        if not folder.is_dir():
+            raise DataError(f"{folder}: no such folder (--reference inspect:LOG_DIR names "
+                            "Inspect's --log-dir)")
+        source = {"inspect": str(folder.resolve()), "task": task, "metric": metric}
+    elif harness:
         folder = Path(str(reference)[len(LM_EVAL_PREFIX):])
         if not folder.is_dir():
             raise DataError(f"{folder}: no such folder (--reference lm-eval:OUTPUT_DIR "
@@ -288,8 +301,10 @@ def fresh_source(dataset: str | None, reference: Path | None,
     else:
         source = {"dataset": dataset or default}
     matrix = load_source(source)
-    if harness:
-        source["metric"] = matrix.metadata.get("metric", metric)  # resumes read the same
+    if harness or inspect:  # resumes read the same task, metric or scorer
+        source["metric"] = matrix.metadata.get("metric", metric)
+    if inspect:
+        source["task"] = matrix.metadata["task"]
     return source, matrix
 
 
@@ -320,15 +335,17 @@ SeedOption = Annotated[int | None, typer.Option(help="Random seed (default 0).")
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 REFERENCE_HELP = ("A score matrix file (.npz, .csv or .parquet, wide or long) instead of a "
-                  "bundled dataset, or lm-eval:OUTPUT_DIR for lm-evaluation-harness "
-                  "--log_samples output (with --task).")
+                  "bundled dataset, lm-eval:OUTPUT_DIR for lm-evaluation-harness "
+                  "--log_samples output (with --task), or inspect:LOG_DIR for Inspect AI "
+                  "eval logs (pip install 'bayeval[inspect]').")
 ReferenceOption = Annotated[Path | None, typer.Option(help=REFERENCE_HELP)]
 TaskOption = Annotated[str | None, typer.Option(
-    help="lm-evaluation-harness task or group to read with --reference lm-eval:DIR "
-         "(e.g. leaderboard_ifeval, leaderboard_musr).")]
+    help="The task to read with --reference lm-eval:DIR (a harness task or group, e.g. "
+         "leaderboard_ifeval) or inspect:DIR (default there: the logs' only task).")]
 MetricOption = Annotated[str | None, typer.Option(
     help="With --reference lm-eval:DIR: the per-sample metric (default: the log's first, "
-         "e.g. acc).")]
+         "e.g. acc); with inspect:DIR: the scorer (default: the only one), SCORER:KEY for "
+         "a scorer whose value is a dict.")]
 FilterOption = Annotated[str | None, typer.Option(
     "--filter", help="With --reference lm-eval:DIR: the harness filter to read when a task "
                      "logs several (e.g. strict-match).")]

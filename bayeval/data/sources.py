@@ -1,7 +1,8 @@
 """Where a reference matrix comes from, as a journal header records it: a bundled dataset
-(``{"dataset": name}``), a file (``{"path": file, "kind": …}``) or lm-evaluation-harness
-logs (``{"lm_eval": folder, "task": …, "metric": …, "filter": …}``), optionally with the
-models held out of it (``"held_out": [ids]``)."""
+(``{"dataset": name}``), a file (``{"path": file, "kind": …}``), lm-evaluation-harness
+logs (``{"lm_eval": folder, "task": …, "metric": …, "filter": …}``) or Inspect AI logs
+(``{"inspect": folder, "task": …, "metric": …}``), optionally with the models held out of
+it (``"held_out": [ids]``)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,10 @@ def load_source_matrix(source: dict[str, Any] | None,
 
         return read_lm_eval_samples(source["lm_eval"], source["task"], source.get("metric"),
                                     source.get("filter"))
+    if "inspect" in source:
+        from bayeval.data.inspect_logs import read_inspect_logs
+
+        return read_inspect_logs(source["inspect"], source.get("task"), source.get("metric"))
     raise JournalError(f"journal {journal}: unknown reference source {source}")
 
 

@@ -1,0 +1,181 @@
+"""Earlier models' per-sample scores from Inspect AI eval logs.
+
+Inspect (``inspect-ai``) writes one log per (task, model) run, ``.eval`` or ``.json``, in
+its log folder; each sample there holds its scores (one per scorer), epoch, token usage
+and time. :func:`read_inspect` reads a folder of such logs into the reference of one
+task: a model per log (its ``eval.model``), an item per sample id, the score of one scorer
+turned into a number the way Inspect's own metrics do (``value_to_float``: C → 1, I → 0,
+P → 0.5, N → 0, booleans and numbers as they are), several epochs of a sample averaged.
+Each sample's tokens (summed over the models a sample called) and seconds are kept beside
+the scores as its costs. Only logs whose run finished (``status == "success"``) are read;
+the others are named in a warning.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bayeval.data.matrix import ScoreMatrix, number_repeated_ids
+from bayeval.errors import DataError
+
+__all__ = ["INSPECT_PREFIX", "InspectReference", "InspectWarning", "read_inspect",
+           "read_inspect_logs"]
+
+INSPECT_PREFIX = "inspect:"
+
+
+class InspectWarning(UserWarning):
+    """An Inspect log was passed over (its run did not finish)."""
+
+
+class InspectReference(NamedTuple):
+    """A task's reference from Inspect logs: the score ``matrix`` and, aligned with it,
+    each (model, sample)'s ``tokens`` and ``seconds`` (NaN where the log has none)."""
+
+    matrix: ScoreMatrix
+    tokens: np.ndarray
+    seconds: np.ndarray
+
+
+def _inspect() -> Any:
+    try:
+        from inspect_ai import log
+        from inspect_ai.scorer import value_to_float
+    except ImportError:
+        raise DataError("reading Inspect logs needs Inspect AI: pip install "
+                        "'bayeval[inspect]'") from None
+    return log, value_to_float()
+
+
+def _score(value: Any, key: str | None, where: str, to_float: Any) -> float:
+    """One sample's score: ``value`` (or its ``key`` for a scorer that returns a dict)
+    as a number."""
+    if isinstance(value, dict):
+        if key is None:
+            raise DataError(f"{where}: the scorer's value holds {sorted(value)}; name one "
+                            "with --metric SCORER:KEY")
+        if key not in value:
+            raise DataError(f"{where}: the scorer's value has no {key!r} (it holds "
+                            f"{sorted(value)})")
+        value = value[key]
+    elif key is not None:
+        raise DataError(f"{where}: the scorer's value is one number, not a dict with "
+                        f"{key!r}; drop ':{key}'")
+    try:
+        number = float(to_float(value))
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: score {value!r} is not a number nor one of Inspect's "
+                        "C/I/P/N") from None
+    if not math.isfinite(number):
+        raise DataError(f"{where}: score {value!r} is not finite")
+    return number
+
+
+def _tokens(sample: Any) -> float:
+    usage = getattr(sample, "model_usage", None) or {}
+    total = [u.total_tokens for u in usage.values() if u is not None]
+    return float(sum(total)) if total else math.nan
+
+
+def read_inspect(folder: str | Path, task: str | None = None, metric: str | None = None,
+                 repeated_models: str = "error") -> InspectReference:
+    """The reference of ``task`` (default: the only task in the logs) from the Inspect
+    logs under ``folder`` (module docstring). ``metric`` names the scorer (default: the
+    only one), ``SCORER:KEY`` a key of a scorer whose value is a dict. A model with two
+    finished logs of the task is an error, or with ``repeated_models="number"`` each log
+    is its own row (``model#2`` …)."""
+    log, to_float = _inspect()
+    root = Path(folder)
+    if not root.is_dir():
+        raise DataError(f"{root}: no such folder (--reference inspect:LOG_DIR names "
+                        "Inspect's --log-dir)")
+    if repeated_models not in ("error", "number"):
+        raise DataError(f"repeated_models must be 'error' or 'number', got "
+                        f"{repeated_models!r}")
+    infos = log.list_eval_logs(str(root), recursive=True)
+    if not infos:
+        raise DataError(f"{root}: no Inspect eval logs (.eval or .json) in it")
+    logs = []
+    for info in infos:
+        try:
+            logs.append(log.read_eval_log(info))
+        except Exception as exc:  # Inspect raises its own and pydantic's errors
+            name = getattr(info, "name", info)
+            raise DataError(f"{name}: not a readable Inspect log "
+                            f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+                            ) from None
+    tasks = sorted({lg.eval.task for lg in logs})
+    if task is None:
+        if len(tasks) > 1:
+            raise DataError(f"{root}: logs of several tasks {tasks}; give --task NAME")
+        task = tasks[0]
+    elif task not in tasks:
+        raise DataError(f"{root}: no log of task {task!r} (tasks: {', '.join(tasks)})")
+    mine = [lg for lg in logs if lg.eval.task == task]
+    unfinished = [lg for lg in mine if lg.status != "success"]
+    if unfinished:
+        warnings.warn(f"{root}: passed over {len(unfinished)} log(s) of {task} whose run "
+                      f"did not finish ({', '.join(sorted({lg.status for lg in unfinished}))}"
+                      f"): {', '.join(Path(lg.location).name for lg in unfinished[:3])}",
+                      InspectWarning, stacklevel=2)
+    mine = sorted((lg for lg in mine if lg.status == "success"),
+                  key=lambda lg: (str(lg.eval.model), str(lg.eval.created)))
+    if not mine:
+        raise DataError(f"{root}: no finished log of task {task!r}")
+    scorer, key = [*metric.split(":", 1), None][:2] if metric else (None, None)
+    if scorer is None:
+        names = sorted({name for lg in mine for s in lg.samples or [] for name in
+                        (s.scores or {})})
+        if len(names) != 1:
+            raise DataError(f"{root}: task {task!r} is scored by "
+                            f"{names or 'no scorer'}; name one with --metric SCORER")
+        scorer = names[0]
+    models = [str(lg.eval.model) for lg in mine]
+    repeats = sorted({m for m in models if models.count(m) > 1})
+    if repeats and repeated_models == "error":
+        raise DataError(f"{root}: model(s) {repeats} have several finished logs of "
+                        f"{task}; keep one each, or number them (repeated_models='number', "
+                        "--repeated-models number)")
+    rows: list[dict[str, tuple[float, float, float]]] = []
+    items: dict[str, None] = {}
+    for lg in mine:
+        per: dict[str, list[tuple[float, float, float]]] = {}
+        for sample in lg.samples or []:
+            scores = sample.scores or {}
+            if scorer not in scores:
+                continue  # an unscored sample (e.g. Score.unscored or an error): missing
+            where = f"{Path(lg.location).name}, sample {sample.id!r} epoch {sample.epoch}"
+            value = _score(scores[scorer].value, key, where, to_float)
+            seconds = sample.total_time if sample.total_time is not None else math.nan
+            per.setdefault(str(sample.id), []).append((value, _tokens(sample), seconds))
+        if not per:
+            raise DataError(f"{Path(lg.location).name}: no sample of {task} is scored by "
+                            f"{scorer!r}")
+        items.update(dict.fromkeys(per))
+        rows.append({i: tuple(np.mean(v, axis=0)) for i, v in per.items()})
+    ids = list(items)
+    cube = np.full((len(rows), len(ids), 3), np.nan)
+    col = {i: j for j, i in enumerate(ids)}
+    for r, row in enumerate(rows):
+        for i, v in row.items():
+            cube[r, col[i]] = v
+    if repeats:
+        models = list(number_repeated_ids(np.asarray(models)))
+    name = f"inspect:{task}"
+    matrix = ScoreMatrix(cube[..., 0], models, ids, name=name,
+                         metadata={"source": "inspect", "task": task,
+                                   "metric": scorer if key is None else f"{scorer}:{key}"})
+    return InspectReference(matrix, cube[..., 1], cube[..., 2])
+
+
+def read_inspect_logs(folder: str | Path, task: str | None = None,
+                      metric: str | None = None,
+                      repeated_models: str = "error") -> ScoreMatrix:
+    """The score matrix of :func:`read_inspect`."""
+    return read_inspect(folder, task, metric, repeated_models).matrix
+

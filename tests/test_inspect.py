@@ -1,0 +1,145 @@
+"""Inspect AI eval logs as the reference (bayeval.data.inspect_logs): logs written by a real
+local Inspect task run on Inspect's mockllm model, whose answers depend on the sample and
+on the model's "skill", read back into a score matrix, and a run of `bayeval evaluate` on
+them."""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+pytest.importorskip("inspect_ai")
+# Inspect's retry set-up warns of a deprecated tenacity argument at every model call
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+from inspect_ai import Task  # noqa: E402  (after the skip)
+from inspect_ai import eval as inspect_eval  # noqa: E402
+from inspect_ai.dataset import Sample  # noqa: E402
+from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
+from inspect_ai.scorer import match  # noqa: E402
+from inspect_ai.solver import generate, solver  # noqa: E402
+
+from bayeval.data.inspect_logs import InspectWarning, read_inspect  # noqa: E402
+from bayeval.errors import DataError  # noqa: E402
+
+N = 30
+SKILLS = {"weak": 0.2, "mid": 0.5, "strong": 0.8, "best": 0.9}
+
+
+def right(skill: float, i: int) -> bool:
+    """Whether a model of ``skill`` answers sample i: item difficulties spread over [0, 1)."""
+    return (i * 37 % 100) / 100 < skill
+
+
+def doubling(n: int = N, broken: bool = False) -> Task:
+    """What is i + i? Scored by Inspect's match scorer; ``broken`` fails every sample."""
+
+    @solver
+    def fail():
+        async def solve(state, generate):
+            raise RuntimeError("a broken run")
+
+        return solve
+
+    return Task(dataset=[Sample(input=f"What is {i} + {i}?", target=str(2 * i), id=f"q{i}")
+                         for i in range(n)],
+                solver=fail() if broken else generate(), scorer=match(), name="doubling")
+
+
+def mock(name: str, skill: float, flip_second_epoch: bool = False):
+    """Inspect's mockllm model answering by ``skill``; its token usage set (so that
+    Inspect counts no tokens itself, which would need a download): 10 + i in, 3 out.
+    With ``flip_second_epoch`` a sample's second answer is the opposite of its first."""
+    calls: dict[int, int] = {}
+
+    def answer(messages, tools, tool_choice, config):
+        i = int(re.search(r"\d+", messages[-1].text).group())
+        calls[i] = calls.get(i, 0) + 1
+        ok = right(skill, i) != (flip_second_epoch and calls[i] == 2)
+        out = ModelOutput.from_content(name, str(2 * i if ok else 2 * i + 1))
+        out.usage = ModelUsage(input_tokens=10 + i, output_tokens=3, total_tokens=13 + i)
+        return out
+
+    return get_model(f"mockllm/{name}", custom_outputs=answer)
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("inspect_logs")
+    models = [mock(name, skill) for name, skill in SKILLS.items()]
+    inspect_eval(doubling(), model=models, log_dir=str(root), display="none")
+    inspect_eval(doubling(), model=mock("twice", 0.5, flip_second_epoch=True), epochs=2,
+                 log_dir=str(root), display="none")
+    inspect_eval(doubling(broken=True), model=mock("broken", 0.5), log_dir=str(root),
+                 display="none", fail_on_error=True)
+    return root
+
+
+def test_logs_read_back_as_the_scores_inspect_gave(logs):
+    with pytest.warns(InspectWarning, match="passed over 1 log.*did not finish"):
+        ref = read_inspect(logs)
+    matrix = ref.matrix
+    assert sorted(matrix.models) == sorted([f"mockllm/{m}" for m in [*SKILLS, "twice"]])
+    assert matrix.n_items == N and matrix.metadata["metric"] == "match"
+    for name, skill in SKILLS.items():
+        row = matrix.row(f"mockllm/{name}")
+        expected = [float(right(skill, int(item[1:]))) for item in matrix.items]
+        np.testing.assert_array_equal(row, expected)  # C → 1, I → 0
+    # two epochs, the second answer the opposite of the first: every sample 0.5
+    np.testing.assert_array_equal(matrix.row("mockllm/twice"), 0.5)
+    # each sample's tokens as the model reported them
+    k = list(matrix.models).index("mockllm/weak")
+    np.testing.assert_array_equal(ref.tokens[k], [13 + int(i[1:]) for i in matrix.items])
+    assert np.all(ref.seconds[k] >= 0)
+
+
+def test_wrong_task_scorer_or_folder_is_one_line(logs, tmp_path):
+    warnings.simplefilter("ignore", InspectWarning)
+    with pytest.raises(DataError, match=r"no log of task 'nope' \(tasks: doubling\)"):
+        read_inspect(logs, task="nope")
+    with pytest.raises(DataError, match=r"sample 'q\d+' epoch 1: the scorer's value is one "
+                                        "number, not a dict with 'x'"):
+        read_inspect(logs, metric="match:x")
+    with pytest.raises(DataError, match="no sample of doubling is scored by 'bogus'"):
+        read_inspect(logs, metric="bogus")
+    with pytest.raises(DataError, match="no Inspect eval logs"):
+        read_inspect(tmp_path)
+    with pytest.raises(DataError, match="no such folder"):
+        read_inspect(tmp_path / "missing")
+
+
+def test_a_model_logged_twice_is_refused_or_numbered(logs, tmp_path):
+    import shutil
+
+    warnings.simplefilter("ignore", InspectWarning)
+    for path in logs.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    inspect_eval(doubling(), model=mock("mid", 0.5), log_dir=str(tmp_path), display="none")
+    with pytest.raises(DataError, match=r"model\(s\) \['mockllm/mid'\] have several "
+                                        "finished logs"):
+        read_inspect(tmp_path)
+    numbered = read_inspect(tmp_path, repeated_models="number").matrix
+    assert sum(m.startswith("mockllm/mid") for m in numbered.models) == 2
+
+
+def test_evaluate_on_inspect_logs(logs):
+    # the oracle answers from the held-out row of the strongest model; its estimate and
+    # the resumable source record
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+
+    done = CliRunner().invoke(app, ["evaluate", "--reference", f"inspect:{logs}",
+                                    "--target", "mockllm/strong", "--method", "random",
+                                    "--max-items", "20", "--json"])
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["reference"] == "inspect:doubling" and result["items_used"] == 20
+    assert result["true_score"] == pytest.approx(np.mean([right(0.8, i) for i in range(N)]))
+    bad = CliRunner().invoke(app, ["evaluate", "--reference", f"inspect:{logs}",
+                                   "--filter", "strict"])
+    assert bad.exit_code == 2 and "Inspect logs name their scorer with --metric" in bad.output
