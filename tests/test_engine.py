@@ -115,6 +115,7 @@ LAYERS = [
     {"acquisition", "stopping", "estimators", "compression"},
     {"methods"},
     {"journal", "runner", "session", "session_journal", "draw_order", "cells", "simulate",
+     "inspect_evaluator",
      "evaluators", "harness", "selection"},
     {"experiments", "diagnose"},
     {"cli"},

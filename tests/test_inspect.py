@@ -119,8 +119,8 @@ def test_a_model_logged_twice_is_refused_or_numbered(logs, tmp_path):
     for path in logs.iterdir():
         shutil.copy(path, tmp_path / path.name)
     inspect_eval(doubling(), model=mock("mid", 0.5), log_dir=str(tmp_path), display="none")
-    with pytest.raises(DataError, match=r"model\(s\) \['mockllm/mid'\] have several "
-                                        "finished logs"):
+    with pytest.raises(DataError, match=r"model 'mockllm/mid' has several finished logs "
+                                        "of doubling scoring the same samples"):
         read_inspect(tmp_path)
     numbered = read_inspect(tmp_path, repeated_models="number").matrix
     assert sum(m.startswith("mockllm/mid") for m in numbered.models) == 2
@@ -143,3 +143,29 @@ def test_evaluate_on_inspect_logs(logs):
     bad = CliRunner().invoke(app, ["evaluate", "--reference", f"inspect:{logs}",
                                    "--filter", "strict"])
     assert bad.exit_code == 2 and "Inspect logs name their scorer with --metric" in bad.output
+
+
+def test_a_session_runs_the_target_on_the_asked_samples_only(logs, tmp_path):
+    # the target (a mockllm model of skill 0.7) run by Inspect in this process, a batch
+    # of asked samples per eval call; Inspect's own logs hold exactly the asked samples,
+    # and the estimate holds the full run's score
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    from bayeval import Session
+    from bayeval.inspect_evaluator import InspectEvaluator
+
+    warnings.simplefilter("ignore", InspectWarning)
+    reference = read_inspect(logs).matrix
+    target = InspectEvaluator(doubling(), mock("target", 0.7), tmp_path / "target")
+    session = Session(reference, "mockllm/target", "random", seed=3, max_items=12)
+    _, lower, upper = session.run(target, batch=4)
+    assert target.launches == 3 and session.n_observed == 12
+    asked = {item for item, _ in session.observations}
+    logged = [read_eval_log(info) for info in list_eval_logs(str(tmp_path / "target"))]
+    assert sorted(str(s.id) for lg in logged for s in lg.samples) == sorted(asked)
+    for item, score in session.observations:  # Inspect's score of each
+        assert score == float(right(0.7, int(item[1:])))
+    full = np.mean([right(0.7, i) for i in range(N)])
+    assert lower <= full <= upper
+    # the target's own logs join the reference as one more model
+    assert "mockllm/target" in read_inspect(tmp_path / "target").matrix.models

@@ -24,7 +24,7 @@ from bayeval.data.matrix import ScoreMatrix, number_repeated_ids
 from bayeval.errors import DataError
 
 __all__ = ["INSPECT_PREFIX", "InspectReference", "InspectWarning", "read_inspect",
-           "read_inspect_logs"]
+           "read_inspect_logs", "sample_score", "split_metric"]
 
 INSPECT_PREFIX = "inspect:"
 
@@ -76,6 +76,29 @@ def _score(value: Any, key: str | None, where: str, to_float: Any) -> float:
     return number
 
 
+def split_metric(metric: str | None) -> tuple[str | None, str | None]:
+    """(scorer, key) of ``--metric SCORER`` or ``SCORER:KEY`` (None: not given)."""
+    if not metric:
+        return None, None
+    scorer, _, key = metric.partition(":")
+    return scorer, key or None
+
+
+def sample_score(sample: Any, scorer: str | None, key: str | None, where: str
+                 ) -> float | None:
+    """An Inspect sample's score by ``scorer`` (None: its only scorer) as a number (None
+    when that scorer did not score it)."""
+    _, to_float = _inspect()
+    scores = sample.scores or {}
+    if scorer is None:
+        if len(scores) > 1:
+            raise DataError(f"{where}: scored by {sorted(scores)}; name one with --metric")
+        scorer = next(iter(scores), None)
+    if scorer not in scores:
+        return None
+    return _score(scores[scorer].value, key, where, to_float)
+
+
 def _tokens(sample: Any) -> float:
     usage = getattr(sample, "model_usage", None) or {}
     total = [u.total_tokens for u in usage.values() if u is not None]
@@ -86,10 +109,11 @@ def read_inspect(folder: str | Path, task: str | None = None, metric: str | None
                  repeated_models: str = "error") -> InspectReference:
     """The reference of ``task`` (default: the only task in the logs) from the Inspect
     logs under ``folder`` (module docstring). ``metric`` names the scorer (default: the
-    only one), ``SCORER:KEY`` a key of a scorer whose value is a dict. A model with two
-    finished logs of the task is an error, or with ``repeated_models="number"`` each log
-    is its own row (``model#2`` …)."""
-    log, to_float = _inspect()
+    only one), ``SCORER:KEY`` a key of a scorer whose value is a dict. A model's finished
+    logs of the task that score different samples (a run in batches) make one row; two
+    that score the same sample are an error, or with ``repeated_models="number"`` each
+    log is its own row (``model#2`` …)."""
+    log, _ = _inspect()
     root = Path(folder)
     if not root.is_dir():
         raise DataError(f"{root}: no such folder (--reference inspect:LOG_DIR names "
@@ -127,7 +151,7 @@ def read_inspect(folder: str | Path, task: str | None = None, metric: str | None
                   key=lambda lg: (str(lg.eval.model), str(lg.eval.created)))
     if not mine:
         raise DataError(f"{root}: no finished log of task {task!r}")
-    scorer, key = [*metric.split(":", 1), None][:2] if metric else (None, None)
+    scorer, key = split_metric(metric)
     if scorer is None:
         names = sorted({name for lg in mine for s in lg.samples or [] for name in
                         (s.scores or {})})
@@ -135,36 +159,46 @@ def read_inspect(folder: str | Path, task: str | None = None, metric: str | None
             raise DataError(f"{root}: task {task!r} is scored by "
                             f"{names or 'no scorer'}; name one with --metric SCORER")
         scorer = names[0]
-    models = [str(lg.eval.model) for lg in mine]
-    repeats = sorted({m for m in models if models.count(m) > 1})
-    if repeats and repeated_models == "error":
-        raise DataError(f"{root}: model(s) {repeats} have several finished logs of "
-                        f"{task}; keep one each, or number them (repeated_models='number', "
-                        "--repeated-models number)")
     rows: list[dict[str, tuple[float, float, float]]] = []
+    models: list[str] = []
     items: dict[str, None] = {}
     for lg in mine:
         per: dict[str, list[tuple[float, float, float]]] = {}
         for sample in lg.samples or []:
-            scores = sample.scores or {}
-            if scorer not in scores:
-                continue  # an unscored sample (e.g. Score.unscored or an error): missing
             where = f"{Path(lg.location).name}, sample {sample.id!r} epoch {sample.epoch}"
-            value = _score(scores[scorer].value, key, where, to_float)
+            value = sample_score(sample, scorer, key, where)
+            if value is None:
+                continue  # an unscored sample (e.g. Score.unscored or an error): missing
             seconds = sample.total_time if sample.total_time is not None else math.nan
             per.setdefault(str(sample.id), []).append((value, _tokens(sample), seconds))
         if not per:
             raise DataError(f"{Path(lg.location).name}: no sample of {task} is scored by "
                             f"{scorer!r}")
         items.update(dict.fromkeys(per))
-        rows.append({i: tuple(np.mean(v, axis=0)) for i, v in per.items()})
+        row = {i: tuple(np.mean(v, axis=0)) for i, v in per.items()}
+        model = str(lg.eval.model)
+        # a model's logs of other samples (a run in batches, bayeval's own included) are
+        # one row; a sample scored in two of its logs is a rerun
+        if model in models and repeated_models == "error":
+            earlier = rows[models.index(model)]
+            twice = sorted(set(earlier) & set(row))
+            if twice:
+                raise DataError(f"{root}: model {model!r} has several finished logs of "
+                                f"{task} scoring the same samples (e.g. {twice[0]!r}); keep "
+                                "one, or number them (repeated_models='number', "
+                                "--repeated-models number)")
+            earlier.update(row)
+            continue
+        rows.append(row)
+        models.append(model)
+    repeats = len(set(models)) < len(models)
     ids = list(items)
     cube = np.full((len(rows), len(ids), 3), np.nan)
     col = {i: j for j, i in enumerate(ids)}
     for r, row in enumerate(rows):
         for i, v in row.items():
             cube[r, col[i]] = v
-    if repeats:
+    if repeats:  # repeated_models="number": each log its own row
         models = list(number_repeated_ids(np.asarray(models)))
     name = f"inspect:{task}"
     matrix = ScoreMatrix(cube[..., 0], models, ids, name=name,

@@ -1,0 +1,102 @@
+"""The target run on the asked samples by Inspect AI, in this process.
+
+:class:`InspectEvaluator` holds an Inspect task and a model, built once, and evaluates a
+batch of asked items (Inspect sample ids) with one ``inspect_ai.eval(task, model=…,
+sample_id=[…])`` call: only those samples run, and each call leaves its own eval log in
+``log_dir``, so that the target's logs can later join the reference
+(:mod:`bayeval.data.inspect_logs` reads them). A sample's score is read the way the
+reference's are (the scorer named by ``metric``, Inspect's ``value_to_float``, epochs
+averaged). Like the harness evaluators (:mod:`bayeval.harness`) it exposes
+``evaluate_batch(items) -> list[float | EvaluationError]``, which
+:meth:`bayeval.Session.run` calls once per batch, and ``launches``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bayeval.data.inspect_logs import sample_score, split_metric
+from bayeval.data.matrix import validate_score
+from bayeval.errors import DataError, EvaluationError
+
+__all__ = ["InspectEvaluator"]
+
+
+def _sample_id(item: str) -> str | int:
+    """Inspect's id of ``item``: an integer where it reads as one (Inspect numbers the
+    samples of a dataset without ids 1, 2, …), else the string."""
+    return int(item) if item.lstrip("-").isdigit() else item
+
+
+class InspectEvaluator:
+    """Scores asked items with Inspect (module docstring). ``task``: an Inspect ``Task``
+    or a task spec (``file.py@name``); ``model``: an Inspect ``Model`` or a model name
+    (``provider/model``), built once here; ``metric``: the scorer (``SCORER:KEY`` for a
+    dict value; default: the only one); ``eval_args``: further arguments of
+    ``inspect_ai.eval`` (``epochs``, ``max_connections``, …)."""
+
+    def __init__(self, task: Any, model: Any, log_dir: str | Path, metric: str | None = None,
+                 **eval_args: Any) -> None:
+        try:
+            from inspect_ai.model import get_model
+        except ImportError:
+            raise EvaluationError("--evaluator inspect needs Inspect AI: pip install "
+                                  "'bayeval[inspect]'") from None
+        self.task = task
+        self.model = get_model(model) if isinstance(model, str) else model
+        self.log_dir = Path(log_dir)
+        self.scorer, self.key = split_metric(metric)
+        self.eval_args = eval_args
+        self.launches = 0
+
+    def evaluate_batch(self, items: Sequence[str]) -> list[float | EvaluationError]:
+        """Each item's score, or the EvaluationError that kept it from one, from one
+        Inspect run of those samples."""
+        from inspect_ai import eval as inspect_eval
+
+        self.launches += 1
+        try:
+            logs = inspect_eval(self.task, model=self.model,
+                                sample_id=[_sample_id(str(i)) for i in items],
+                                log_dir=str(self.log_dir), display="none", **self.eval_args)
+        except Exception as exc:  # Inspect's own errors, a task that does not load, …
+            message = str(exc).splitlines()[0][:200] if str(exc) else ""
+            return [EvaluationError(f"Inspect: {type(exc).__name__}: {message}")
+                    for _ in items]
+        log = logs[0]
+        if log.status != "success" and not log.samples:
+            reason = log.error.message.splitlines()[0][:200] if log.error else log.status
+            return [EvaluationError(f"Inspect run {log.status}: {reason}") for _ in items]
+        scores: dict[str, list[float]] = {}
+        failed: dict[str, str] = {}
+        for sample in log.samples or []:
+            where = f"sample {sample.id!r} epoch {sample.epoch}"
+            if sample.error is not None:
+                failed[str(sample.id)] = f"{where}: {sample.error.message.splitlines()[0]}"
+                continue
+            try:
+                value = sample_score(sample, self.scorer, self.key, where)
+            except DataError as exc:
+                failed[str(sample.id)] = str(exc)
+                continue
+            if value is not None:
+                scores.setdefault(str(sample.id), []).append(value)
+        out: list[float | EvaluationError] = []
+        for item in items:
+            if str(item) in scores:
+                out.append(validate_score(float(np.mean(scores[str(item)])),
+                                          f"item {item!r}"))
+            else:
+                out.append(EvaluationError(failed.get(str(item), f"item {item!r}: Inspect "
+                                                      "logged no score for it")))
+        return out
+
+    def __call__(self, item: str) -> float:
+        result = self.evaluate_batch([item])[0]
+        if isinstance(result, EvaluationError):
+            raise result
+        return result
