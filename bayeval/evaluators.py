@@ -20,7 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -310,3 +310,18 @@ class ChildProcesses:
             running = list(self._running)
         for proc in running:
             end_group(proc)
+
+
+class BatchEvaluator:
+    """An evaluator that scores a batch of items in one call (a harness launch, an
+    Inspect run): subclasses give ``evaluate_batch(items) -> list[float |
+    EvaluationError]``; calling it on one item is a batch of one."""
+
+    def evaluate_batch(self, items: Sequence[str]) -> list[float | EvaluationError]:
+        raise NotImplementedError
+
+    def __call__(self, item: str) -> float:
+        result = self.evaluate_batch([item])[0]
+        if isinstance(result, EvaluationError):
+            raise result
+        return result

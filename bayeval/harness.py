@@ -42,7 +42,7 @@ from bayeval.data.lm_eval import (
 )
 from bayeval.data.matrix import validate_score
 from bayeval.errors import DataError, EvaluationError
-from bayeval.evaluators import ChildProcesses
+from bayeval.evaluators import BatchEvaluator, ChildProcesses
 from bayeval.files import write_file
 
 # options bayeval sets on every launch; a user's --lm-eval-args must not set them
@@ -50,7 +50,7 @@ RESERVED = ("--tasks", "--samples", "-E", "--output_path", "-o", "--log_samples"
             "--limit", "-L")
 
 
-class HarnessEvaluator:
+class HarnessEvaluator(BatchEvaluator):
     """Shared part of the harness evaluators: items → ``--samples`` → scores.
 
     ``task``: the harness task (or group) the items belong to; ``subtasks``: its subtasks'
@@ -104,12 +104,6 @@ class HarnessEvaluator:
             except DataError as exc:
                 out.append(EvaluationError(str(exc)))
         return out
-
-    def __call__(self, item: str) -> float:
-        result = self.evaluate_batch([item])[0]
-        if isinstance(result, EvaluationError):
-            raise result
-        return result
 
 
 FOLDER_PREFIX = "bayeval-lm-eval-"

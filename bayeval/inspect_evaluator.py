@@ -22,6 +22,7 @@ import numpy as np
 from bayeval.data.inspect_logs import sample_score, split_metric
 from bayeval.data.matrix import validate_score
 from bayeval.errors import DataError, EvaluationError
+from bayeval.evaluators import BatchEvaluator
 
 __all__ = ["InspectEvaluator"]
 
@@ -32,7 +33,7 @@ def _sample_id(item: str) -> str | int:
     return int(item) if item.lstrip("-").isdigit() else item
 
 
-class InspectEvaluator:
+class InspectEvaluator(BatchEvaluator):
     """Scores asked items with Inspect (module docstring). ``task``: an Inspect ``Task``
     or a task spec (``file.py@name``); ``model``: an Inspect ``Model`` or a model name
     (``provider/model``), built once here; ``metric``: the scorer (``SCORER:KEY`` for a
@@ -94,9 +95,3 @@ class InspectEvaluator:
                 out.append(EvaluationError(failed.get(str(item), f"item {item!r}: Inspect "
                                                       "logged no score for it")))
         return out
-
-    def __call__(self, item: str) -> float:
-        result = self.evaluate_batch([item])[0]
-        if isinstance(result, EvaluationError):
-            raise result
-        return result
