@@ -163,7 +163,7 @@ CASES = [
     ("bench widths not numbers", ["bench", "validity", "--epsilons", "abc"],
      "--epsilons: not a comma-separated list of numbers: 'abc'"),
     ("bench variant unknown", ["bench", "validity", "--variants", "nope"],
-     "--variants: unknown nope (known: standard, extremes, sparse)"),
+     "--variants: unknown nope (known: standard, extremes, sparse, extrapolation)"),
     ("compress categories missing an item", ["compress", "--method", "stratified",
                                              "--reference", "{tmp}/good.csv", "--size", "2",
                                              "--categories", "{tmp}/cats.csv", "--out",

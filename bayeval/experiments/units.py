@@ -340,12 +340,12 @@ class Executor:
 
 
 def _eta(elapsed: float, done: int, total: int) -> str:
-    """``, about N min left`` at the pace so far (nothing before the first unit or after
-    the last)."""
+    """``, ~N min left`` at the pace so far (nothing before the first unit or after the
+    last)."""
     if done <= 0 or done >= total:
         return ""
     left = elapsed / done * (total - done)
-    return f", about {left / 60:.0f} min left" if left >= 90 else f", about {left:.0f} s left"
+    return f", ~{left / 60:.0f} min left" if left >= 90 else f", ~{left:.0f} s left"
 
 
 def run_units(units: Sequence[Unit], compute: Callable[[Unit, Any], Result], data: Any,
