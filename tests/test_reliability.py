@@ -351,8 +351,15 @@ def test_no_evaluator_process_outlives_bayeval(tmp_path, how):
         while _count(f"sleep {marker}") < 2 and time.time() < deadline:
             time.sleep(0.1)
         assert _count(f"sleep {marker}") == 2
+        # the signals bayeval blocks, ignores and catches (said if it does not end)
+        masks = [x for x in Path(f"/proc/{proc.pid}/status").read_text().splitlines()
+                 if x.startswith(("SigBlk", "SigIgn", "SigCgt"))]
         proc.send_signal(getattr(signal, how))
-        _, err = proc.communicate(timeout=60)
+        try:
+            _, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"bayeval did not end within 60 s of {how}: {masks}"
+                                 ) from None
     finally:
         proc.kill()
     if how != "SIGKILL":
