@@ -89,8 +89,11 @@ class InspectEvaluator(BatchEvaluator):
         out: list[float | EvaluationError] = []
         for item in items:
             if str(item) in scores:
-                out.append(validate_score(float(np.mean(scores[str(item)])),
-                                          f"item {item!r}"))
+                try:
+                    out.append(validate_score(float(np.mean(scores[str(item)])),
+                                              f"item {item!r}: Inspect's score"))
+                except DataError as exc:  # e.g. a scorer's value outside [0, 1]
+                    out.append(EvaluationError(str(exc)))
             else:
                 out.append(EvaluationError(failed.get(str(item), f"item {item!r}: Inspect "
                                                       "logged no score for it")))
