@@ -1,6 +1,7 @@
 """A 20-run slice of each bench against the committed figures in docs/results.
 
 Usage: python bench/reproduce.py --out SLICES [--against OTHER_SLICES] [--run]
+       python bench/reproduce.py --out - --validity RUNS   (the K = 1 validity table)
 
 With ``--run`` the five slices are run first (skipping those already in ``--out``):
 
@@ -171,12 +172,41 @@ def exact(out: Path, other: Path) -> list[str]:
     return rows
 
 
+def validity(runs: Path) -> list[str]:
+    """Each ``runs/<dataset>/results.csv`` of ``bayeval bench validity --datasets <dataset>
+    --variants standard --epsilons 0.05 --methods active-pai --no-faq`` against the K = 1
+    table of docs/results/streaming.md, field by field (columns the table has)."""
+    table = pd.read_csv(RESULTS / "streaming" / "results_k1.csv")
+    key = ["dataset", "variant", "epsilon", "method", "stratum"]
+    rows = []
+    for path in sorted(runs.glob("*/results.csv")):
+        new = pd.read_csv(path)
+        old = table[table.dataset.isin(new.dataset.unique())]
+        both = old.merge(new, on=key, suffixes=("", "_new"), how="outer", indicator=True)
+        fields = [c for c in old.columns if c not in key and f"{c}_new" in both]
+        differ = sum(int((both[c].astype(str) != both[f"{c}_new"].astype(str)).sum())
+                     for c in fields)
+        missing = int((both._merge != "both").sum())
+        rows.append(f"| {path.parent.name} | {int((both._merge == 'both').sum())} | "
+                    f"{differ} | {missing} |")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--against", type=Path, default=None)
     parser.add_argument("--run", action="store_true")
+    parser.add_argument("--validity", type=Path, default=None,
+                        help="compare DIR/<dataset>/results.csv with the K = 1 validity "
+                             "table (and nothing else)")
     args = parser.parse_args()
+    if args.validity is not None:
+        print("| dataset | cells | fields that differ | cells in one only |")
+        print("|---|---|---|---|")
+        for row in validity(args.validity):
+            print(row)
+        return
     if args.run:
         run(args.out)
     print("| figure | committed | slice | slice SE | abs(Δ)/SE |")
