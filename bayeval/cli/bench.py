@@ -99,6 +99,12 @@ def bench_sources(datasets: str, reference: Path | None, task: str | None = None
     return list_datasets() if datasets == "all" else comma_list(datasets)
 
 
+def bench_log(line: str) -> None:
+    """A bench's progress line on stderr with the time of day, whole (not wrapped at the
+    console's width: a log is read line by line)."""
+    err.print(f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False, soft_wrap=True)
+
+
 # where a bench's cached units run (bayeval.experiments.units)
 ExecutorOption = Annotated[str, typer.Option(
     "--executor", help="Where the bench's units of work run: 'local' (this machine; "
@@ -180,7 +186,7 @@ def bench_estimation(
                 name, regimes=[r.strip() for r in regimes.split(",")],
                 methods=split_method_specs(methods), n_targets=targets,
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
-                log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs",
+                log=bench_log, runs_dir=out / "runs",
                 out=out, executor=where)
             all_curves.append(curves)
             all_stops.append(stops)
@@ -233,7 +239,7 @@ def bench_inference(
         curves, fits, timing = run_inference_comparison(
             source, regime, split_method_specs(methods), seeds=seeds, n_targets=targets,
             n_steps=steps, reference_fraction=reference_fraction,
-            log=lambda line: err.print(line, highlight=False), runs_dir=out / "runs",
+            log=bench_log, runs_dir=out / "runs",
             out=out, executor=where)
     except BayevalError as exc:
         raise fail(str(exc)) from None
@@ -291,7 +297,7 @@ def bench_multitarget(
                 seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
                 epsilon2=epsilon, joint_params={"refit_every": refit_every,
                                                 "selection": selection},
-                log=lambda line: err.print(line, highlight=False), out=out,
+                log=bench_log, out=out,
                 executor=where)
             all_costs.append(costs)
             all_curves.append(curves)
@@ -388,7 +394,7 @@ def bench_selection(
                                           history_share, splits) for algo in algos}
             units = [u for algo in algos for u in plan[algo]]
             done = iter(run_units(units, selection_unit, {name: scores}, out, where,
-                                  log=lambda line: err.print(line, highlight=False)))
+                                  log=bench_log))
             for algo in algos:
                 parts = [next(done) for _ in plan[algo]]
                 tables.append(merge_units(name, algo, parts, runs))
@@ -504,7 +510,7 @@ def bench_compression(
     try:
         names = bench_sources(datasets, reference, task, metric, filter_name)
         run_compression_bench(names, out, seeds, kmeans_seeds, mince_seeds, ablation,
-                              log=lambda line: err.print(line, highlight=False),
+                              log=bench_log,
                               executor=where)
     except (BayevalError, ValueError) as exc:  # e.g. too few items for MINCE's sizes
         raise fail(str(exc)) from None
@@ -582,8 +588,7 @@ def bench_validity(
         for name in sources:
             runs, faq_rows = run_validity(
                 name, variant_list, eps, specs, seeds, targets, reps, reference_fraction,
-                faq, log=lambda line: err.print(f"[{time.strftime('%H:%M:%S')}] {line}",
-                                                highlight=False),
+                faq, log=bench_log,
                 runs_dir=out / "runs", out=out, executor=where, concurrency=concurrency,
                 batch=batch)
             all_runs.append(runs)
