@@ -13,6 +13,7 @@ the others are named in a warning.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from pathlib import Path
@@ -42,6 +43,23 @@ class InspectReference(NamedTuple):
     seconds: np.ndarray
 
 
+# the parts of a sample the reader does not need
+_TRANSCRIPT = {"events", "messages", "attachments", "store"}
+
+
+def _read(log: Any, where: Any, **options: Any) -> Any:
+    """``inspect_ai.log.read_eval_log(where, **options)``, an unreadable log a one-line
+    error naming it."""
+    try:
+        return log.read_eval_log(where, **options)
+    except Exception as exc:  # Inspect raises its own and pydantic's errors
+        name = getattr(where, "name", where)
+        raise DataError(f"{name}: not a readable Inspect log "
+                        f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
+                        ) from None
+
+
+@functools.cache
 def _inspect() -> Any:
     try:
         from inspect_ai import log
@@ -124,15 +142,9 @@ def read_inspect(folder: str | Path, task: str | None = None, metric: str | None
     infos = log.list_eval_logs(str(root), recursive=True)
     if not infos:
         raise DataError(f"{root}: no Inspect eval logs (.eval or .json) in it")
-    logs = []
-    for info in infos:
-        try:
-            logs.append(log.read_eval_log(info))
-        except Exception as exc:  # Inspect raises its own and pydantic's errors
-            name = getattr(info, "name", info)
-            raise DataError(f"{name}: not a readable Inspect log "
-                            f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]})"
-                            ) from None
+    # the headers say each log's task and status; only the chosen logs' samples are read,
+    # without their transcripts (an agent's can be most of a log's bytes)
+    logs = [_read(log, info, header_only=True) for info in infos]
     tasks = sorted({lg.eval.task for lg in logs})
     if task is None:
         if len(tasks) > 1:
@@ -147,8 +159,9 @@ def read_inspect(folder: str | Path, task: str | None = None, metric: str | None
                       f"did not finish ({', '.join(sorted({lg.status for lg in unfinished}))}"
                       f"): {', '.join(Path(lg.location).name for lg in unfinished[:3])}",
                       InspectWarning, stacklevel=2)
-    mine = sorted((lg for lg in mine if lg.status == "success"),
-                  key=lambda lg: (str(lg.eval.model), str(lg.eval.created)))
+    mine = [_read(log, lg.location, exclude_fields=_TRANSCRIPT) for lg in
+            sorted((lg for lg in mine if lg.status == "success"),
+                   key=lambda lg: (str(lg.eval.model), str(lg.eval.created)))]
     if not mine:
         raise DataError(f"{root}: no finished log of task {task!r}")
     scorer, key = split_metric(metric)
