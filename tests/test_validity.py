@@ -95,12 +95,18 @@ def test_summary_by_hand():
     assert table.loc[("random", "> 95%")].variance_ratio == pytest.approx(ratio[7])
 
 
+def _bench_validity(out, variants="standard", epsilon="0.2", method="random", seeds=1,
+                    reps=2):
+    """``bayeval bench validity`` on RTE, two targets, no FAQ, in this process."""
+    return CliRunner().invoke(app, [
+        "bench", "validity", "--datasets", "rte", "--variants", variants,
+        "--epsilons", epsilon, "--methods", method, "--seeds", str(seeds), "--targets",
+        "2", "--reps", str(reps), "--no-faq", "--out", str(out)])
+
+
 def test_bench_validity_runs_from_the_cli(tmp_path):
     out = tmp_path / "v"
-    result = CliRunner().invoke(app, [
-        "bench", "validity", "--datasets", "rte", "--variants", "standard,sparse",
-        "--epsilons", "0.2", "--methods", "random", "--seeds", "1", "--targets", "2",
-        "--reps", "2", "--no-faq", "--out", str(out)])
+    result = _bench_validity(out, variants="standard,sparse")
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out / "results.csv")
     assert set(table.method) == {"random"}
@@ -112,10 +118,7 @@ def test_bench_validity_runs_from_the_cli(tmp_path):
     assert "skipped rte sparse" in result.output  # no item of rte is solved by < 10%
     # more seeds reuse the finished units: a unit's key holds the bucket count only for
     # a method padded to it (more seeds' splits may hold more buckets)
-    more = CliRunner().invoke(app, [
-        "bench", "validity", "--datasets", "rte", "--variants", "standard",
-        "--epsilons", "0.2", "--methods", "random", "--seeds", "2", "--targets", "2",
-        "--reps", "2", "--no-faq", "--out", str(out)])
+    more = _bench_validity(out, seeds=2)
     assert more.exit_code == 0 and "reusing 1 of 2 finished units" in more.output
     from bayeval.experiments.estimation import capacity_setting
 
@@ -130,10 +133,8 @@ def test_bench_validity_checks_the_model_based_runs(tmp_path):
     # bq on RTE's extrapolation split: its runs are checked, RS-Mean's are not; the
     # report has the check's table
     out = tmp_path / "v"
-    result = CliRunner().invoke(app, [
-        "bench", "validity", "--datasets", "rte", "--variants", "extrapolation",
-        "--epsilons", "0.1", "--methods", "bq", "--seeds", "1", "--targets", "2",
-        "--reps", "1", "--no-faq", "--out", str(out)])
+    result = _bench_validity(out, variants="extrapolation", epsilon="0.1", method="bq",
+                             reps=1)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out / "results.csv").set_index(["method", "stratum"])
     assert 0.0 <= table.loc[("bq", "all"), "flagged"] <= 1.0
