@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 import pytest
 
-pytest.importorskip("inspect_ai")
+pytest.importorskip("inspect_ai", reason="Inspect AI (the test extra's inspect-ai, or "
+                    "bayeval[inspect]) is not installed")
 # Inspect's retry set-up warns of a deprecated tenacity argument at every model call
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
