@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import ClassVar
 
@@ -206,6 +207,26 @@ def _quoted_placeholders(command: str) -> list[str]:
     return found
 
 
+# The longest a wait of the main thread blocks at once. A signal sent to bayeval may be
+# delivered to any of its threads (JAX starts many); the main thread, blocked in a system
+# call, then sees the pending Ctrl-C or SIGTERM only when its wait returns.
+WAIT_SLICE = 0.25
+
+
+def communicate_in_slices(proc: subprocess.Popen, timeout: float | None) -> tuple[str, str]:
+    """``proc.communicate(timeout=timeout)`` waited in slices of :data:`WAIT_SLICE`
+    seconds, so that Ctrl-C or SIGTERM ends the wait at once whichever thread the signal
+    was delivered to (retrying communicate loses no output)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        left = WAIT_SLICE if deadline is None else deadline - time.monotonic()
+        try:
+            return proc.communicate(timeout=max(min(left, WAIT_SLICE), 0.0))
+        except subprocess.TimeoutExpired:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(proc.args, timeout) from None
+
+
 def kill_group(proc: subprocess.Popen) -> None:
     """Kill ``proc``'s whole process group and reap it."""
     end_group(proc)
@@ -293,7 +314,7 @@ class ChildProcesses:
         with self._lock:
             self._running.add(proc)
         try:
-            stdout, stderr = proc.communicate(timeout=timeout)
+            stdout, stderr = communicate_in_slices(proc, timeout)
         except BaseException:
             kill_group(proc)
             raise

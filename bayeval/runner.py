@@ -96,6 +96,8 @@ def _streaming(session: Any, evaluator: Callable[..., float], concurrency: int,
                on_step: Callable[..., None] | None, max_failures: int | None) -> None:
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
+    from bayeval.evaluators import WAIT_SLICE
+
     clock = session.times
     pool = ThreadPoolExecutor(concurrency, thread_name_prefix="bayeval-eval")
     flying: dict[Any, str] = {}
@@ -108,8 +110,11 @@ def _streaming(session: Any, evaluator: Callable[..., float], concurrency: int,
                 flying[pool.submit(_attempt, evaluator, (asked[0],), clock)] = asked[0]
             if not flying:
                 return
+            finished: set = set()
             with clock.waiting():
-                finished, _ = wait(flying, return_when=FIRST_COMPLETED)
+                while not finished:  # in slices: see bayeval.evaluators.WAIT_SLICE
+                    finished, _ = wait(flying, timeout=WAIT_SLICE,
+                                       return_when=FIRST_COMPLETED)
             for future in sorted(finished, key=lambda f: f.result()[1]):
                 item = flying.pop(future)
                 evaluate_or_skip(session, _answer(future.result()[0]), (item,), on_step,

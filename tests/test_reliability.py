@@ -374,6 +374,27 @@ def test_no_evaluator_process_outlives_bayeval(tmp_path, how):
     assert records[0]["format"] == "bayeval-journal" and records[1]["event"] == "ask"
 
 
+def test_ctrl_c_delivered_to_another_thread_ends_an_evaluator_wait():
+    # the kernel may deliver bayeval's SIGINT to any of its threads (JAX starts many); the
+    # main thread, waiting on an evaluator's command, must still end within a moment:
+    # here the signal goes to a helper thread on purpose (the deterministic worst case)
+    code = ("import signal, threading, time\n"
+            "from bayeval.evaluators import ChildProcesses\n"
+            "def send():\n    time.sleep(1.0)\n"
+            "    signal.pthread_kill(threading.get_ident(), signal.SIGINT)\n"
+            "threading.Thread(target=send).start()\n"
+            "t = time.monotonic()\n"
+            "try:\n    ChildProcesses().run('sleep 62.74', 300, shell=True)\n"
+            "except KeyboardInterrupt:\n    print(round(time.monotonic() - t, 1))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip(), done.stderr[-400:]
+    # 1 s until the signal, then at most one wait slice (0.25 s); 20 s leaves room for a
+    # loaded machine while a missed signal would wait for the whole 62.74 s command
+    assert float(done.stdout) < 20
+    assert _count("sleep 62.74") == 0
+
+
 def _count(pattern: str) -> int:
     found = subprocess.run(["pgrep", "-f", "-x", pattern], capture_output=True, text=True)
     return len(found.stdout.split())
