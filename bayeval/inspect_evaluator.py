@@ -13,6 +13,8 @@ averaged). Like the harness evaluators (:mod:`bayeval.harness`) it exposes
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,51 @@ from bayeval.data.matrix import validate_score
 from bayeval.errors import DataError, EvaluationError
 from bayeval.evaluators import BatchEvaluator
 
-__all__ = ["InspectEvaluator"]
+__all__ = ["InspectEvaluator", "load_task"]
+
+
+def load_task(spec: str) -> Any:
+    """The Inspect task a ``--inspect-task`` names: ``FILE.py@NAME`` is imported here,
+    once, and the task built with its defaults,
+    so that whatever the file registers (a model provider, say) exists before the model
+    is built; any other spec (a registered name such as ``inspect_evals/gsm8k``) is
+    handed to Inspect as it is."""
+    from inspect_ai import Task
+
+    path, _, name = spec.partition("@")
+    if not path.endswith(".py"):
+        return spec
+    file = Path(path)
+    if not file.is_file():
+        raise EvaluationError(f"--inspect-task {spec}: no such file {file}")
+    module_name = f"bayeval_inspect_task_{abs(hash(str(file.resolve())))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        loader = importlib.util.spec_from_file_location(module_name, file)
+        module = importlib.util.module_from_spec(loader)
+        try:
+            loader.loader.exec_module(module)
+        except Exception as exc:
+            raise EvaluationError(f"--inspect-task {spec}: {file} does not load "
+                                  f"({type(exc).__name__}: {exc})") from None
+        sys.modules[module_name] = module
+    found = getattr(module, name, None) if name else None
+    if not callable(found):
+        tasks = sorted(k for k, v in vars(module).items()
+                       if callable(v) and getattr(v, "__module__", None) == module_name
+                       and not k.startswith("_"))
+        raise EvaluationError(f"--inspect-task {spec}: name the task as {file}@NAME; "
+                              f"{file} has {'no ' + repr(name) if name else 'several'} "
+                              f"(its functions: {', '.join(tasks) or 'none'})")
+    try:
+        built = found()
+    except Exception as exc:
+        raise EvaluationError(f"--inspect-task {spec}: the task does not build "
+                              f"({type(exc).__name__}: {exc})") from None
+    if not isinstance(built, Task):
+        raise EvaluationError(f"--inspect-task {spec}: {name}() gave a "
+                              f"{type(built).__name__}, not an Inspect Task")
+    return built
 
 
 def _sample_id(item: str) -> str | int:
@@ -35,8 +81,9 @@ def _sample_id(item: str) -> str | int:
 
 class InspectEvaluator(BatchEvaluator):
     """Scores asked items with Inspect (module docstring). ``task``: an Inspect ``Task``
-    or a task spec (``file.py@name``); ``model``: an Inspect ``Model`` or a model name
-    (``provider/model``), built once here; ``metric``: the scorer (``SCORER:KEY`` for a
+    or a task spec (``file.py@name``, loaded once by :func:`load_task`); ``model``: an
+    Inspect ``Model`` or a model name (``provider/model``), built once here, after the
+    task; ``metric``: the scorer (``SCORER:KEY`` for a
     dict value; default: the only one); ``eval_args``: further arguments of
     ``inspect_ai.eval`` (``epochs``, ``max_connections``, …)."""
 
@@ -47,8 +94,13 @@ class InspectEvaluator(BatchEvaluator):
         except ImportError:
             raise EvaluationError("--evaluator inspect needs Inspect AI: pip install "
                                   "'bayeval[inspect]'") from None
-        self.task = task
-        self.model = get_model(model) if isinstance(model, str) else model
+        self.task = load_task(task) if isinstance(task, str) else task
+        try:
+            self.model = get_model(model) if isinstance(model, str) else model
+        except Exception as exc:  # an unknown provider, a missing API key, …
+            message = str(exc).strip().splitlines()
+            raise EvaluationError(f"Inspect model {model!r}: {type(exc).__name__}"
+                                  f"{': ' + message[0][:200] if message else ''}") from None
         self.log_dir = Path(log_dir)
         self.scorer, self.key = split_metric(metric)
         self.eval_args = eval_args

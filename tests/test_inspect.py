@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import json
 import re
+import signal
+import subprocess
+import sys
+import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,38 +22,17 @@ pytest.importorskip("inspect_ai", reason="Inspect AI (the test extra's inspect-a
 # Inspect's retry set-up warns of a deprecated tenacity argument at every model call
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-from inspect_ai import Task  # noqa: E402  (after the skip)
 from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.dataset import Sample  # noqa: E402
 from inspect_ai.model import ModelOutput, ModelUsage, get_model  # noqa: E402
-from inspect_ai.scorer import match  # noqa: E402
-from inspect_ai.solver import generate, solver  # noqa: E402
 
 from bayeval.data.inspect_logs import InspectWarning, read_inspect  # noqa: E402
 from bayeval.errors import DataError  # noqa: E402
 
-N = 30
+# the local task and its "skilled/S" model provider (a file, as `--inspect-task` loads it)
+sys.path.insert(0, str(Path(__file__).parent / "fixtures"))
+from inspect_doubling import N, doubling, right  # noqa: E402
+
 SKILLS = {"weak": 0.2, "mid": 0.5, "strong": 0.8, "best": 0.9}
-
-
-def right(skill: float, i: int) -> bool:
-    """Whether a model of ``skill`` answers sample i: item difficulties spread over [0, 1)."""
-    return (i * 37 % 100) / 100 < skill
-
-
-def doubling(n: int = N, broken: bool = False) -> Task:
-    """What is i + i? Scored by Inspect's match scorer; ``broken`` fails every sample."""
-
-    @solver
-    def fail():
-        async def solve(state, generate):
-            raise RuntimeError("a broken run")
-
-        return solve
-
-    return Task(dataset=[Sample(input=f"What is {i} + {i}?", target=str(2 * i), id=f"q{i}")
-                         for i in range(n)],
-                solver=fail() if broken else generate(), scorer=match(), name="doubling")
 
 
 def mock(name: str, skill: float, flip_second_epoch: bool = False):
@@ -170,3 +154,85 @@ def test_a_session_runs_the_target_on_the_asked_samples_only(logs, tmp_path):
     assert lower <= full <= upper
     # the target's own logs join the reference as one more model
     assert "mockllm/target" in read_inspect(tmp_path / "target").matrix.models
+
+
+TASK_FILE = Path(__file__).parent / "fixtures" / "inspect_doubling.py"
+
+
+def _told(journal: Path) -> list[tuple[str, float]]:
+    """(item, score) of every score a journal records, in order."""
+    if not journal.exists():
+        return []
+    records = [json.loads(x) for x in journal.read_text().splitlines() if x.strip()]
+    return [(r["item"], r["score"]) for r in records if r.get("event") == "tell"]
+
+
+def test_cli_runs_the_target_with_inspect_and_resumes_after_sigkill(logs, tmp_path):
+    # `bayeval evaluate --evaluator inspect`: Inspect runs the local task on the target
+    # (skilled/0.7, a provider the task file registers) one batch of asked samples at a
+    # time; SIGKILL after the first scores, then --resume: nothing journaled is lost,
+    # Inspect's own logs hold exactly the samples asked, and the estimate holds the full
+    # run's score (exact once every sample is scored)
+    journal, out = tmp_path / "run.jsonl", tmp_path / "target-logs"
+    argv = [sys.executable, "-m", "bayeval.cli", "evaluate", "--reference", f"inspect:{logs}",
+            "--evaluator", "inspect", "--inspect-task", f"{TASK_FILE}@doubling",
+            "--target", "skilled/0.7", "--batch", "4", "--output-path", str(out),
+            "--journal", str(journal), "-q", "--json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300  # start-up compiles from a cold cache
+        while not _told(journal) and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()[1][-800:]
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.communicate()
+    before = _told(journal)
+    assert before
+    done = subprocess.run([sys.executable, "-m", "bayeval.cli", "evaluate", "--resume",
+                           "--journal", str(journal), "-q", "--json"], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-800:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    after = _told(journal)
+    assert after[:len(before)] == before  # nothing lost or changed
+    assert len({item for item, _ in after}) == len(after) == result["items_used"]
+    for item, score in after:  # Inspect's score of each asked sample
+        assert score == float(right(0.7, int(item[1:])))
+    # Inspect's finished logs hold the asked samples and no other (the batch in flight at
+    # the SIGKILL may have finished in Inspect unjournaled: asked once more on resume)
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    finished = [lg for lg in map(read_eval_log, list_eval_logs(str(out)))
+                if lg.status == "success"]
+    logged = [str(s.id) for lg in finished for s in lg.samples]
+    assert set(logged) == {item for item, _ in after}
+    assert len(after) <= len(logged) <= len(after) + 4
+    full = float(np.mean([right(0.7, i) for i in range(N)]))
+    assert result["lower"] <= full <= result["upper"]
+    if result["items_used"] == N:
+        assert result["estimate"] == result["lower"] == result["upper"] == pytest.approx(full)
+    assert result["evaluator"] == "inspect"
+
+
+def test_cli_inspect_evaluator_errors_are_one_line(logs, tmp_path):
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+
+    base = ["evaluate", "--reference", f"inspect:{logs}", "--evaluator", "inspect",
+            "--target", "skilled/0.7", "--journal", str(tmp_path / "j.jsonl")]
+    cases = [
+        ([], "--evaluator inspect needs --inspect-task FILE.py@TASK"),
+        (["--inspect-task", str(tmp_path / "none.py@t")], "no such file"),
+        (["--inspect-task", f"{TASK_FILE}@nope"], "name the task as"),
+        (["--inspect-task", f"{TASK_FILE}@doubling", "--concurrency", "2"],
+         "--concurrency is for --evaluator command or oracle; inspect runs"),
+    ]
+    for extra, message in cases:
+        done = CliRunner().invoke(app, [*base, *extra])
+        assert done.exit_code == 2 and message in done.output, (extra, done.output)
+        assert not (tmp_path / "j.jsonl").exists()  # refused before any journal
+    done = CliRunner().invoke(app, ["evaluate", "--inspect-task", "x.py@t"])
+    assert done.exit_code == 2 and "only used with --evaluator inspect" in done.output

@@ -52,6 +52,7 @@ class EvaluatorKind(StrEnum):
     oracle = "oracle"
     command = "command"
     lm_eval = "lm-eval"
+    inspect = "inspect"
 
 
 def setup_jax() -> None:
@@ -165,13 +166,28 @@ def command_evaluator(command: str, timeout: float, retries: int):
 
 def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout: float,
                    retries: int, usage: str, lm_eval_args: str | None = None,
-                   harness: bool = False) -> str:
+                   harness: bool = False, inspect_task: str | None = None) -> str:
     """The kind of ``--evaluator`` (oracle by default), with ``--command`` checked before
     any work: required, and accepted by the CommandEvaluator, for ``command``; refused
     otherwise. ``usage``: the command's form for the error, e.g. ``'CMD {item}'``.
     ``harness``: whether this command offers ``--evaluator lm-eval`` (it needs
-    ``--lm-eval-args`` and an installed lm-evaluation-harness)."""
+    ``--lm-eval-args`` and an installed lm-evaluation-harness) and ``--evaluator
+    inspect`` (it needs ``--inspect-task`` and an installed Inspect AI)."""
     kind = (evaluator or EvaluatorKind.oracle).value
+    if kind == EvaluatorKind.inspect.value:
+        if not harness:
+            raise BayevalError("--evaluator inspect evaluates one model's items (bayeval "
+                               "evaluate); use command here")
+        if not inspect_task:
+            raise BayevalError("--evaluator inspect needs --inspect-task FILE.py@TASK (or "
+                               "a registered task name)")
+        import importlib.util
+
+        if importlib.util.find_spec("inspect_ai") is None:
+            raise BayevalError("--evaluator inspect: Inspect AI is not installed in this "
+                               f"Python ({sys.executable}); pip install 'bayeval[inspect]'")
+    elif inspect_task is not None:
+        raise BayevalError("--inspect-task is only used with --evaluator inspect")
     if kind == EvaluatorKind.lm_eval.value:
         if not harness:
             raise BayevalError("--evaluator lm-eval evaluates one model's items (bayeval "

@@ -72,7 +72,15 @@ def evaluate(
         help="oracle: simulate with the target's known row; command: run --command for "
              "each item; lm-eval: lm-evaluation-harness, the model and task loaded once "
              "in this process and run on each batch of --batch items (see "
-             "--lm-eval-mode), reading the reference's metric back.")] = None,
+             "--lm-eval-mode), reading the reference's metric back; inspect: Inspect AI "
+             "runs --inspect-task on the --target model (an Inspect model name such as "
+             "openai/gpt-4o-mini) in this process, one eval per batch of --batch items "
+             "(default 8), scored by --metric, its logs kept in --output-path.")] = None,
+    inspect_task: Annotated[str | None, typer.Option(
+        help="With --evaluator inspect: the Inspect task, FILE.py@TASK (imported once, "
+             "with what it registers) or a registered task name; its sample ids are the "
+             "reference's item ids (e.g. --reference inspect:LOG_DIR of earlier runs).")
+    ] = None,
     lm_eval_args: Annotated[str | None, typer.Option(
         help="With --evaluator lm-eval: the harness's options as `lm_eval run` takes "
              "them, e.g. '--model hf --model_args pretrained=gpt2 --include_path tasks/' "
@@ -84,8 +92,9 @@ def evaluate(
              "every launch loads the model again).")] = LmEvalMode.in_process,
     output_path: Annotated[Path | None, typer.Option(
         help="With --evaluator lm-eval: keep the harness's own per-document output of "
-             "the target here (samples and results files, as --log_samples writes them), "
-             "so the new model can join the reference.")] = None,
+             "the target here (samples and results files, as --log_samples writes them); "
+             "with --evaluator inspect: the folder of the target's eval logs (default: "
+             "JOURNAL.inspect), so the new model can join the reference.")] = None,
     batch: Annotated[int | None, typer.Option(
         help="Items asked and evaluated together (default 32 with --evaluator lm-eval: "
              "one harness call per batch; else 1). Draw probabilities stay those of "
@@ -152,7 +161,7 @@ def evaluate(
                            (task, metric, filter_name), lm_eval_args, batch,
                            {"lm_eval_mode": lm_eval_mode.value,
                             "output_path": None if output_path is None else str(output_path),
-                            "concurrency": concurrency})
+                            "concurrency": concurrency, "inspect_task": inspect_task})
     if as_json:
         print(json.dumps(result))
     elif "targets" in result:
@@ -181,7 +190,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "--targets": targets, "--evaluator": evaluator, "--command": command,
             "--method": method, "--epsilon": epsilon, "--max-items": max_items,
             "--seed": seed, "--task": harness[0], "--metric": harness[1],
-            "--filter": harness[2]})
+            "--filter": harness[2], "--inspect-task": (live or {}).get("inspect_task")})
         given = (live or {}).get("concurrency", 1)
         if given > 1:  # how many run at once is not a setting of the estimate: may change
             try:
@@ -195,9 +204,9 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         several = targets is not None
         usage = "CMD {target} {item}" if several else "CMD {item}"
         kind = evaluator_kind(evaluator, command, timeout, retries, usage, lm_eval_args,
-                              harness=True)
-        if kind == EvaluatorKind.lm_eval.value and several:
-            raise BayevalError("--evaluator lm-eval evaluates one model (--target), not "
+                              harness=True, inspect_task=(live or {}).get("inspect_task"))
+        if kind in (EvaluatorKind.lm_eval.value, EvaluatorKind.inspect.value) and several:
+            raise BayevalError(f"--evaluator {kind} evaluates one model (--target), not "
                                "--targets")
         source, matrix = fresh_source(dataset, reference, task=harness[0],
                                       metric=harness[1], filter_name=harness[2],
@@ -237,13 +246,19 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
         live = dict(live or {})
         harness_run = kind == EvaluatorKind.lm_eval.value
+        inspect_run = kind == EvaluatorKind.inspect.value
         refuse_concurrency(live.get("concurrency", 1), kind)
-        if live.get("output_path") is not None and not harness_run:
-            raise BayevalError("--output-path keeps the harness's output: it needs "
-                               "--evaluator lm-eval")
+        if live.get("output_path") is not None and not (harness_run or inspect_run):
+            raise BayevalError("--output-path keeps the harness's output or Inspect's "
+                               "logs: it needs --evaluator lm-eval or inspect")
         settings = EvaluatorSettings(kind, command, timeout, retries,
-                                     batch or (32 if harness_run else 1),
+                                     batch or (32 if harness_run else 8 if inspect_run
+                                               else 1),
                                      live.get("concurrency", 1))
+        if inspect_run:
+            settings = settings.replace(
+                task=harness[0], metric=harness[1], inspect_task=live["inspect_task"],
+                output_path=live.get("output_path") or f"{journal}.inspect")
         if harness_run:
             settings = settings.replace(
                 **_harness_settings(matrix, lm_eval_args, *harness),
@@ -266,6 +281,11 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
 
         if harness_run:  # the model and the task, loaded (or checked) before any journal
             evaluate_fn = _harness_evaluator(settings, matrix, names[0])
+        elif inspect_run:
+            try:
+                evaluate_fn = settings.evaluator_for(matrix, names)
+            except EvaluationError as exc:  # a task or model that does not load
+                raise BayevalError(str(exc)) from None
         setup_jax()
         session = Session(ref, names if several else names[0], name, method_params=params,
                           seed=seed, journal=journal, max_items=max_items,
@@ -331,9 +351,9 @@ def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool =
     touched)."""
     if concurrency <= 1:
         return
-    if kind == EvaluatorKind.lm_eval.value:
-        raise BayevalError("--concurrency is for --evaluator command or oracle; the "
-                           "harness runs a batch's documents together (--batch)")
+    if kind in (EvaluatorKind.lm_eval.value, EvaluatorKind.inspect.value):
+        raise BayevalError(f"--concurrency is for --evaluator command or oracle; {kind} "
+                           "runs a batch's items together (--batch)")
     if method is not None and (several or method.with_replacement):
         raise BayevalError(f"--concurrency: {method.name} evaluates one item at a time "
                            f"({'several targets' if several else 'draws with replacement'})")
@@ -559,7 +579,8 @@ def _print_result(r: dict[str, Any]) -> None:
     if r.get("domain_warning"):
         table.add_row("[yellow]warning[/]", r["domain_warning"])
     if r.get("harness_launches") is not None:
-        table.add_row("harness runs", f"{r['harness_launches']} (one per batch)")
+        runs = "Inspect runs" if r.get("evaluator") == "inspect" else "harness runs"
+        table.add_row(runs, f"{r['harness_launches']} (one per batch)")
     if r.get("evaluator") != EvaluatorKind.oracle.value:  # a simulation's times say nothing
         for name, text in time_rows(r.get("times"), r["n_items"]):
             table.add_row(name, text)

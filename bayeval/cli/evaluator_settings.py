@@ -27,13 +27,15 @@ class EvaluatorSettings:
     """The evaluator of a run and what it needs.
 
     evaluator: ``oracle`` (the target's row of the reference), ``command`` (``command``
-        run per item with ``timeout`` seconds and ``retries`` retries) or ``lm-eval``.
+        run per item with ``timeout`` seconds and ``retries`` retries), ``lm-eval`` or
+        ``inspect`` (``inspect_task`` run on the target by Inspect AI, scored by
+        ``metric``).
     batch, concurrency: items evaluated together, evaluations in flight.
     lm_eval_args, task, metric, filter, subtasks: the harness's options, its task, and
         the per-sample metric, filter and subtask weights the reference scores are.
     lm_eval_mode: ``in-process`` or ``subprocess`` (a journal from before the in-process
         route has none and ran subprocesses).
-    output_path: where the harness keeps the target's own output.
+    output_path: where the harness keeps the target's own output (Inspect: its logs).
     source, history: ``bayeval select``'s reference source and history note.
     """
 
@@ -50,6 +52,7 @@ class EvaluatorSettings:
     subtasks: list[list[Any]] = field(default_factory=list)
     lm_eval_mode: str = SUBPROCESS
     output_path: str | None = None
+    inspect_task: str | None = None
     source: dict[str, Any] | None = None
     history: str | None = None
 
@@ -104,6 +107,11 @@ class EvaluatorSettings:
                                      timeout=self.timeout, output_path=self.output_path)
             return LmEvalInProcess.from_args(self.lm_eval_args, self.task, *where,
                                              output_path=self.output_path, name=targets[0])
+        if self.evaluator == EvaluatorKind.inspect.value:
+            from bayeval.inspect_evaluator import InspectEvaluator
+
+            return InspectEvaluator(self.inspect_task, targets[0], self.output_path,
+                                    self.metric)
         if self.evaluator == EvaluatorKind.command.value:
             runner = command_evaluator(self.command, self.timeout, self.retries)
             return (lambda target, item: runner(item, target)) if several else runner
