@@ -29,6 +29,24 @@ def test_help_on_every_command():
     assert "--resume" in _invoke("evaluate", "--help").output
 
 
+def test_help_shows_no_type_for_a_flag():
+    # every command and group: a flag (--resume, --json, --help, --version, --faq/--no-faq)
+    # takes no value, so its row shows none (Typer writes "<bool>"); options keep theirs
+    import click
+    import typer.main
+
+    group = typer.main.get_command(app)
+    paths = [[]]
+    for name, command in group.commands.items():
+        paths.append([name])
+        if isinstance(command, click.Group):
+            paths += [[name, sub] for sub in command.commands]
+    for path in paths:
+        shown = _invoke(*path, "--help").output
+        assert "Usage" in shown and "<bool>" not in shown, path
+    assert "<int>" in _invoke("evaluate", "--help").output
+
+
 def test_datasets_lists_shapes():
     result = _invoke("datasets")
     assert result.exit_code == 0

@@ -17,6 +17,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from bayeval.cli.numbers import FlagGroup
 from bayeval.errors import BayevalError, DataError
 
 app = typer.Typer(
@@ -26,6 +27,7 @@ app = typer.Typer(
     add_completion=False,
     rich_markup_mode="markdown",
     pretty_exceptions_enable=False,
+    cls=FlagGroup,
 )
 out = Console()
 err = Console(stderr=True)
@@ -338,7 +340,7 @@ def load_source(source: dict[str, Any], journal: Path | str = "journal"):
 
 
 bench_app = typer.Typer(help="Experiments that reproduce the papers' tables.",
-                        no_args_is_help=True)
+                        no_args_is_help=True, cls=FlagGroup)
 app.add_typer(bench_app, name="bench")
 
 

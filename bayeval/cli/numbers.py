@@ -11,7 +11,7 @@ import math
 from typing import Any, NamedTuple
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 SEED_MAX = 2**63 - 1  # JAX keys and NumPy generators take 64-bit seeds
 
@@ -83,6 +83,13 @@ def check_numbers(command: Any, ctx: Any) -> None:
         raise typer.BadParameter(f"{text(value)} {problem}", ctx=ctx, param_hint=hint)
 
 
+def hide_flag_types(command: Any, ctx: Any) -> None:
+    """A flag takes no value: its help row shows no ``<bool>`` type (Typer's default)."""
+    for param in command.get_params(ctx):
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+
+
 class CheckedCommand(TyperCommand):
     """Typer's command class, whose parsed numbers are checked (:func:`check_numbers`)
     before the command runs: give it as ``app.command(cls=CheckedCommand)``."""
@@ -91,5 +98,18 @@ class CheckedCommand(TyperCommand):
         check_numbers(self, ctx)
         return super().invoke(ctx)
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        hide_flag_types(self, ctx)
+        super().format_help(ctx, formatter)
 
-__all__ = ["RANGES", "SEED_MAX", "CheckedCommand", "Range", "check_numbers"]
+
+class FlagGroup(TyperGroup):
+    """Typer's group class, whose flags show no type in the help (:func:`hide_flag_types`):
+    ``typer.Typer(cls=FlagGroup)``."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        hide_flag_types(self, ctx)
+        super().format_help(ctx, formatter)
+
+
+__all__ = ["RANGES", "SEED_MAX", "CheckedCommand", "FlagGroup", "Range", "check_numbers"]
