@@ -116,6 +116,27 @@ def test_long_csv_with_gaps(tmp_path):
     assert np.isnan(m.scores[0, 1]) and m.scores[1, 1] == 0.5
 
 
+@pytest.mark.parametrize("order", ["model,item,score", "item,model,score",
+                                   "score,item,model", "Item, Score, Model"])
+def test_a_long_table_is_read_with_its_columns_in_any_order(tmp_path, order):
+    # the header names the columns: their order does not matter (the fast and the
+    # row-by-row CSV readers, a DataFrame, parquet); a bad cell still names its line
+    names = [c.strip().lower() for c in order.split(",")]
+    cells = [("m1", "a", "1"), ("m1", "b", "0"), ("m2", "a", "0.5")]
+    rows = ["".join(",".join(dict(zip(("model", "item", "score"), c, strict=True))[n]
+                             for n in names)) for c in cells]
+    csv = _write(tmp_path / "l.csv", order + "\n" + "\n".join(rows) + "\n")
+    frame = pd.read_csv(csv)
+    frame.to_parquet(tmp_path / "l.parquet")
+    for m in (read_csv(csv), from_frame(frame), read_matrix(tmp_path / "l.parquet")):
+        assert list(m.models) == ["m1", "m2"] and list(m.items) == ["a", "b"]
+        np.testing.assert_array_equal(m.scores, [[1, 0], [0.5, np.nan]])
+    bad = _write(tmp_path / "bad.csv", order + "\n" + rows[0] + "\n"
+                 + rows[1].replace(",0", ",x").replace("0,", "x,") + "\n")
+    with pytest.raises(DataError, match=r"bad.csv line 3: 'x' is not a number"):
+        read_csv(bad)
+
+
 def test_pickled_npz_is_refused(tmp_path):
     p = tmp_path / "p.npz"
     np.savez(p, scores=np.zeros((1, 2)), models=np.array(["a"], dtype=object),

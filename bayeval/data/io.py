@@ -192,8 +192,20 @@ def _long_from_rows(rows: Iterable[tuple[int, list[object]]], source: str,
     return ScoreMatrix(scores, list(models), list(items), kind=kind, name=source)
 
 
+def _long_order(header: list[str]) -> list[int]:
+    """The positions of the model, item and score columns of a long table whose header
+    names them in any order ([0, 1, 2] for a header that names them otherwise: a long
+    layout given by the caller is read in that order)."""
+    names = [h.strip().lower() for h in header]
+    if sorted(names) == sorted(_LONG_COLUMNS):
+        return [names.index(c) for c in _LONG_COLUMNS]
+    return [0, 1, 2]
+
+
 def _detect_layout(header: list[str]) -> Layout:
-    return "long" if [h.strip().lower() for h in header] == list(_LONG_COLUMNS) else "wide"
+    """Long when the header is the columns model, item and score, in any order."""
+    return ("long" if sorted(h.strip().lower() for h in header) == sorted(_LONG_COLUMNS)
+            else "wide")
 
 
 # the missing markers of _MISSING as pyarrow's exact-match null values, in common cases
@@ -210,8 +222,10 @@ def _fast_csv(path: Path, header: list[str], layout: Layout, source: str,
     import pyarrow.csv as pacsv
 
     names = [f"c{j}" for j in range(len(header))]
+    order = _long_order(header)
     if layout == "long":
-        types = {names[0]: pa.string(), names[1]: pa.string(), names[2]: pa.float64()}
+        types = {names[order[0]]: pa.string(), names[order[1]]: pa.string(),
+                 names[order[2]]: pa.float64()}
     else:
         types = {n: pa.float64() for n in names}
         types[names[0]] = pa.string()
@@ -226,8 +240,10 @@ def _fast_csv(path: Path, header: list[str], layout: Layout, source: str,
     if table.num_rows == 0:
         return None
     if layout == "long":
-        return _long_from_arrays(table.column(0).to_pandas(), table.column(1).to_pandas(),
-                                 table.column(2).to_numpy(zero_copy_only=False), source, kind)
+        return _long_from_arrays(table.column(order[0]).to_pandas(),
+                                 table.column(order[1]).to_pandas(),
+                                 table.column(order[2]).to_numpy(zero_copy_only=False),
+                                 source, kind)
     ids = [str(m).strip() for m in table.column(0).to_pylist()]
     values = np.column_stack([table.column(j).to_numpy(zero_copy_only=False)
                               for j in range(1, len(names))]) if len(names) > 1 else None
@@ -283,7 +299,9 @@ def read_csv(path: str | os.PathLike, layout: Layout | None = None,
             else:
                 rows = ((n, r) for n, r in enumerate(reader, start=2) if r)
                 if layout == "long":
-                    matrix = _long_from_rows(rows, source, kind)
+                    order = _long_order(header)
+                    matrix = _long_from_rows(((n, [r[k] for k in order] if len(r) == 3
+                                               else r) for n, r in rows), source, kind)
                 else:
                     matrix = _wide_from_rows(rows, header, source, kind)
         return _with_metadata(matrix, _read_sidecar(path))
@@ -383,6 +401,9 @@ def from_frame(frame: pd.DataFrame, layout: Layout | None = None, kind: Kind | N
     error names the row."""
     header = [str(c) for c in frame.columns]
     layout = layout or _detect_layout(header)
+    if layout == "long" and len(header) == 3 and _long_order(header) != [0, 1, 2]:
+        order = _long_order(header)
+        frame, header = frame.iloc[:, order], [header[k] for k in order]
     if layout == "wide" and (not header or header[0].strip().lower() != "model"):
         raise DataError(f"{name}: a wide table needs a first column 'model' "
                         f"(found {header[:3]}) or columns model, item, score for long")
