@@ -151,3 +151,20 @@ def test_cli_compress_writes_subset_and_samples(tmp_path):
     bad = runner.invoke(app, ["compress", "--method", "mince", "--dataset", "rte",
                               "--size", "10", "--out", str(tmp_path / "x.json")])
     assert bad.exit_code == 2 and "mince chooses the size" in bad.output
+
+
+@pytest.mark.parametrize(("items", "message"), [
+    (["rte-00003", "rte-00300"], r"item 'rte-00300': doc 300 is beyond the 277 documents "
+                                 "of rte"),
+    (["rte-00003", "mrpc-00012"], r"item 'mrpc-00012' is not an item of rte: its items "
+                                  "are 'rte-<doc_id>'"),
+    (["rte-00012", "rte-12"], r"items 'rte-00012' and 'rte-12' are the same doc 12 of rte"),
+])
+def test_a_subset_item_that_is_not_a_document_of_the_benchmark_is_refused(
+        tmp_path, items, message):
+    # an edited subset file: an id past the benchmark, of another benchmark, or a second
+    # spelling of one document is refused, not read as the document with that number
+    from bayeval.compression.estimate import read_subset_run
+
+    with pytest.raises(DataError, match=message):
+        read_subset_run(tmp_path, Subset("rte", 277, items, "random", task="rte"))

@@ -49,7 +49,8 @@ def read_subset_run(output: str | os.PathLike, subset: Subset, model: str | None
     if not name:
         raise DataError(f"subset of {subset.benchmark}: no lm-evaluation-harness task name "
                         "to read the run by")
-    docs = harness_docs(subset.items, name, subset.subtask_counts)
+    # a single task's documents are the benchmark's items: an id beyond them is refused
+    docs = harness_docs(subset.items, name, subset.subtask_counts or [(name, subset.n_items)])
     metric = metric or subset.metric
     logs: dict[str, dict[int, float]] = {}
     for key in dict.fromkeys(k for k, _ in docs):

@@ -390,7 +390,9 @@ def harness_docs(items: Sequence[str], task: str,
     ``<subtask>/<doc_id>`` ids (a group read from logs) go to their subtask. ``<x>-<n>``
     ids go to ``task``, or, when ``subtasks`` gives a split of the columns in order (the
     bundled MuSR: 250, 256, 250 documents), ``n`` is a column index split over them. Every
-    index is checked against its subtask's document count where known."""
+    index is checked against its subtask's document count where known; the ``<x>-<n>``
+    ids must share one prefix ``x`` (the items of one matrix), and no two items may be
+    the same document."""
     counts = dict(subtasks)
     offsets = []
     start = 0
@@ -398,6 +400,8 @@ def harness_docs(items: Sequence[str], task: str,
         offsets.append((start, start + count, name))
         start += count
     out = []
+    seen: dict[tuple[str, int], str] = {}
+    prefix = None
     for item in items:
         name, sep, doc = str(item).rpartition("/")
         if sep and doc.isdigit():
@@ -407,6 +411,10 @@ def harness_docs(items: Sequence[str], task: str,
             if match is None:
                 raise DataError(f"item {item!r} carries no doc index (ids look like "
                                 "'<task>-<doc_id>' or '<subtask>/<doc_id>')")
+            prefix = prefix or match["prefix"]
+            if match["prefix"] != prefix:
+                raise DataError(f"item {item!r} is not an item of {task}: its items are "
+                                f"'{prefix}-<doc_id>'")
             key, index = task, int(match["doc"])
             if len(offsets) > 1:
                 hit = [(lo, name) for lo, hi, name in offsets if lo <= index < hi]
@@ -417,6 +425,10 @@ def harness_docs(items: Sequence[str], task: str,
         if key in counts and index >= counts[key]:
             raise DataError(f"item {item!r}: doc {index} is beyond the {counts[key]} "
                             f"documents of {key}")
+        if (key, index) in seen:
+            raise DataError(f"items {seen[key, index]!r} and {item!r} are the same doc "
+                            f"{index} of {key}")
+        seen[key, index] = str(item)
         out.append((key, index))
     return out
 
@@ -427,9 +439,7 @@ def harness_samples(items: Sequence[str], task: str,
     out: dict[str, list[int]] = {}
     for key, index in harness_docs(items, task, subtasks):
         out.setdefault(key, []).append(index)
-    for key, docs in out.items():
-        if len(set(docs)) != len(docs):
-            raise DataError(f"two items map to the same doc index of {key}")
+    for docs in out.values():
         docs.sort()
     return out
 
