@@ -115,7 +115,7 @@ LAYERS = [
     {"acquisition", "stopping", "estimators", "compression"},
     {"methods"},
     {"journal", "runner", "session", "session_journal", "draw_order", "cells", "simulate",
-     "inspect_evaluator",
+     "inspect_evaluator", "harness_results",
      "evaluators", "harness", "selection"},
     {"experiments", "diagnose"},
     {"cli"},

@@ -117,7 +117,7 @@ def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
                     "--evaluator", "lm-eval", "--lm-eval-args",
                     "--model dummy --model_args pretrained=org/new --include_path .",
                     "--target", "org/new", "--batch", "20", "--journal", "run.jsonl",
-                    "--json", "-q")
+                    "--harness-results", "estimated.json", "--json", "-q")
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert result["items_evaluated"] >= 20
@@ -152,6 +152,42 @@ def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
     assert estimate["estimate"] == pytest.approx(np.mean([r["acc"] for r in logged]))
     assert estimate["lower"] <= estimate["estimate"] <= estimate["upper"]
     assert estimate["interval"].startswith("design-based")
+
+    # both estimates in the harness's own results layout, read as the harness reads its
+    # results: the keys of its schema, the metric keys of its own results file of the
+    # same task, and its own table
+    (workdir / "subset-results").mkdir()
+    _in_process(workdir, capsys, "estimate", "--subset", "sub.json", "--samples", "subrun",
+                "--harness-results", "subset-results", "--json")
+    [subset_file] = (workdir / "subset-results").glob("results_*.json")
+    [harness_file] = (workdir / "subrun").rglob("results_*.json")
+    _check_harness_results(json.loads((workdir / "estimated.json").read_text()), result,
+                           json.loads(harness_file.read_text()))
+    _check_harness_results(json.loads(subset_file.read_text()), estimate,
+                           json.loads(harness_file.read_text()))
+
+
+def _check_harness_results(record: dict, result: dict, harness: dict) -> None:
+    """``record`` (bayeval's --harness-results) against lm-evaluation-harness's schema
+    (lm_eval.result_schema.EvalResults), its own results file ``harness`` of the same task
+    and its make_table; ``result``: the command's JSON result."""
+    from lm_eval.result_schema import EvalResults
+    from lm_eval.utils import make_table
+
+    assert set(record) - {"bayeval"} <= set(EvalResults.__annotations__)
+    assert record["bayeval"]["estimate"] is True
+    mine, theirs = record["results"][TASK], harness["results"][TASK]
+    assert {k for k in theirs if "," in k} <= set(mine)  # "acc,none", "acc_stderr,none"
+    assert mine["acc,none"] == pytest.approx(result["estimate"])
+    assert (mine["acc_lower,none"], mine["acc_upper,none"]) == pytest.approx(
+        (result["lower"], result["upper"]))
+    half = (result["upper"] - result["lower"]) / 2
+    assert mine["acc_stderr,none"] == pytest.approx(half / 1.959963984540054)
+    used = result.get("items_used", result.get("items"))
+    assert record["n-samples"][TASK] == {"original": 40, "effective": used}
+    assert set(record["n-samples"][TASK]) == set(harness["n-samples"][TASK])
+    table = make_table(record)
+    assert f"{TASK} (bayeval estimate)" in table and f"{result['estimate']:.4f}" in table
 
 
 def test_select_reads_harness_logs(workdir, capsys):

@@ -400,3 +400,32 @@ def failure_summary(skipped: list[tuple[str, ...]], top: int = 3) -> list[dict[s
 
     causes = Counter(re.sub(r"item '[^']*': ", "", record[-1]) for record in skipped)
     return [{"reason": reason, "count": count} for reason, count in causes.most_common(top)]
+
+
+HarnessResultsOption = Annotated[Path | None, typer.Option(
+    help="Also write the estimate in lm-evaluation-harness's results layout (the "
+         "metric, its stderr-like half-width / z, the interval, n-samples evaluated of "
+         "all, an alias marked '(bayeval estimate)'): to this file, or to "
+         "results_<date>.json in this folder.")]
+
+
+def write_estimate_results(result: dict[str, Any], path: Path) -> None:
+    """``--harness-results PATH``: one target's estimate (``result``: the command's JSON
+    result) written in the harness's results layout (:mod:`bayeval.harness_results`)."""
+    from bayeval.harness_results import TaskEstimate, harness_results, write_harness_results
+
+    if "targets" in result:
+        raise BayevalError("--harness-results holds one model's estimate; --targets "
+                           "evaluates several (use --json)")
+    estimate = TaskEstimate(result["task"], result["estimate"], result["lower"],
+                            result["upper"], result["items_used"], result["n_items"],
+                            result["level"])
+    info = {k: result.get(k) for k in ("method", "params", "seed", "stopped", "journal",
+                                       "reference", "interval")
+            if result.get(k) is not None}
+    try:
+        write_harness_results(harness_results(estimate, result.get("metric"),
+                                              result.get("filter"), result["target"],
+                                              info), path)
+    except OSError as exc:
+        raise BayevalError(f"--harness-results {path}: {exc.strerror or exc}") from None

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from bayeval.cli.common import app, fail, field_table, out
+from bayeval.cli.common import HarnessResultsOption, app, fail, field_table, out
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
 
@@ -31,6 +31,7 @@ def estimate(
         "--filter", help="The harness filter to read when the --samples run logs several "
                          "(e.g. strict-match).")] = None,
     level: Annotated[float, typer.Option(help="Interval level.")] = 0.95,
+    harness_results: HarnessResultsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")
                        ] = False,
 ) -> None:
@@ -50,6 +51,9 @@ def estimate(
         frozen = Subset.load(subset)
         scores = read_subset_run(samples, frozen, model, metric, filter_name)
         result = subset_estimate(frozen, scores, level)
+        if harness_results is not None:
+            _write_results(result, frozen, metric, filter_name, model or samples.name,
+                           harness_results)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -66,3 +70,18 @@ def estimate(
                                                f"{result['upper'] - result['lower']:.4f})")
     table.add_row("interval", result["interval"])
     out.print(table)
+
+
+def _write_results(result, frozen, metric, filter_name, model, path) -> None:
+    """``--harness-results``: the subset's estimate in the harness's results layout."""
+    from bayeval.harness_results import TaskEstimate, harness_results, write_harness_results
+
+    estimate = TaskEstimate(frozen.task or frozen.benchmark, result["estimate"],
+                            result["lower"], result["upper"], result["items"],
+                            result["n_items"], result["level"])
+    info = {"method": f"subset ({result['method']})", "interval": result["interval"]}
+    try:
+        write_harness_results(harness_results(estimate, metric or frozen.metric,
+                                              filter_name, model, info), path)
+    except OSError as exc:
+        raise BayevalError(f"--harness-results {path}: {exc.strerror or exc}") from None

@@ -21,6 +21,7 @@ from bayeval.cli.common import (
     SUBPROCESS,
     EvaluatorKind,
     FilterOption,
+    HarnessResultsOption,
     JsonOption,
     LmEvalMode,
     MetricOption,
@@ -43,6 +44,7 @@ from bayeval.cli.common import (
     resumable,
     resume_from,
     setup_jax,
+    write_estimate_results,
 )
 from bayeval.cli.evaluator_settings import EvaluatorSettings
 from bayeval.cli.numbers import CheckedCommand
@@ -141,6 +143,7 @@ def evaluate(
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the run recorded in --journal (its settings are "
                          "read from it).")] = False,
+    harness_results: HarnessResultsOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -156,12 +159,17 @@ def evaluate(
                                "all its items; concurrency draws as each one finishes)")
         if targets is not None and target is not None:
             raise BayevalError("give either --target or --targets, not both")
+        if harness_results is not None and targets is not None:
+            raise BayevalError("--harness-results holds one model's estimate; --targets "
+                               "evaluates several (use --json)")
         result = _evaluate(dataset, reference, target, targets, evaluator, command, timeout,
                            retries, method, epsilon, max_items, seed, journal, resume, quiet,
                            (task, metric, filter_name), lm_eval_args, batch,
                            {"lm_eval_mode": lm_eval_mode.value,
                             "output_path": None if output_path is None else str(output_path),
                             "concurrency": concurrency, "inspect_task": inspect_task})
+        if harness_results is not None:
+            write_estimate_results(result, harness_results)
     if as_json:
         print(json.dumps(result))
     elif "targets" in result:
@@ -318,6 +326,8 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                     "skipped": len(session.skipped)}
         value, lower, upper = session.estimate()
         truth = _true_score(matrix, session.target_id, settings)
+        from bayeval.data.lm_eval import harness_task
+
         return {
             "target": session.target_id,
             **common,
@@ -339,6 +349,9 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "items": [item for item, _ in session.observations],
             "harness_launches": _launches(session, evaluate_fn),
             "evaluator": settings.evaluator,
+            "task": settings.task or harness_task(matrix) or session.reference.name,
+            "metric": settings.metric or matrix.metadata.get("metric"),
+            "filter": settings.filter or matrix.metadata.get("filter"),
             "times": session.times.summary(session.n_items),
         }
 
