@@ -191,8 +191,8 @@ def test_cli_runs_the_target_with_inspect_and_resumes_after_sigkill(logs, tmp_pa
     before = _told(journal)
     assert before
     done = subprocess.run([sys.executable, "-m", "bayeval.cli", "evaluate", "--resume",
-                           "--journal", str(journal), "-q", "--json"], capture_output=True,
-                          text=True, timeout=600)
+                           "--journal", str(journal), "--inspect-log", str(out), "-q",
+                           "--json"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-800:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     after = _told(journal)
@@ -204,8 +204,9 @@ def test_cli_runs_the_target_with_inspect_and_resumes_after_sigkill(logs, tmp_pa
     # the SIGKILL may have finished in Inspect unjournaled: asked once more on resume)
     from inspect_ai.log import list_eval_logs, read_eval_log
 
-    finished = [lg for lg in map(read_eval_log, list_eval_logs(str(out)))
-                if lg.status == "success"]
+    every = list(map(read_eval_log, list_eval_logs(str(out))))
+    [estimated] = [lg for lg in every if "bayeval" in (lg.eval.metadata or {})]
+    finished = [lg for lg in every if lg.status == "success" and lg is not estimated]
     logged = [str(s.id) for lg in finished for s in lg.samples]
     assert set(logged) == {item for item, _ in after}
     assert len(after) <= len(logged) <= len(after) + 4
@@ -214,6 +215,17 @@ def test_cli_runs_the_target_with_inspect_and_resumes_after_sigkill(logs, tmp_pa
     if result["items_used"] == N:
         assert result["estimate"] == result["lower"] == result["upper"] == pytest.approx(full)
     assert result["evaluator"] == "inspect"
+    # the estimate as an Inspect log (what `inspect view` opens): the target's samples,
+    # the estimate and its interval as the scorer's metrics; the reader passes over it
+    assert Path(result["inspect_log"]).name == Path(estimated.location).name
+    assert sorted(str(s.id) for s in estimated.samples) == sorted(i for i, _ in after)
+    metrics = {k: m.value for k, m in estimated.results.scores[0].metrics.items()}
+    assert metrics["accuracy"] == result["estimate"] and estimated.eval.model == "skilled/0.7"
+    assert (metrics["lower"], metrics["upper"]) == (result["lower"], result["upper"])
+    assert estimated.eval.metadata["bayeval"]["method"] == "active-pai"
+    if len(logged) == len(after):  # no batch asked twice: the logs join as one model
+        joined = read_inspect(out).matrix
+        assert joined.models.tolist() == ["skilled/0.7"] and joined.n_items == len(after)
 
 
 def test_cli_inspect_evaluator_errors_are_one_line(logs, tmp_path):
@@ -236,3 +248,5 @@ def test_cli_inspect_evaluator_errors_are_one_line(logs, tmp_path):
         assert not (tmp_path / "j.jsonl").exists()  # refused before any journal
     done = CliRunner().invoke(app, ["evaluate", "--inspect-task", "x.py@t"])
     assert done.exit_code == 2 and "only used with --evaluator inspect" in done.output
+    done = CliRunner().invoke(app, ["evaluate", "--inspect-log", str(tmp_path / "x")])
+    assert done.exit_code == 2 and "--inspect-log writes the target's Inspect" in done.output

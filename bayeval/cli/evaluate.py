@@ -144,6 +144,11 @@ def evaluate(
         "--resume", help="Continue the run recorded in --journal (its settings are "
                          "read from it).")] = False,
     harness_results: HarnessResultsOption = None,
+    inspect_log: Annotated[Path | None, typer.Option(
+        help="With --evaluator inspect: also write the estimate as an Inspect eval log "
+             "that `inspect view` opens (the target's scored samples, and as the scorer's "
+             "metrics the estimate, its stderr, the interval): this .eval file, or one "
+             "named by date in this folder (default: none).")] = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -159,6 +164,9 @@ def evaluate(
                                "all its items; concurrency draws as each one finishes)")
         if targets is not None and target is not None:
             raise BayevalError("give either --target or --targets, not both")
+        if inspect_log is not None and not resume and evaluator != EvaluatorKind.inspect:
+            raise BayevalError("--inspect-log writes the target's Inspect samples: it "
+                               "needs --evaluator inspect")
         if harness_results is not None and targets is not None:
             raise BayevalError("--harness-results holds one model's estimate; --targets "
                                "evaluates several (use --json)")
@@ -170,6 +178,8 @@ def evaluate(
                             "concurrency": concurrency, "inspect_task": inspect_task})
         if harness_results is not None:
             write_estimate_results(result, harness_results)
+        if inspect_log is not None:
+            result["inspect_log"] = str(_write_inspect_log(result, inspect_log))
     if as_json:
         print(json.dumps(result))
     elif "targets" in result:
@@ -352,6 +362,8 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "task": settings.task or harness_task(matrix) or session.reference.name,
             "metric": settings.metric or matrix.metadata.get("metric"),
             "filter": settings.filter or matrix.metadata.get("filter"),
+            "inspect_logs": (settings.output_path
+                             if settings.evaluator == EvaluatorKind.inspect.value else None),
             "times": session.times.summary(session.n_items),
         }
 
@@ -421,6 +433,21 @@ def _harness_evaluator(settings: EvaluatorSettings, matrix, target: str):
 
         check_harness_task(settings.lm_eval_args, settings.task)
     return settings.evaluator_for(matrix, [target])
+
+
+def _write_inspect_log(result: dict[str, Any], path: Path) -> Path:
+    """``--inspect-log``: the estimate as an Inspect eval log built from the target's
+    own logs (:func:`bayeval.inspect_evaluator.write_estimate_log`)."""
+    from bayeval.inspect_evaluator import write_estimate_log
+
+    if result.get("evaluator") != EvaluatorKind.inspect.value or not result.get(
+            "inspect_logs"):
+        raise BayevalError("--inspect-log writes the target's Inspect samples: this run "
+                           f"evaluated with {result.get('evaluator')}, not inspect")
+    try:
+        return write_estimate_log(result["inspect_logs"], path, result, result["metric"])
+    except OSError as exc:
+        raise BayevalError(f"--inspect-log {path}: {exc.strerror or exc}") from None
 
 
 def _launches(session, evaluate_fn) -> int | None:
@@ -600,6 +627,8 @@ def _print_result(r: dict[str, Any]) -> None:
     table.add_row("stopped by", str(r["stopped"]))
     if r["journal"]:
         table.add_row("journal", r["journal"])
+    if r.get("inspect_log"):
+        table.add_row("Inspect log", f"{r['inspect_log']} (inspect view opens it)")
     out.print(table)
 
 

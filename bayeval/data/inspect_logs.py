@@ -8,7 +8,9 @@ turned into a number the way Inspect's own metrics do (``value_to_float``: C →
 P → 0.5, N → 0, booleans and numbers as they are), several epochs of a sample averaged.
 Each sample's tokens (summed over the models a sample called) and seconds are kept beside
 the scores as its costs. Only logs whose run finished (``status == "success"``) are read;
-the others are named in a warning.
+the others are named in a warning. bayeval's own estimate logs (``eval.metadata`` with
+``"bayeval"``, written by :func:`bayeval.inspect_evaluator.write_estimate_log`) are passed
+over: their samples are in the target's batch logs beside them.
 """
 
 from __future__ import annotations
@@ -24,10 +26,13 @@ import numpy as np
 from bayeval.data.matrix import ScoreMatrix, number_repeated_ids
 from bayeval.errors import DataError
 
-__all__ = ["INSPECT_PREFIX", "InspectReference", "InspectWarning", "read_inspect",
+__all__ = ["ESTIMATE_KEY", "INSPECT_PREFIX", "InspectReference", "InspectWarning", "read_inspect",
            "read_inspect_logs", "sample_score", "split_metric"]
 
 INSPECT_PREFIX = "inspect:"
+# the eval metadata key of bayeval's estimate log (bayeval.inspect_evaluator), whose
+# samples are those of the target's own batch logs: the reader passes over it
+ESTIMATE_KEY = "bayeval"
 
 
 class InspectWarning(UserWarning):
@@ -152,7 +157,8 @@ def read_inspect(folder: str | Path, task: str | None = None, metric: str | None
         task = tasks[0]
     elif task not in tasks:
         raise DataError(f"{root}: no log of task {task!r} (tasks: {', '.join(tasks)})")
-    mine = [lg for lg in logs if lg.eval.task == task]
+    mine = [lg for lg in logs if lg.eval.task == task
+            and ESTIMATE_KEY not in (lg.eval.metadata or {})]
     unfinished = [lg for lg in mine if lg.status != "success"]
     if unfinished:
         warnings.warn(f"{root}: passed over {len(unfinished)} log(s) of {task} whose run "
