@@ -109,6 +109,18 @@ def test_a_model_logged_twice_is_refused_or_numbered(logs, tmp_path):
         read_inspect(tmp_path)
     numbered = read_inspect(tmp_path, repeated_models="number").matrix
     assert sum(m.startswith("mockllm/mid") for m in numbered.models) == 2
+    # the command line: refused in one line naming the option, or numbered with it
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+
+    argv = ["evaluate", "--reference", f"inspect:{tmp_path}", "--target", "mockllm/mid#2",
+            "--method", "random", "--max-items", "5", "--json", "-q"]
+    refused = CliRunner().invoke(app, argv)
+    assert refused.exit_code == 2 and "--repeated-models number" in refused.output
+    done = CliRunner().invoke(app, [*argv, "--repeated-models", "number"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout.strip().splitlines()[-1])["target"] == "mockllm/mid#2"
 
 
 def test_evaluate_on_inspect_logs(logs):

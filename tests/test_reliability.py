@@ -263,6 +263,66 @@ def test_repeated_model_ids_in_an_npz_are_an_error_or_numbered(tmp_path):
     assert list(read_npz(path, repeated_models="number").models) == ["a", "a#2"]
 
 
+@pytest.mark.parametrize("suffix", [".npz", ".csv", ".parquet"])
+def test_repeated_model_ids_on_every_reader_path_of_the_cli(tmp_path, suffix):
+    # a matrix file listing a model twice: every command that reads --reference refuses
+    # it in one line naming --repeated-models, and with --repeated-models number reads the
+    # repeats as ID#2; a resume reads the same rows (the option is in the journal's source)
+    import numpy as np
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+    from bayeval.data import ScoreMatrix, write_matrix
+
+    rng = np.random.default_rng(0)
+    scores = (rng.random((12, 60)) < 0.6).astype(float)
+    path = tmp_path / f"twice{suffix}"
+    write_matrix(ScoreMatrix(scores, [f"m{i}" for i in range(12)],
+                             [f"i{j}" for j in range(60)]), path)
+    if suffix == ".npz":  # rewritten with a repeat (a ScoreMatrix cannot hold one)
+        np.savez(path, scores=scores, models=np.array([f"m{i}" for i in range(11)] + ["m3"]),
+                 items=np.array([f"i{j}" for j in range(60)]))
+    else:
+        text = path.read_text() if suffix == ".csv" else None
+        if text is not None:
+            path.write_text(text.replace("\nm11,", "\nm3,"))
+        else:
+            import pandas as pd
+
+            frame = pd.read_parquet(path)
+            frame.loc[frame.model == "m11", "model"] = "m3"
+            frame.to_parquet(path)
+    run = CliRunner().invoke
+    journal = tmp_path / "j.jsonl"
+    commands = {
+        "evaluate": ["evaluate", "--reference", str(path), "--target", "m3#2", "--method",
+                     "random", "--max-items", "5", "--journal", str(journal), "--json",
+                     "-q"],
+        "select": ["select", "--reference", str(path), "--budget", "20%", "--json", "-q"],
+        "compress": ["compress", "--reference", str(path), "--method", "random", "--size",
+                     "10", "--out", str(tmp_path / "sub.json")],
+        "diagnose": ["diagnose", "--reference", str(path), "--model", "nope"],
+        "bench": ["bench", "selection", "--reference", str(path), "--out",
+                  str(tmp_path / "bench"), "--runs", "2", "--algorithms", "SySRs",
+                  "--max-budget", "0.1"],
+    }
+    for name, argv in commands.items():
+        refused = run(app, argv)
+        assert refused.exit_code == 2 and "duplicate model id 'm3'" in refused.output, (
+            name, refused.output)
+        assert "--repeated-models number" in refused.output, name
+    done = run(app, [*commands["evaluate"], "--repeated-models", "number"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["target"] == "m3#2"
+    header = json.loads(journal.read_text().splitlines()[0])
+    assert header["reference"]["source"]["repeated_models"] == "number"
+    resumed = run(app, ["evaluate", "--resume", "--journal", str(journal), "--json", "-q"])
+    assert resumed.exit_code == 0 and json.loads(resumed.stdout)["target"] == "m3#2"
+    for name in ("select", "compress"):
+        done = run(app, [*commands[name], "--repeated-models", "number"])
+        assert done.exit_code == 0, (name, done.output)
+
+
 def test_select_placeholder_model_is_safe_and_quoted_refusal_names_it(tmp_path):
     seen = tmp_path / "seen"
     evaluator = CommandEvaluator(f"{ECHO} {seen} {{model}}")

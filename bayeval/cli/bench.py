@@ -12,6 +12,8 @@ import typer
 from bayeval.cli.common import (
     FilterOption,
     MetricOption,
+    RepeatedModels,
+    RepeatedModelsOption,
     TaskOption,
     bench_app,
     comma_floats,
@@ -84,13 +86,18 @@ BenchReferenceOption = Annotated[Path | None, typer.Option(
 
 
 def bench_sources(datasets: str, reference: Path | None, task: str | None = None,
-                  metric: str | None = None, filter_name: str | None = None) -> list:
+                  metric: str | None = None, filter_name: str | None = None,
+                  repeated_models: str = "error") -> list:
     """What a bench runs on: the user's matrix of --reference (checked and read before any
     work), or the bundled names of --datasets ('all': every bundled dataset)."""
     if reference is not None:
         _, matrix = fresh_source(None, reference, task=task, metric=metric,
-                                 filter_name=filter_name)
+                                 filter_name=filter_name,
+                                 repeated_models=str(repeated_models))
         return [matrix]
+    if str(repeated_models) != "error":
+        raise BayevalError("--repeated-models reads your --reference; the bundled "
+                           "datasets number their repeats already")
     if task is not None or metric is not None or filter_name is not None:
         raise BayevalError("--task, --metric and --filter read lm-evaluation-harness logs: "
                            "give --reference lm-eval:OUTPUT_DIR (or inspect:LOG_DIR)")
@@ -149,6 +156,7 @@ SplitSeedOption = Annotated[int, typer.Option(help="Seed of the target draw.")]
 def bench_estimation(
     datasets: DatasetsOption = "ifeval",
     reference: BenchReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -179,7 +187,8 @@ def bench_estimation(
     all_curves, all_stops = [], []
     where = check_executor(executor, workers, address)
     try:
-        sources = bench_sources(datasets, reference, task, metric, filter_name)
+        sources = bench_sources(datasets, reference, task, metric, filter_name,
+                                repeated_models)
         setup_jax()
         for name in sources:
             curves, stops = run_estimation(
@@ -205,6 +214,7 @@ def bench_inference(
     dataset: Annotated[str, typer.Option(callback=bundled_names,
                                          help="Bundled dataset.")] = "ifeval",
     reference: BenchReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -234,7 +244,8 @@ def bench_inference(
 
     where = check_executor(executor, workers, address)
     try:
-        [source] = bench_sources(dataset, reference, task, metric, filter_name)
+        [source] = bench_sources(dataset, reference, task, metric, filter_name,
+                                repeated_models)
         setup_jax()
         curves, fits, timing = run_inference_comparison(
             source, regime, split_method_specs(methods), seeds=seeds, n_targets=targets,
@@ -252,6 +263,7 @@ def bench_inference(
 def bench_multitarget(
     datasets: DatasetsOption = "ifeval",
     reference: BenchReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -287,7 +299,8 @@ def bench_multitarget(
     n_items = {}
     all_costs, all_curves = [], []
     try:
-        sources = bench_sources(datasets, reference, task, metric, filter_name)
+        sources = bench_sources(datasets, reference, task, metric, filter_name,
+                                repeated_models)
         setup_jax()
         for source in sources:
             name, matrix = bench_dataset(source)
@@ -316,6 +329,7 @@ def bench_multitarget(
 def bench_selection(
     datasets: AllDatasetsOption = "all",
     reference: BenchReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -385,7 +399,8 @@ def bench_selection(
                    *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
     tables = []
     try:
-        for source in bench_sources(datasets, reference, task, metric, filter_name):
+        for source in bench_sources(datasets, reference, task, metric, filter_name,
+                                repeated_models):
             name, matrix = bench_dataset(source)
             scores = matrix.scores
             if np.isnan(scores).any():
@@ -411,6 +426,7 @@ def bench_coverage(
         callback=bundled_names,
         help="Bundled dataset or suite of datasets sharing models (a+b).")] = "ifeval+musr",
     reference: BenchReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -458,7 +474,8 @@ def bench_coverage(
     try:
         from bayeval.data.sources import bench_dataset
 
-        [source] = bench_sources(suite, reference, task, metric, filter_name)
+        [source] = bench_sources(suite, reference, task, metric, filter_name,
+                                repeated_models)
         label, matrix = bench_dataset(source)
         setting = Setting(label, history, full_rows, p_obs, split_seed, seeds, val_seeds,
                           factor_selection=factor_selection)
@@ -482,6 +499,7 @@ def bench_coverage(
 def bench_compression(
     datasets: AllDatasetsOption = "all",
     reference: BenchReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -508,7 +526,8 @@ def bench_compression(
 
     where = check_executor(executor, workers, address)
     try:
-        names = bench_sources(datasets, reference, task, metric, filter_name)
+        names = bench_sources(datasets, reference, task, metric, filter_name,
+                                repeated_models)
         run_compression_bench(names, out, seeds, kmeans_seeds, mince_seeds, ablation,
                               log=bench_log,
                               executor=where)
@@ -522,6 +541,7 @@ def bench_compression(
 def bench_validity(
     datasets: DatasetsOption = "ifeval",
     reference: BenchReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -583,7 +603,8 @@ def bench_validity(
         raise fail("give --concurrency or --batch, not both")
     all_runs, all_faq = [], []
     try:
-        sources = bench_sources(datasets, reference, task, metric, filter_name)
+        sources = bench_sources(datasets, reference, task, metric, filter_name,
+                                repeated_models)
         setup_jax()
         for name in sources:
             runs, faq_rows = run_validity(

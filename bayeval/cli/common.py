@@ -277,12 +277,14 @@ INSPECT_PREFIX = "inspect:"  # bayeval.data.inspect_logs.INSPECT_PREFIX, without
 def fresh_source(dataset: str | None, reference: Path | None,
                  default: str = DEFAULT_DATASET, task: str | None = None,
                  metric: str | None = None, filter_name: str | None = None,
-                 harness_evaluator: bool = False):
+                 harness_evaluator: bool = False, repeated_models: str = "error"):
     """(source record for the journal header, the matrix) of --dataset / --reference
     (``default``: the bundled dataset when neither is given); ``--reference lm-eval:DIR``
     reads lm-evaluation-harness logs of ``task`` (with ``metric``, ``filter_name``; these
     also serve ``harness_evaluator``, the lm-eval evaluator). A missing file is said before
-    pandas and JAX load."""
+    pandas and JAX load. ``repeated_models="number"`` numbers a matrix file's or Inspect
+    logs' repeated model ids (kept in the record, so a resume reads the same rows)."""
+    repeated_models = str(repeated_models)
     if dataset is not None and reference is not None:
         raise BayevalError("give either --dataset or --reference, not both")
     harness = reference is not None and str(reference).startswith(LM_EVAL_PREFIX)
@@ -318,6 +320,12 @@ def fresh_source(dataset: str | None, reference: Path | None,
         source = {"path": str(reference.resolve())}
     else:
         source = {"dataset": dataset or default}
+    if repeated_models != "error":
+        if "path" not in source and "inspect" not in source:
+            raise BayevalError("--repeated-models reads a matrix file or Inspect logs "
+                               "(--reference FILE or inspect:LOG_DIR); the bundled datasets "
+                               "number their repeats already")
+        source["repeated_models"] = repeated_models
     matrix = load_source(source)
     if harness or inspect:  # resumes read the same task, metric or scorer
         source["metric"] = matrix.metadata.get("metric", metric)
@@ -357,6 +365,17 @@ REFERENCE_HELP = ("A score matrix file (.npz, .csv or .parquet, wide or long) in
                   "--log_samples output (with --task), or inspect:LOG_DIR for Inspect AI "
                   "eval logs (pip install 'bayeval[inspect]').")
 ReferenceOption = Annotated[Path | None, typer.Option(help=REFERENCE_HELP)]
+
+
+class RepeatedModels(StrEnum):
+    error = "error"
+    number = "number"
+
+
+RepeatedModelsOption = Annotated[RepeatedModels, typer.Option(
+    help="A model id listed twice in --reference (a matrix file or Inspect logs): error, "
+         "or number (the repeats kept as ID#2, ID#3, …, as the bundled leaderboard "
+         "matrices do).")]
 TaskOption = Annotated[str | None, typer.Option(
     help="The task to read with --reference lm-eval:DIR (a harness task or group, e.g. "
          "leaderboard_ifeval) or inspect:DIR (default there: the logs' only task).")]

@@ -14,6 +14,8 @@ from bayeval.cli.common import (
     FilterOption,
     MetricOption,
     ReferenceOption,
+    RepeatedModels,
+    RepeatedModelsOption,
     app,
     check_output,
     comma_list,
@@ -44,6 +46,7 @@ def compress(
     dataset: Annotated[str | None, typer.Option(
         help="Bundled dataset (see `bayeval datasets`). Default: arc_challenge.")] = None,
     reference: ReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     retention: Annotated[float | None, typer.Option(
         help="Subset size as a fraction of the items (default 0.1; not for mince).")] = None,
     size: Annotated[int | None, typer.Option(help="Subset size in items (not for mince).")
@@ -91,7 +94,7 @@ def compress(
         result = _compress(method, dataset, reference, retention, size, probes, pool,
                            candidates, calibration, step, tau, categories, holdout, seed,
                            subset_file, export_samples, task, metric, filter_name,
-                           include_path)
+                           include_path, repeated_models)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     if as_json:
@@ -119,12 +122,13 @@ def _names(option: str | None) -> list[str] | None:
 
 def _compress(method, dataset, reference, retention, size, probes, pool, candidates,
               calibration, step, tau, categories, holdout, seed, subset_file, export_samples,
-              task, metric, filter_name, include_path):
+              task, metric, filter_name, include_path, repeated_models="error"):
     check_output(subset_file, "--out")  # both outputs checked before any work
     check_output(export_samples, "--export-samples")
 
     _, matrix = fresh_source(dataset or ("arc_challenge" if reference is None else None),
-                             reference, task=task, metric=metric, filter_name=filter_name)
+                             reference, task=task, metric=metric, filter_name=filter_name,
+                             repeated_models=repeated_models)
     from bayeval.compression.build import build_subset, read_categories
     from bayeval.compression.subset import export_lm_eval_samples
     from bayeval.data.lm_eval import harness_task

@@ -17,6 +17,8 @@ from bayeval.cli.common import (
     FilterOption,
     MetricOption,
     ReferenceOption,
+    RepeatedModels,
+    RepeatedModelsOption,
     TaskOption,
     app,
     check_output,
@@ -36,6 +38,7 @@ def diagnose(
         help=f"Bundled dataset (see `bayeval datasets`). Default: {DEFAULT_DATASET}.")
                        ] = None,
     reference: ReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -64,7 +67,7 @@ def diagnose(
         check_output(plot, "--plot", folder=True)  # before the NUTS run, not after
         # a missing file: before JAX loads
         _, matrix = fresh_source(dataset, reference, task=task, metric=metric,
-                                 filter_name=filter_name)
+                                 filter_name=filter_name, repeated_models=repeated_models)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     from bayeval.diagnose import diagnose_case, plot_diagnosis

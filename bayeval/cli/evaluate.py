@@ -27,6 +27,8 @@ from bayeval.cli.common import (
     MetricOption,
     QuietOption,
     ReferenceOption,
+    RepeatedModels,
+    RepeatedModelsOption,
     RetriesOption,
     SeedOption,
     TaskOption,
@@ -58,6 +60,7 @@ def evaluate(
         help="Bundled dataset to use as reference (see `bayeval datasets`). "
              f"Default: {DEFAULT_DATASET}.")] = None,
     reference: ReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -175,7 +178,8 @@ def evaluate(
                            (task, metric, filter_name), lm_eval_args, batch,
                            {"lm_eval_mode": lm_eval_mode.value,
                             "output_path": None if output_path is None else str(output_path),
-                            "concurrency": concurrency, "inspect_task": inspect_task})
+                            "concurrency": concurrency, "inspect_task": inspect_task,
+                            "repeated_models": repeated_models})
         if harness_results is not None:
             write_estimate_results(result, harness_results)
         if inspect_log is not None:
@@ -228,7 +232,9 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                                "--targets")
         source, matrix = fresh_source(dataset, reference, task=harness[0],
                                       metric=harness[1], filter_name=harness[2],
-                                      harness_evaluator=kind == EvaluatorKind.lm_eval.value)
+                                      harness_evaluator=kind == EvaluatorKind.lm_eval.value,
+                                      repeated_models=(live or {}).get("repeated_models",
+                                                                        "error"))
         seed = 0 if seed is None else seed
         if several:
             names = comma_list(targets)

@@ -20,6 +20,8 @@ from bayeval.cli.common import (
     MetricOption,
     QuietOption,
     ReferenceOption,
+    RepeatedModels,
+    RepeatedModelsOption,
     RetriesOption,
     SeedOption,
     TaskOption,
@@ -64,6 +66,7 @@ def select(
         help="Bundled dataset whose models and items to use (see `bayeval datasets`); with "
              "the oracle its scores answer. Default: arc_challenge.")] = None,
     reference: ReferenceOption = None,
+    repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
@@ -115,7 +118,7 @@ def select(
     with evaluation_errors():
         result = _select(dataset, reference, models, items, budget, evaluator, command,
                          timeout, retries, seed, journal, resume, quiet, history,
-                         (task, metric, filter_name), history_method)
+                         (task, metric, filter_name), history_method, repeated_models)
     if as_json:
         print(json.dumps(result))
     else:
@@ -168,7 +171,8 @@ def _history(source: str, candidates: list[str], item_ids: list[str], quiet: boo
 
 def _select(dataset, reference, models, items, budget, evaluator, command, timeout, retries,
             seed, journal, resume, quiet, history=None,
-            harness: tuple = (None, None, None), history_method=None) -> dict[str, Any]:
+            harness: tuple = (None, None, None), history_method=None,
+            repeated_models="error") -> dict[str, Any]:
     if history_method is not None and history_method not in HISTORY_METHODS:
         raise BayevalError(f"--history-method {history_method}: use one of "
                            f"{', '.join(HISTORY_METHODS)}")
@@ -197,7 +201,8 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {model} {item}")
         matrix, source = None, None
         if kind == "oracle" or items is None or models is None:
-            source, matrix = fresh_source(dataset, reference, "arc_challenge", *harness)
+            source, matrix = fresh_source(dataset, reference, "arc_challenge", *harness,
+                                          repeated_models=repeated_models)
         elif dataset is not None or reference is not None:
             raise BayevalError("--items and --models name everything a live run needs; drop "
                                "--dataset/--reference")

@@ -90,6 +90,22 @@ def _refuse_oversized(archive: np.lib.npyio.NpzFile, key: str, path: Path) -> No
                         f"({declared:,} bytes) but holds {info.file_size:,} bytes")
 
 
+REPEATED_MODELS = ("error", "number")
+
+
+def _repeated(option: str) -> str:
+    """``repeated_models`` checked: ``error`` (a model id listed twice is an error) or
+    ``number`` (the repeats kept as ``id#2``, ``id#3``, …)."""
+    if option not in REPEATED_MODELS:
+        raise DataError(f"repeated_models must be 'error' or 'number', got {option!r}")
+    return option
+
+
+def _model_ids(ids, repeated_models: str):
+    """A wide table's model ids, repeats numbered when ``repeated_models="number"``."""
+    return number_repeated_ids(ids) if repeated_models == "number" else ids
+
+
 def read_npz(path: str | os.PathLike, kind: Kind | None = None,
              repeated_models: str = "error") -> ScoreMatrix:
     """Read ``scores``, ``models``, ``items`` (+ scalar metadata) with ``allow_pickle=False``.
@@ -97,8 +113,7 @@ def read_npz(path: str | os.PathLike, kind: Kind | None = None,
     A model id that appears twice is an error, or with ``repeated_models="number"`` the
     repeats are kept as ``id#2``, ``id#3``, … (as :func:`~bayeval.data.load_dataset` does
     for the leaderboard's doubly listed models)."""
-    if repeated_models not in ("error", "number"):
-        raise DataError(f"repeated_models must be 'error' or 'number', got {repeated_models!r}")
+    _repeated(repeated_models)
     path = Path(path)
     try:
         archive = np.load(path, allow_pickle=False)
@@ -149,7 +164,8 @@ def write_npz(matrix: ScoreMatrix, path: str | os.PathLike) -> None:
 
 # ---------------------------------------------------------------------------------- CSV
 def _wide_from_rows(rows: Iterable[tuple[int, list[str]]], header: list[str], source: str,
-                    kind: Kind | None, where_row: str = "line") -> ScoreMatrix:
+                    kind: Kind | None, where_row: str = "line",
+                    repeated_models: str = "error") -> ScoreMatrix:
     items = header[1:]
     models: list[str] = []
     values: list[list[float]] = []
@@ -163,8 +179,8 @@ def _wide_from_rows(rows: Iterable[tuple[int, list[str]]], header: list[str], so
                        for j, v in enumerate(row[1:])])
     if not models or not items:
         raise DataError(f"{source}: empty benchmark ({len(models)} models × {len(items)} items)")
-    return ScoreMatrix(np.asarray(values, dtype=np.float64), models, items, kind=kind,
-                       name=source)
+    return ScoreMatrix(np.asarray(values, dtype=np.float64),
+                       _model_ids(models, repeated_models), items, kind=kind, name=source)
 
 
 def _long_from_rows(rows: Iterable[tuple[int, list[object]]], source: str,
@@ -214,7 +230,7 @@ _NULLS = sorted({v for m in _MISSING for v in (m, m.upper(), m.capitalize())}
 
 
 def _fast_csv(path: Path, header: list[str], layout: Layout, source: str,
-              kind: Kind | None) -> ScoreMatrix | None:
+              kind: Kind | None, repeated_models: str = "error") -> ScoreMatrix | None:
     """The matrix of a well-formed CSV, parsed by pyarrow's C++ reader and checked
     column-wise; None when anything is off (a ragged row, a cell that is not a plain
     number, a duplicate pair), so that the row-by-row reader names the place."""
@@ -249,7 +265,8 @@ def _fast_csv(path: Path, header: list[str], layout: Layout, source: str,
                               for j in range(1, len(names))]) if len(names) > 1 else None
     if values is None:
         return None
-    return ScoreMatrix(values.astype(np.float64), ids, header[1:], kind=kind, name=source)
+    return ScoreMatrix(values.astype(np.float64), _model_ids(ids, repeated_models), header[1:],
+                       kind=kind, name=source)
 
 
 def _long_from_arrays(models: pd.Series, items: pd.Series, scores: np.ndarray, source: str,
@@ -268,11 +285,13 @@ def _long_from_arrays(models: pd.Series, items: pd.Series, scores: np.ndarray, s
 
 
 def read_csv(path: str | os.PathLike, layout: Layout | None = None,
-             kind: Kind | None = None) -> ScoreMatrix:
+             kind: Kind | None = None, repeated_models: str = "error") -> ScoreMatrix:
     """Read a wide or long CSV (layout detected from the header unless given).
 
     A well-formed file is parsed by pyarrow's CSV reader and validated column-wise; a
-    malformed one is read again row by row, whose one-line error names the line."""
+    malformed one is read again row by row, whose one-line error names the line. A model
+    listed twice (wide) is an error, or numbered with ``repeated_models="number"``."""
+    _repeated(repeated_models)
     path = Path(path)
     source = str(path)
     try:
@@ -293,7 +312,7 @@ def read_csv(path: str | os.PathLike, layout: Layout | None = None,
             fast = None
             if (layout == "wide" and len(header) >= 2 and len(set(header)) == len(header)
                     ) or (layout == "long" and len(header) == 3):
-                fast = _fast_csv(path, header, layout, source, kind)
+                fast = _fast_csv(path, header, layout, source, kind, repeated_models)
             if fast is not None:
                 matrix = fast
             else:
@@ -303,7 +322,8 @@ def read_csv(path: str | os.PathLike, layout: Layout | None = None,
                     matrix = _long_from_rows(((n, [r[k] for k in order] if len(r) == 3
                                                else r) for n, r in rows), source, kind)
                 else:
-                    matrix = _wide_from_rows(rows, header, source, kind)
+                    matrix = _wide_from_rows(rows, header, source, kind,
+                                             repeated_models=repeated_models)
         return _with_metadata(matrix, _read_sidecar(path))
     except FileNotFoundError:
         raise DataError(f"{source}: no such file") from None
@@ -365,7 +385,7 @@ def to_frame(matrix: ScoreMatrix, layout: Layout = "wide") -> pd.DataFrame:
 
 
 def _fast_frame(frame: pd.DataFrame, header: list[str], layout: Layout, name: str,
-                kind: Kind | None) -> ScoreMatrix | None:
+                kind: Kind | None, repeated_models: str = "error") -> ScoreMatrix | None:
     """The matrix of a DataFrame whose score columns are already numbers (or booleans),
     taken column-wise; None otherwise (text cells are parsed row by row, as a CSV's)."""
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
@@ -382,7 +402,8 @@ def _fast_frame(frame: pd.DataFrame, header: list[str], layout: Layout, name: st
     if len(header) < 2 or not all(numeric[1:]) or not _all_text(frame.iloc[:, 0]):
         return None
     values = frame.iloc[:, 1:].to_numpy(dtype=np.float64, na_value=np.nan)
-    return ScoreMatrix(values, [v.strip() for v in frame.iloc[:, 0]], header[1:], kind=kind,
+    return ScoreMatrix(values, _model_ids([v.strip() for v in frame.iloc[:, 0]],
+                                          repeated_models), header[1:], kind=kind,
                        name=name)
 
 
@@ -395,10 +416,12 @@ def _all_text(column: pd.Series) -> bool:
 
 
 def from_frame(frame: pd.DataFrame, layout: Layout | None = None, kind: Kind | None = None,
-               name: str = "frame") -> ScoreMatrix:
+               name: str = "frame", repeated_models: str = "error") -> ScoreMatrix:
     """A ScoreMatrix from a wide or long DataFrame (rows are counted from 1): numeric
     columns are taken whole; a frame with text cells is parsed row by row, whose one-line
-    error names the row."""
+    error names the row. A model listed twice (wide) is an error, or numbered with
+    ``repeated_models="number"``."""
+    _repeated(repeated_models)
     header = [str(c) for c in frame.columns]
     layout = layout or _detect_layout(header)
     if layout == "long" and len(header) == 3 and _long_order(header) != [0, 1, 2]:
@@ -407,18 +430,19 @@ def from_frame(frame: pd.DataFrame, layout: Layout | None = None, kind: Kind | N
     if layout == "wide" and (not header or header[0].strip().lower() != "model"):
         raise DataError(f"{name}: a wide table needs a first column 'model' "
                         f"(found {header[:3]}) or columns model, item, score for long")
-    fast = _fast_frame(frame, header, layout, name, kind)
+    fast = _fast_frame(frame, header, layout, name, kind, repeated_models)
     if fast is not None:
         return fast
     rows = ((n, list(r)) for n, r in enumerate(frame.itertuples(index=False), start=1))
     if layout == "long":
         return _long_from_rows(rows, name, kind, where_row="row")
-    return _wide_from_rows(rows, header, name, kind, where_row="row")
+    return _wide_from_rows(rows, header, name, kind, where_row="row",
+                           repeated_models=repeated_models)
 
 
 def read_parquet(path: str | os.PathLike, layout: Layout | None = None,
-                 kind: Kind | None = None) -> ScoreMatrix:
-    """Read a wide or long parquet file."""
+                 kind: Kind | None = None, repeated_models: str = "error") -> ScoreMatrix:
+    """Read a wide or long parquet file (``repeated_models``: see :func:`from_frame`)."""
     path = Path(path)
     try:
         frame = pd.read_parquet(path)
@@ -428,7 +452,8 @@ def read_parquet(path: str | os.PathLike, layout: Layout | None = None,
         raise DataError(f"{path}: not a readable parquet file ({type(exc).__name__})") from None
     if frame.index.name == "model":
         frame = frame.reset_index()
-    return _with_metadata(from_frame(frame, layout, kind, name=str(path)),
+    return _with_metadata(from_frame(frame, layout, kind, name=str(path),
+                                     repeated_models=repeated_models),
                           _parquet_metadata(path))
 
 
@@ -460,18 +485,21 @@ def write_parquet(matrix: ScoreMatrix, path: str | os.PathLike,
 
 # ---------------------------------------------------------------------------------- dispatch
 def read_matrix(path: str | os.PathLike, layout: Layout | None = None,
-                kind: Kind | None = None) -> ScoreMatrix:
-    """Read a score matrix from ``.npz``, ``.csv`` or ``.parquet`` by suffix."""
+                kind: Kind | None = None, repeated_models: str = "error") -> ScoreMatrix:
+    """Read a score matrix from ``.npz``, ``.csv`` or ``.parquet`` by suffix; a model id
+    listed twice is an error, or with ``repeated_models="number"`` the repeats are kept as
+    ``id#2``, ``id#3``, …"""
     suffix = Path(path).suffix.lower()
     if Path(path).is_dir():
         raise DataError(f"{path}: is a folder, not a score matrix file (.npz, .csv or "
                         ".parquet)")
     if suffix == ".npz":
-        return read_npz(path, kind=kind)
+        return read_npz(path, kind=kind, repeated_models=repeated_models)
     if suffix == ".csv":
-        return read_csv(path, layout=layout, kind=kind)
+        return read_csv(path, layout=layout, kind=kind, repeated_models=repeated_models)
     if suffix in (".parquet", ".pq"):
-        return read_parquet(path, layout=layout, kind=kind)
+        return read_parquet(path, layout=layout, kind=kind,
+                            repeated_models=repeated_models)
     raise DataError(f"{path}: unknown format {suffix!r} (use .npz, .csv or .parquet; "
                     "lm-evaluation-harness logs: bayeval.data.read_lm_eval_samples)")
 

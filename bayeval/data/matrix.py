@@ -42,8 +42,8 @@ def _as_ids(values: Sequence[str] | np.ndarray, what: str, source: str) -> np.nd
         if v in seen:
             raise DataError(
                 f"{source}: duplicate {what} id {v!r} at positions {seen[v]} and {pos}"
-                + (" (read_npz(..., repeated_models='number') keeps both rows as "
-                   f"{v!r}, {v + '#2'!r}, …)" if what == "model" and source.endswith(".npz")
+                + (" (--repeated-models number, or repeated_models='number' in Python, "
+                   f"keeps both rows as {v!r}, {v + '#2'!r}, …)" if what == "model"
                    else "")
             )
         seen[v] = pos

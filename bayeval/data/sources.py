@@ -25,7 +25,8 @@ def load_source_matrix(source: dict[str, Any] | None,
     if "dataset" in source:
         return load_dataset(source["dataset"])
     if "path" in source:
-        return read_matrix(source["path"], kind=source.get("kind"))
+        return read_matrix(source["path"], kind=source.get("kind"),
+                           repeated_models=source.get("repeated_models", "error"))
     if "lm_eval" in source:
         from bayeval.data.lm_eval import read_lm_eval_samples
 
@@ -34,7 +35,8 @@ def load_source_matrix(source: dict[str, Any] | None,
     if "inspect" in source:
         from bayeval.data.inspect_logs import read_inspect_logs
 
-        return read_inspect_logs(source["inspect"], source.get("task"), source.get("metric"))
+        return read_inspect_logs(source["inspect"], source.get("task"), source.get("metric"),
+                                 source.get("repeated_models", "error"))
     raise JournalError(f"journal {journal}: unknown reference source {source}")
 
 
