@@ -1,4 +1,4 @@
-"""Rounds in draw order (METHODS.md §9 "Batches" and "Streaming"): a Session with one
+"""Rounds in draw order (docs/methods.md §9 "Batches" and "Streaming"): a Session with one
 target and draws without replacement numbers its draws; the scores may arrive in any
 order, and a design-based estimate applies the rounds in draw order, each once every
 earlier round is answered (each round's estimate then reads only the past), while a

@@ -2,7 +2,7 @@
 
 :func:`run_session` drives a :class:`~bayeval.session.Session` (one evaluation at a time,
 batches of ``k`` items in one evaluator call, or K evaluations in flight in threads,
-METHODS.md §9 "Streaming"); :func:`evaluate_or_skip` is the one step every evaluation
+docs/methods.md §9 "Streaming"); :func:`evaluate_or_skip` is the one step every evaluation
 passes through, for the Session and the
 :class:`~bayeval.selection.session.SelectionSession` alike: the score is told, or the
 item is skipped with the evaluator's reason journaled, and a run of failures stops the

@@ -19,7 +19,7 @@ answered are asked again first, so a resumed run continues as the uninterrupted 
 have. A crash mid-write leaves at most an incomplete last line; resume keeps every whole
 line, reports the rest and cuts it off.
 
-Scores may arrive in any order (several evaluations in flight, METHODS.md §9
+Scores may arrive in any order (several evaluations in flight, docs/methods.md §9
 "Streaming"): a design-based estimate applies the rounds in draw order, each once every
 earlier round's score is in, and the next draw reads the rounds applied so far; a
 model-based one applies each score as it arrives. ``run(evaluator, concurrency=K)`` keeps
@@ -186,7 +186,7 @@ class Session(SessionJournal, DrawOrder):
         targets, (target, item) pairs.
 
         Items are drawn one after another, each from the state that the scores applied so
-        far give, with the items already asked removed (METHODS.md §9 "Batches" and
+        far give, with the items already asked removed (docs/methods.md §9 "Batches" and
         "Streaming"): ask again while earlier items are still being evaluated and the
         next draw reads every score told by then. Asked items are held back from later
         asks until told or skipped. With one target each draw is journaled (its item, its
@@ -380,7 +380,7 @@ class Session(SessionJournal, DrawOrder):
 
         ``concurrency`` K > 1 keeps K evaluations in flight, each in a thread: when one
         finishes its score is told and the next item is asked from the latest state
-        (METHODS.md §9 "Streaming"), so a slow item never holds the others back. At the
+        (docs/methods.md §9 "Streaming"), so a slow item never holds the others back. At the
         stop the evaluations still in flight are abandoned (an evaluator with
         ``cancel()`` is asked to end them). :attr:`times` says where the time went."""
         if concurrency < 1:

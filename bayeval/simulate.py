@@ -175,7 +175,7 @@ def _compile_stream_chunk(program: Program, n_steps: int, until_stop: bool, conc
 
 def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: int,
                    batch: int) -> Callable:
-    """The chunk runner of a streaming run (METHODS.md §9 "Streaming"): up to
+    """The chunk runner of a streaming run (docs/methods.md §9 "Streaming"): up to
     ``concurrency`` evaluations in flight, each finishing after
     :func:`completion_delay`; or, with ``batch`` > 1, batches of ``batch`` items drawn
     from one state and finishing together. Rounds are drawn one at a time with the key
@@ -336,7 +336,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     progress: called with (runs done, runs total) after each chunk.
     devices: how many local devices share each chunk's runs (default: all of them; see
         :mod:`bayeval.devices`). The runs' results do not depend on it.
-    concurrency: evaluations in flight (METHODS.md §9 "Streaming"): each round finishes
+    concurrency: evaluations in flight (docs/methods.md §9 "Streaming"): each round finishes
         after :func:`completion_delay` and its score is applied in draw order once every
         earlier one's is in; the next item is drawn as a slot frees. 1: one at a time.
     batch: items drawn together from one state and evaluated as one batch (a harness

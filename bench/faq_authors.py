@@ -25,7 +25,7 @@ PyTorch is given that many threads.
 
 As a check that the two run the same procedure, each of ``--seeds`` seeds gives both
 codes' coverage and mean width of the 95% interval over the new models (the authors'
-variance is their A-centred form, bayeval's is centred at the estimate: METHODS.md §3).
+variance is their A-centred form, bayeval's is centred at the estimate: docs/methods.md §3).
 """
 
 from __future__ import annotations

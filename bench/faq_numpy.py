@@ -1,4 +1,4 @@
-"""FAQ's run-round against a plain NumPy transcription of METHODS.md §3, in one process on
+"""FAQ's run-round against a plain NumPy transcription of docs/methods.md §3, in one process on
 one core, the same draws giving the same results; and what a run-round costs against its
 O(N k) arithmetic.
 
@@ -14,7 +14,7 @@ fitted on the history, FAQ's robust default policy ((β0, ρ, γ, τ) = (1, 0, 0
 bayeval: :func:`bayeval.methods.faq.simulate_hybrid`, one chunk of all runs, and beside
 it the program it compiles for ρ > 0 (with the latent variances of the active part), run
 at ρ = 0, to show what leaving them out saves. NumPy: the
-formulas of METHODS.md §3 written out with NumPy arrays, batched over runs round by round
+formulas of docs/methods.md §3 written out with NumPy arrays, batched over runs round by round
 (prediction p̂ = σ(û·V), q from h_o, the inverse-CDF draw, the PAI sums, the rank-one
 Laplace update of û and Σ), fed the uniforms bayeval's keys draw (run r, round s:
 ``uniform(fold_in(key(seed_r), s))``) so that both pick the same items. Reported: µs per
@@ -70,7 +70,7 @@ P_CLIP = 1e-12
 def numpy_faq(V: np.ndarray, mean0: np.ndarray, cov0: np.ndarray, scores: np.ndarray,
               targets: np.ndarray, uniforms: np.ndarray, tau: float = 0.05
               ) -> tuple[np.ndarray, np.ndarray]:
-    """METHODS.md §3 with ρ = γ = 0 and β0 = 1 (the robust default): (θ̂, Var θ̂) per run,
+    """docs/methods.md §3 with ρ = γ = 0 and β0 = 1 (the robust default): (θ̂, Var θ̂) per run,
     the variance centred at N θ̂ with T − 1 degrees of freedom as bayeval reports it."""
     R, T = uniforms.shape
     N = V.shape[0]
@@ -221,7 +221,7 @@ def main() -> None:
         f"{opts.repeats}", "",
         "| implementation | µs per run-round | speed against NumPy (its µs ÷ these µs) |",
         "|---|---|---|",
-        f"| NumPy transcription of METHODS.md §3 | {us['numpy']:.2f} | 1 |",
+        f"| NumPy transcription of docs/methods.md §3 | {us['numpy']:.2f} | 1 |",
         f"| bayeval `simulate_hybrid` | {us['bayeval']:.2f} | "
         f"{us['numpy'] / us['bayeval']:.2f} |",
         f"| bayeval's program with the active part (for ρ > 0), at ρ = 0 | "

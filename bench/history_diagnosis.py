@@ -1,4 +1,4 @@
-"""Why HI-SySRs (METHODS.md §10) gains little on the bundled data: how much of each
+"""Why HI-SySRs (docs/methods.md §10) gains little on the bundled data: how much of each
 candidate's score, and of the score *difference* between the two best candidates, the
 factor model of the reference models predicts.
 

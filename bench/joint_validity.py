@@ -1,5 +1,5 @@
 """Coverage of active-pai-joint's per-target intervals at each target's own stop, on the
-bundled data (METHODS.md §9 over the joint posterior of seed 000 §3.2).
+bundled data (docs/methods.md §9 over the joint posterior of seed 000 §3.2).
 
 Usage: python bench/joint_validity.py [--datasets rte,mrpc,ifeval] [--draws 20]
                                       [--targets 3] [--epsilon 0.1] [--out FILE]

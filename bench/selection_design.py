@@ -1,4 +1,4 @@
-"""How HW-SySRs' accuracy depends on its two constants (METHODS.md §10,
+"""How HW-SySRs' accuracy depends on its two constants (docs/methods.md §10,
 ``bayeval.selection.design``): the share ``top`` of the strongest reference models whose
 disagreement sets the item weights, and the uniform floor α.
 

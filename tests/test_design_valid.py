@@ -1,4 +1,4 @@
-"""The design-valid estimator of METHODS.md §9 (bayeval.estimators.design_valid) and the
+"""The design-valid estimator of docs/methods.md §9 (bayeval.estimators.design_valid) and the
 active-pai method built on it."""
 
 from __future__ import annotations
@@ -277,7 +277,7 @@ def test_variance_estimate_matches_the_spread_over_runs(slice120, weights):
 
 def test_batch_draws_use_past_only_probabilities_and_are_journaled(slice120, tmp_path):
     # a batch's items are drawn one after another from the prediction before the batch,
-    # each from the rule over the items still available (METHODS.md §9 "Batches"): its q
+    # each from the rule over the items still available (docs/methods.md §9 "Batches"): its q
     # and design statistic are those of that distribution, journaled with its ask; the
     # scores may be told in any order, and are applied in draw order
     reference, target = slice120

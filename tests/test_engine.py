@@ -188,7 +188,7 @@ def test_layering_check_sees_an_upward_import(tmp_path, monkeypatch):
 
 def test_batch_draw_probabilities_are_sequential_and_match_the_draws():
     # q of the j-th item of a batch is its probability with the batch's earlier items
-    # removed (METHODS.md §9 "Batches"): against enumeration of the ordered pairs, and
+    # removed (docs/methods.md §9 "Batches"): against enumeration of the ordered pairs, and
     # against the frequencies of Gumbel-top-2 draws (20 000 draws: each pair's count is
     # within 5 binomial SE, a miss chance below 1e-5 for any of the 12 pairs)
     import jax

@@ -1,4 +1,4 @@
-"""FAQ (seed 001; METHODS.md §3): factor model, online Laplace, hybrid policy, PAI."""
+"""FAQ (seed 001; docs/methods.md §3): factor model, online Laplace, hybrid policy, PAI."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_horvitz_thompson_is_unbiased_with_unbiased_variance_by_enumeration():
 
 
 def _closed_form_q(p, v, cov, s, rounds, beta0, rho, gamma, tau):
-    """METHODS.md §3's hybrid q_s, written out with NumPy."""
+    """docs/methods.md §3's hybrid q_s, written out with NumPy."""
     n = len(p)
     w = p * (1 - p)
     h_o = np.sqrt(w) / np.sqrt(w).sum()

@@ -1,4 +1,4 @@
-"""The weighted design of SySRs' items (METHODS.md §10, bayeval.selection.design): the
+"""The weighted design of SySRs' items (docs/methods.md §10, bayeval.selection.design): the
 estimate (★w) is unbiased over every item order weighted by its successive-sampling
 probability, with and without a factor model; it equals its definition Σ ω_t θ̃_t; the
 exponential race draws orders with those probabilities; with the floor α = 1 it is SySRs;

@@ -1,4 +1,4 @@
-"""History-informed SySRs (METHODS.md §10): the estimate (★) is unbiased for every item
+"""History-informed SySRs (docs/methods.md §10): the estimate (★) is unbiased for every item
 order enumerated, equals a brute-force sum of the finite-population estimates, is SySRs
 without history, and the ask/tell session equals the pure function."""
 
@@ -51,7 +51,7 @@ def test_the_estimate_is_unbiased_over_every_item_order():
 
 
 def _laplace(mean, cov, v, z):
-    """The online Laplace step written out in NumPy (METHODS.md §3)."""
+    """The online Laplace step written out in NumPy (docs/methods.md §3)."""
     p = 1 / (1 + np.exp(-v @ mean))
     w = p * (1 - p)
     cov = np.linalg.inv(np.linalg.inv(cov) + w * np.outer(v, v))

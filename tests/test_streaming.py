@@ -1,4 +1,4 @@
-"""Streaming draws (METHODS.md §9 "Streaming"): K evaluations in flight, rounds drawn from
+"""Streaming draws (docs/methods.md §9 "Streaming"): K evaluations in flight, rounds drawn from
 the scores arrived by then and applied in draw order. Unbiasedness by enumeration over
 draws and completion orders; the Session against the simulator with completion delays;
 the journal with items in flight; a batch as the special case of completions in blocks."""

@@ -1,6 +1,6 @@
 """Evaluate a model with active-pai: an interval you can trust, and a stop that saves items.
 
-active-pai (METHODS.md §9) lets a backend's posterior pick the items and predict the
+active-pai (docs/methods.md §9) lets a backend's posterior pick the items and predict the
 unseen ones, and corrects the predictions with a design-based martingale estimator: the
 estimate is unbiased at every round and the interval is the design's, whatever the model
 gets wrong. This tutorial

@@ -12,7 +12,7 @@ Run: python tutorials/best_model.py [--out best_model.png] [--runs 200]
    pure function (one call for all runs and budgets), against evaluating every model on
    the same number of random items (uniform sampling), and plot accuracy against budget.
 5. The other 194 models of the matrix are earlier models we already scored: draw the
-   items where the strongest of them disagree more often (HW-SySRs, METHODS.md §10; the
+   items where the strongest of them disagree more often (HW-SySRs, docs/methods.md §10; the
    estimates stay unbiased), once live (``SelectionSession(..., weights=...)``) and then
    simulated on the same budgets.
 """

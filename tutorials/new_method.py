@@ -10,7 +10,7 @@ A method is backend + rule + policy + estimator + stopping (``bayeval.methods.Me
   (log-weight = log Var(s_i | data)); it reads only the backend's Prediction, so it runs
   with any backend; ``uniform_floor`` keeps every item reachable;
 * the estimator corrects the backend's predictions by the observed residuals, weighted by
-  the probability of each draw (the martingale estimator of METHODS.md §9 in its
+  the probability of each draw (the martingale estimator of docs/methods.md §9 in its
   equal-weight form): before round t, with O the items observed so far and R_t the rest,
       θ̂_t = (1/N) [Σ_{j∈O} s_j + Σ_{i∈R_t} p̂_i + (s_I − p̂_I) / q_t(I)],
   unbiased for the benchmark score whatever the backend predicts; the estimate is the mean

@@ -1,4 +1,4 @@
-"""FAQ's hybrid sampling policy composed from parts (seed 001 Eq. 4; METHODS.md §3)::
+"""FAQ's hybrid sampling policy composed from parts (seed 001 Eq. 4; docs/methods.md §3)::
 
     uniform_floor(power(blend(oracle_optimal(), variance_reduction(), exploration(ρ, T)),
                         tempering(β0, γ, T)), τ)
@@ -21,7 +21,7 @@ from bayeval.types import Array
 
 def faq_rule(budget: float, beta0: float = 1.0, rho: float = 0.25, gamma: float = 0.25,
              tau: float = 0.05) -> Rule:
-    """FAQ's hybrid policy q_s (seed 001 Eq. 4; METHODS.md §3) for a budget of T rounds.
+    """FAQ's hybrid policy q_s (seed 001 Eq. 4; docs/methods.md §3) for a budget of T rounds.
 
     The defaults are the robust (β0, τ) = (1.0, 0.05) of seed 001 §5 with ρ = γ = 0.25."""
     if isinstance(tau, int | float) and not 0.0 <= tau <= 1.0:
@@ -34,7 +34,7 @@ def faq_rule(budget: float, beta0: float = 1.0, rho: float = 0.25, gamma: float 
 
 def hybrid_probabilities(p: Array, active_score: Array, alpha: Array, beta: Array,
                          tau: Array) -> Array:
-    """FAQ's q_s in closed form over the last axis (METHODS.md §3), in probability space:
+    """FAQ's q_s in closed form over the last axis (docs/methods.md §3), in probability space:
     h_o ∝ sqrt(p̂(1 − p̂)), h_a ∝ d (``active_score``), h = ((1 − α) h_o + α h_a)^β,
     q = (1 − τ) h / Σh + τ / N. :func:`faq_rule` composes the same q from its parts."""
     n = p.shape[-1]

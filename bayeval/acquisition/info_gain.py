@@ -1,4 +1,4 @@
-"""Information gain about R of evaluating one more item (seed 000 §3.1, METHODS.md §1).
+"""Information gain about R of evaluating one more item (seed 000 §3.1, docs/methods.md §1).
 
 For an unobserved item i, with c_i = Cov(R, s_i | C) and v_i = Var(s_i | C),
 

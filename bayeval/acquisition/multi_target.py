@@ -1,5 +1,5 @@
 """Selection over (target, item) pairs for multi-target BayesAME (seed 000 §3.2;
-METHODS.md §2).
+docs/methods.md §2).
 
 Rules here map a :class:`~bayeval.inference.joint.JointPrediction` and a (T, N) mask of
 available pairs to (T, N) log-weights, so the policies of

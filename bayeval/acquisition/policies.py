@@ -2,11 +2,11 @@
 
 A :class:`Policy` draws ``k`` items from a rule's log-weights over the available items and
 says with what probability each drawn item was drawn — what a design-based estimator
-(Pro-Active Inference, METHODS.md §3 and §9) weighs its score by:
+(Pro-Active Inference, docs/methods.md §3 and §9) weighs its score by:
 
 * :data:`sample` — ∝ exp(log_w) without replacement (Gumbel-top-k); the probability of
   the j-th item of a batch is that of a sequential draw with the batch's earlier items
-  removed (METHODS.md §9 "Batches");
+  removed (docs/methods.md §9 "Batches");
 * :data:`argmax` — the best items, ties broken at random (probability 1: a deterministic
   design, which design-based estimators refuse);
 * :data:`sample_with_replacement` — k independent draws over all available items (FAQ).
@@ -31,7 +31,7 @@ class Policy(NamedTuple):
     item was drawn (given the batch's earlier draws). ``distributions(log_w, available,
     items) -> (k, N)``: the whole distribution each draw was made from (row j over the
     items available to the j-th draw; None where the draws are not random), which an
-    estimator reads to predict its own variance before the draw (METHODS.md §9).
+    estimator reads to predict its own variance before the draw (docs/methods.md §9).
     ``with_replacement``: draws may repeat items and every item stays available (the
     Session then answers a repeat from the score it already has). ``random``: the draws
     are random with the probabilities that ``probabilities`` gives (an estimator that

@@ -1,5 +1,5 @@
 """Schedules of the round s (``Prediction.n``) for FAQ's hybrid policy (seed 001 §3.3–3.5;
-METHODS.md §3): the exploration weight α_s and the tempering exponent β_s, as traced
+docs/methods.md §3): the exploration weight α_s and the tempering exponent β_s, as traced
 formulas (:func:`exploration_weight`, :func:`tempering_exponent`, shared with FAQ's fused
 simulator) and as schedules that combinators take (:func:`exploration`,
 :func:`tempering`)."""

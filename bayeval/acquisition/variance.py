@@ -1,5 +1,5 @@
 """Variance-driven rules, usable with any backend's Prediction (seed 001 §3.3–3.4;
-METHODS.md §3, §9):
+docs/methods.md §3, §9):
 
 * :func:`oracle_optimal` — h_o(j) ∝ sqrt(p̂_j (1 − p̂_j)), the variance-minimising policy
   of the oracle superpopulation model (seed 001 Prop. 3.2), from ``item_mean``;

@@ -366,7 +366,7 @@ def bench_selection(
     with the same settings, and --workers or --executor ray spread them.
 
     With --history-share, the models are split into references and candidates, and
-    HI-SySRs and HW-SySRs (METHODS.md §10) use the references' scores:
+    HI-SySRs and HW-SySRs (docs/methods.md §10) use the references' scores:
 
         bayeval bench selection --history-share 0.5 --algorithms SySRs,HW-SySRs"""
     import pandas as pd
@@ -577,7 +577,7 @@ def bench_validity(
                                            "report.md and the per-run CSVs.")
                    ] = Path("results/validity"),
 ) -> None:
-    """Design-valid active estimation (METHODS.md §9): coverage of the interval at the
+    """Design-valid active estimation (docs/methods.md §9): coverage of the interval at the
     automatic stop ± SE per dataset, variant, ε and score stratum; items at the stop and
     the saving against RS-Mean at the same ε; width at equal items against FAQ. Every
     (variant, ε, method, seed) is saved under OUT/units as it finishes and reused by a

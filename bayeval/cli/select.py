@@ -98,7 +98,7 @@ def select(
         help="Scores of earlier models on the same items (a bundled dataset name or a "
              "score-matrix file); rows named like a candidate are left out. By default "
              "the items where the strongest of them disagree are drawn more often "
-             "(HW-SySRs, METHODS.md §10); see --history-method.")
+             "(HW-SySRs, docs/methods.md §10); see --history-method.")
     ] = None,
     history_method: Annotated[str | None, typer.Option(
         help="How --history is used: 'weights' (default: the weighted item design, "

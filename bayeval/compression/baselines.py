@@ -1,4 +1,4 @@
-"""Subset baselines for benchmark compression (METHODS.md §8): uniform random, stratified
+"""Subset baselines for benchmark compression (docs/methods.md §8): uniform random, stratified
 by a category column, and k-means on the items' reference score vectors.
 
 Each returns item indices and the weights that turn the subset's scores into a

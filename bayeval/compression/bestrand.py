@@ -1,4 +1,4 @@
-"""BestRand: probe-guided choice among random subsets (seed 003; METHODS.md §8).
+"""BestRand: probe-guided choice among random subsets (seed 003; docs/methods.md §8).
 
 1. Draw a pool of M items uniformly without replacement and evaluate P cheap probe models
    on the pool only.

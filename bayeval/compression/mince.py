@@ -1,4 +1,4 @@
-"""MINCE: Monte Carlo sizing of a frozen subset (seed 004; METHODS.md §8).
+"""MINCE: Monte Carlo sizing of a frozen subset (seed 004; docs/methods.md §8).
 
 With the scores of a few calibration models (K_c, L), for each candidate size n_t on a
 fixed step draw R random subsets S of n_t items and measure the worst drift over the

@@ -1,4 +1,4 @@
-"""Reference/target splits of a score matrix (seed 000 §5.1, METHODS.md §6).
+"""Reference/target splits of a score matrix (seed 000 §5.1, docs/methods.md §6).
 
 * **Interpolation**: targets drawn uniformly at random; every other model forms the pool.
 * **Extrapolation**: the best models by true score are the targets; the next
@@ -29,7 +29,7 @@ class Split(NamedTuple):
 def make_split(matrix: ScoreMatrix, regime: Regime = "interpolation", n_targets: int = 10,
                reference_fraction: float = 0.5, seed: int = 0,
                discard_fraction: float = 0.2, reference_seed: int | None = None) -> Split:
-    """A reference/target split following the protocol of METHODS.md §6.
+    """A reference/target split following the protocol of docs/methods.md §6.
 
     ``seed`` draws the targets and, unless ``reference_seed`` is given, the reference
     subset; with ``reference_seed`` the targets stay those of ``seed`` and only the

@@ -1,5 +1,5 @@
 """Bayes-AIPW: a Bayesian linear model of scores on reference features, debiased by the
-coreset residuals (seed 000 §5.1, METHODS.md §5).
+coreset residuals (seed 000 §5.1, docs/methods.md §5).
 
 Item i has features x_i = (1, φ_i) (an intercept and its reference score vector). On the
 coreset C, s_i = x_iᵀβ + ε with the conjugate Normal–Gamma prior β | λ ~ N(0, (λ I)⁻¹),

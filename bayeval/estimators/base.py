@@ -13,7 +13,7 @@ score and the :class:`Draw`: ``draw.q``, the probability with which the policy d
 (from the same pre-observation prediction;
 :class:`~bayeval.acquisition.policies.Policy`), and ``draw.design``, what the
 estimator's optional ``design(prediction, probabilities)`` read from the whole
-distribution of that draw when it was made (e.g. its predicted variance, METHODS.md §9;
+distribution of that draw when it was made (e.g. its predicted variance, docs/methods.md §9;
 NaN for estimators without one). Both are numbers, so a journal records them with the
 score and a resumed run reads them back.
 ``estimate`` reads the state and the Prediction *after* the observation, and returns the
@@ -52,7 +52,7 @@ class Estimator(NamedTuple):
     -> number``, computed when an item is drawn from ``probabilities`` (the (N,)
     distribution of that draw, 0 on unavailable items) and handed back as ``draw.design``
     (None: the estimator reads only ``draw.q``); ``without_replacement``: whether it is
-    valid only for draws without replacement (METHODS.md §9); ``exact_when_complete``:
+    valid only for draws without replacement (docs/methods.md §9); ``exact_when_complete``:
     whether it is wrapped by :func:`exact_when_complete` (every Method's is);
     ``model_based``: whether its interval holds only as far as the backend's model does
     (then a run is checked against the reference models' domain,

@@ -1,4 +1,4 @@
-"""Design-valid active estimation (METHODS.md §9): a martingale estimator of the benchmark
+"""Design-valid active estimation (docs/methods.md §9): a martingale estimator of the benchmark
 score that any backend's prediction can drive and whose interval holds whatever that
 prediction gets wrong.
 
@@ -25,7 +25,7 @@ al. 2021; scheduled h_t = (N / |R_t|) / σ̂_t; or equal h_t = 1):
 
     θ̃_T = Σ h_t θ̂_t / Σ h_t,   V_T = Σ h_t² (θ̂_t − θ̃_T)²,   V̂_T = V_T / (Σ h_t)².
 
-The fixed-n interval is θ̃_T ∓ z sqrt(V̂_T). With ``floor="model"`` (METHODS.md §9
+The fixed-n interval is θ̃_T ∓ z sqrt(V̂_T). With ``floor="model"`` (docs/methods.md §9
 "variance floor") V_T is raised to at least F_T = Σ h_t² σ̂_t², the model-predicted
 variance of θ̃_T times (Σ h)², which keeps the interval from collapsing when few residuals
 are non-zero (scores near 0 or 1). That floor assumes every item's variance is at least

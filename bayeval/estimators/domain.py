@@ -1,6 +1,6 @@
 """Can the reference models explain this target? A check of a model-based estimate.
 
-A model-based interval (the posterior of BayesAME, BQ, IRT: METHODS.md §1–§4) is right
+A model-based interval (the posterior of BayesAME, BQ, IRT: docs/methods.md §1–§4) is right
 only as far as the model is: when the target lies outside what the reference models span
 (stronger than all of them, say), the posterior can be confidently wrong, and nothing in
 the interval says so. Two signs are read off the items already scored:
@@ -23,7 +23,7 @@ the interval says so. Two signs are read off the items already scored:
   is reported too; on its own it flags a bias too small to matter once n is large.)
 
 A flagged model-based estimate should be redone with the design-valid ``active-pai``,
-whose interval holds whatever the model gets wrong (METHODS.md §9). The constants were
+whose interval holds whatever the model gets wrong (docs/methods.md §9). The constants were
 chosen on the bundled datasets (docs/results/validity/domain_check.md: misses flagged on
 an extrapolation split, false alarms on random targets).
 """

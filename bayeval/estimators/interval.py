@@ -6,7 +6,7 @@
   correction, for the mean of n of N binary scores drawn without replacement.
 
 Bounds are returned unclipped (their difference is the width the stopping rules read,
-METHODS.md §1 condition ii); reports clip them to [0, 1] with :func:`clip_interval`.
+docs/methods.md §1 condition ii); reports clip them to [0, 1] with :func:`clip_interval`.
 """
 
 from __future__ import annotations

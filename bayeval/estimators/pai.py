@@ -1,5 +1,5 @@
 """Pro-Active Inference and the uniform Horvitz–Thompson baseline (seed 001 §3.2, App.
-A.2.2; METHODS.md §3).
+A.2.2; docs/methods.md §3).
 
 The target is the finite-bank score θ = R* = (1/N) Σ_j z_j of the N items (no
 superpopulation). At round s = 0..T−1 an item I_s is drawn with replacement from q_s (which

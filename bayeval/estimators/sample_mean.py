@@ -1,6 +1,6 @@
 """RS-Mean: the sample mean of the coreset with a finite-population interval.
 
-Seed 000 §5.1 (baseline "RS-Mean"); METHODS.md §5. For n observed items of N,
+Seed 000 §5.1 (baseline "RS-Mean"); docs/methods.md §5. For n observed items of N,
 
     R̂ = (1/n) Σ_{i∈C} s_i,    Var_R = (1 − n/N) S² / n,
 

@@ -1,4 +1,4 @@
-"""The benchmark-compression experiment of seeds 003 and 004 (METHODS.md §8) on the
+"""The benchmark-compression experiment of seeds 003 and 004 (docs/methods.md §8) on the
 bundled data.
 
 For every seed the models are split at random into references (half) and targets (the

@@ -1,4 +1,4 @@
-"""FAQ's coverage experiment (seed 001 §4; METHODS.md §3) on the bundled data.
+"""FAQ's coverage experiment (seed 001 §4; docs/methods.md §3) on the bundled data.
 
 Protocol, for one suite and one kind of history:
 

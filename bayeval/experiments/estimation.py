@@ -1,4 +1,4 @@
-"""The estimation experiment of seed 000 §5 (METHODS.md §6) on the bundled data.
+"""The estimation experiment of seed 000 §5 (docs/methods.md §6) on the bundled data.
 
 For each regime (interpolation, extrapolation) the targets are drawn once (``split_seed``)
 and every seed s draws its own reference subset of the pool (``make_split(...,
@@ -11,7 +11,7 @@ coverage at stopping).
 
 Methods are given as specs, ``name`` or ``name(key=value, …)`` (e.g.
 ``bayesame(refit_every=0)``), so ablations run through the same code. ``irt`` (e.g.
-``irt(kind=beta3, refit_every=50)``) is the IRT baseline of METHODS.md §4: random
+``irt(kind=beta3, refit_every=50)``) is the IRT baseline of docs/methods.md §4: random
 selection with NUTS fits, each run's own, in the same engine; the diagnostics of the fits
 after each n are returned in ``mcmc_fits``.
 """

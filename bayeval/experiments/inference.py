@@ -1,4 +1,4 @@
-"""Inference backends side by side on one estimation task (METHODS.md §1 variants, §4).
+"""Inference backends side by side on one estimation task (docs/methods.md §1 variants, §4).
 
 The estimation experiment (:func:`bayeval.experiments.estimation.run_estimation`) run for
 a few methods that differ in their model and inference — by default Gaussian BayesAME

@@ -1,4 +1,4 @@
-"""Metrics for estimation experiments (seed 000 §5; METHODS.md §6). One home for them."""
+"""Metrics for estimation experiments (seed 000 §5; docs/methods.md §6). One home for them."""
 
 from __future__ import annotations
 

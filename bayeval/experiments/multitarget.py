@@ -1,4 +1,4 @@
-"""Multi-target vs independent single-target BayesAME (seed 000 §3.2, App. C.4; METHODS.md
+"""Multi-target vs independent single-target BayesAME (seed 000 §3.2, App. C.4; docs/methods.md
 §2) on the bundled data.
 
 For each regime the T targets are drawn once (``split_seed``); every seed s draws its own

@@ -1,5 +1,5 @@
 """How many items any design-unbiased estimator needs, given how well the target's items
-can be predicted: the ceiling on the saving of METHODS.md §9's estimator against RS-Mean.
+can be predicted: the ceiling on the saving of docs/methods.md §9's estimator against RS-Mean.
 
 For a sampling design with first-order inclusion probabilities π_i and a score model under
 which the target's scores are independent with variances σ_i² given what a predictor
@@ -55,7 +55,7 @@ from bayeval.estimators.interval import z_value
 from bayeval.experiments.validity import NOMINAL, variant_matrix, variant_split
 from bayeval.inference.difficulty import fit_rows, item_features
 
-POLICY_FLOOR = 0.05  # τ: the uniform share of active-pai's policy (METHODS.md §9 "Policy")
+POLICY_FLOOR = 0.05  # τ: the uniform share of active-pai's policy (docs/methods.md §9 "Policy")
 SIMILARITY_TEMPERATURE = 30.0  # τ_s of ``similar-models``
 
 

@@ -1,5 +1,5 @@
-"""The best-model identification experiment of seed 002 (METHODS.md §7) on the bundled
-data, and the history-informed protocol of METHODS.md §10.
+"""The best-model identification experiment of seed 002 (docs/methods.md §7) on the bundled
+data, and the history-informed protocol of docs/methods.md §10.
 
 Every model of a dataset is an arm; a run is correct when the chosen model has the best
 full-benchmark mean (any model tied for best counts). For each algorithm, budget fraction

@@ -1,4 +1,4 @@
-"""The validity experiment of METHODS.md §9 ("Metrics"): coverage of the interval at the
+"""The validity experiment of docs/methods.md §9 ("Metrics"): coverage of the interval at the
 automatic stop, items used, and the saving against RS-Mean at the same ε.
 
 For a dataset and a **variant**:
@@ -301,7 +301,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
     by a rerun; ``executor`` says where the units run (FAQ's
     after the first method's, whose mean stop sets FAQ's budget). ``runs_dir``: each
     (variant, ε, method) leaves its per-run rows there as CSV. ``concurrency`` K > 1 runs
-    the design-based methods with K evaluations in flight (METHODS.md §9 "Streaming",
+    the design-based methods with K evaluations in flight (docs/methods.md §9 "Streaming",
     :func:`~bayeval.simulate.simulate`), ``batch`` k > 1 with batches of k; their rows are
     labelled ``spec [K=…]`` / ``spec [batch=…]`` (:func:`stream_label`)."""
     label, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
@@ -394,7 +394,7 @@ def write_report(runs: pd.DataFrame, faq_rows: pd.DataFrame, out: Path,
     table.to_csv(out / "results.csv", index=False)
     if not faq_rows.empty:
         faq_rows.to_csv(out / "faq.csv", index=False)
-    lines = ["# Validity at the automatic stop (METHODS.md §9)", "",
+    lines = ["# Validity at the automatic stop (docs/methods.md §9)", "",
              "Coverage of the 95% interval at the stop ± its binomial SE, mean items at the "
              "stop, saving against RS-Mean at the same ε, the median ratio of the interval's "
              "variance to RS-Mean's at the same items (the gain per item, apart from the "

@@ -1,5 +1,5 @@
 """The bucket GP under NUTS, with its performance posterior from posterior draws
-(seed 000 App. C.1; METHODS.md §1, non-Gaussian variants).
+(seed 000 App. C.1; docs/methods.md §1, non-Gaussian variants).
 
 :func:`bucket_gp_nuts` buckets the reference matrix, samples θ of
 :func:`~bayeval.models.bucket_gp.bucket_gp_model` (non-centred) given the coreset with

@@ -1,5 +1,5 @@
 """The calibrated-difficulty model: a new model's item scores from how hard the reference
-models found each item, with online Laplace updates (METHODS.md §3's update on fixed item
+models found each item, with online Laplace updates (docs/methods.md §3's update on fixed item
 features; a logistic analogue of the Rasch / 2PL models of seed 003 whose item side is
 read off the reference matrix instead of being fitted).
 

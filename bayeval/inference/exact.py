@@ -1,4 +1,4 @@
-"""Exact Gaussian inference for the bucket GP (seed 000 §3.1, App. A; METHODS.md §1).
+"""Exact Gaussian inference for the bucket GP (seed 000 §3.1, App. A; docs/methods.md §1).
 
 The posterior over bucket scores θ ∈ R^B is Gaussian and is kept as state. Observing the
 score s of an item of bucket b is a rank-1 update:

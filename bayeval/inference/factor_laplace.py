@@ -1,5 +1,5 @@
 """Online Laplace posterior of a new model's factor under the logistic factor model
-(seed 001 §3.1 "Online Laplace updates", App. A.2.1/A.3; METHODS.md §3).
+(seed 001 §3.1 "Online Laplace updates", App. A.2.1/A.3; docs/methods.md §3).
 
 The item factors V (N, k) are fixed from the historical fit
 (:mod:`bayeval.models.factor`); the new model's factor has the Gaussian approximation

@@ -1,4 +1,4 @@
-"""The IRT estimator of a new model's score (seed 000 item 7; METHODS.md §4).
+"""The IRT estimator of a new model's score (seed 000 item 7; docs/methods.md §4).
 
 1. :func:`calibrate` learns every item's parameters from the reference models (2PL or
    β³-IRT, :mod:`bayeval.models.irt`): the posterior mode (``"map"``: L-BFGS on NumPyro's
@@ -147,7 +147,7 @@ def split_r_hat(draws: Array) -> Array:
 
 
 class IRTAbilityNUTS:
-    """The IRT baseline's posterior (seed 000 item 7; METHODS.md §4) as a backend.
+    """The IRT baseline's posterior (seed 000 item 7; docs/methods.md §4) as a backend.
 
     ``init`` calibrates the items on the reference matrix (:func:`calibrate`); between
     fits the prediction reads the last NUTS fit's ability draws with every observed score

@@ -1,4 +1,4 @@
-"""Exact joint Gaussian inference for several targets (seed 000 §3.2; METHODS.md §2).
+"""Exact joint Gaussian inference for several targets (seed 000 §3.2; docs/methods.md §2).
 
 The latent scores of T targets over B buckets form one vector θ ∈ R^J, J = T·B, indexed
 target-major (j = t·B + b), with the coregionalised prior of

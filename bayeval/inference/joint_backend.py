@@ -1,5 +1,5 @@
 """The joint coregional posterior of several targets as a backend (seed 000 §3.2, App.
-C.1; METHODS.md §2): the reference matrix bucketed, the coregional prior over T targets
+C.1; docs/methods.md §2): the reference matrix bucketed, the coregional prior over T targets
 (:mod:`bayeval.models.coregional`), exact observe/predict with deferred updates
 (:mod:`bayeval.inference.joint`), and the re-fit of {α_l, β_l, w, σ²} by AdamW on the
 marginal likelihood of a subset of the observed (target, bucket) pairs followed by a

@@ -1,5 +1,5 @@
 """Laplace inference for the bucket GP with any of its likelihoods (seed 000 App. C.1;
-METHODS.md §1, non-Gaussian variants; Rasmussen & Williams 2006, §3.4).
+docs/methods.md §1, non-Gaussian variants; Rasmussen & Williams 2006, §3.4).
 
 The latent f ∈ R^B (logits for the Bernoulli and logit-normal likelihoods, scores for the
 Gaussian one) has the GP prior N(μ, K) read from the NumPyro program

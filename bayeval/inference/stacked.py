@@ -1,5 +1,5 @@
 """A stacked predictor: the calibrated-difficulty model and the scores of the reference
-models most like the new one, combined by an online logistic regression (METHODS.md §9
+models most like the new one, combined by an online logistic regression (docs/methods.md §9
 "any backend's Prediction as the predictor"; the ``stacked`` predictor of
 :mod:`bayeval.experiments.saving_bound`, learned from the run's own draws instead of the
 target's whole row).

@@ -11,7 +11,7 @@ policy + estimator + stopping into a :class:`~bayeval.methods.base.Method`:
 * :mod:`bayeval.methods.multi_target` — multi-target BayesAME, several targets evaluated
   jointly (seed 000 §3.2);
 * :mod:`bayeval.methods.active` — Active PAI: any backend as predictor, the design-valid
-  martingale estimator and its automatic stop (METHODS.md §9);
+  martingale estimator and its automatic stop (docs/methods.md §9);
 * :mod:`bayeval.methods.quadrature` — Bayesian quadrature over the reference models
   (``bq``, ProEval's surrogate and variance-reduction design).
 

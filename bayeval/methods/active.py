@@ -1,4 +1,4 @@
-"""Active PAI: design-valid active estimation with automatic stopping (METHODS.md §9).
+"""Active PAI: design-valid active estimation with automatic stopping (docs/methods.md §9).
 
 Assembled from parts, with any backend as the predictor:
 

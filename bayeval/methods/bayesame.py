@@ -1,4 +1,4 @@
-"""BayesAME (seed 000 §3.1, App. C.1; METHODS.md §1): the bucket Gaussian process of the
+"""BayesAME (seed 000 §3.1, App. C.1; docs/methods.md §1): the bucket Gaussian process of the
 reference scores, information-gain selection, the Gaussian posterior interval and
 two-condition stopping; with random items (BayesAME-RS) and with a non-Gaussian
 likelihood under Laplace inference."""

@@ -1,4 +1,4 @@
-"""FAQ (seed 001 Alg. 1; METHODS.md §3): the logistic factor model fitted on the
+"""FAQ (seed 001 Alg. 1; docs/methods.md §3): the logistic factor model fitted on the
 reference matrix, online Laplace updates of the new model's factor, the hybrid policy
 drawn with replacement, and Pro-Active Inference — assembled from parts:
 

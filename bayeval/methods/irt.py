@@ -1,4 +1,4 @@
-"""The IRT baseline (seed 000 item 7; METHODS.md §4) as METHODS.md §4 states it: random
+"""The IRT baseline (seed 000 item 7; docs/methods.md §4) as docs/methods.md §4 states it: random
 selection, a NUTS fit of the target's ability after the 1st observation, at
 ``first_fits`` (our choice, so that the first estimates do not rest on the prior) and
 every ``refit_every`` evaluations, R̂_n from the latest fit's draws and the n items seen

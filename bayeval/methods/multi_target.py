@@ -1,5 +1,5 @@
 """Multi-target BayesAME: several target models evaluated jointly (seed 000 §3.2, App. C.1;
-METHODS.md §2).
+docs/methods.md §2).
 
 The method is a :class:`~bayeval.methods.base.Method` with a target axis, run by the one
 Session and the one simulator: its positions are the (target, item) cells c = t · N + i,
@@ -399,7 +399,7 @@ def active_pai_joint(epsilon: float = 0.05, n_min: int = 30, tau: float = 0.05,
                      n_latent: int = 2, refit_every: int = 50, adam_steps: int = 200,
                      init_fraction: float = 0.1, fit_pairs: int | None = 256,
                      pending: int = PENDING, level: float = 0.95) -> JointMethod:
-    """Active PAI for several targets (METHODS.md §9 over the joint posterior of seed 000
+    """Active PAI for several targets (docs/methods.md §9 over the joint posterior of seed 000
     §3.2): the joint coregional model as the predictor, each target's draws made at
     random from active PAI's rule over its own items (the initial design in a random
     order, uniform), one design-valid estimator and one stopping rule per target (after

@@ -1,4 +1,4 @@
-"""BayesAME's bucket Gaussian process (seed 000 §3.1, App. A; METHODS.md §1).
+"""BayesAME's bucket Gaussian process (seed 000 §3.1, App. A; docs/methods.md §1).
 
 Items whose reference score vectors φ_i = (s_i^{r1}, …, s_i^{rK}) are identical form one
 bucket b (size N_b, representative vector φ_b). A latent θ ∈ R^B gets a Gaussian prior,
@@ -14,7 +14,7 @@ prior; :func:`bayeval.inference.exact.gaussian_prior` reads μ, Σ and the noise
 program itself, so the exact backend follows any such change, and the same program runs
 under MCMC.
 
-**Non-Gaussian likelihoods** (seed 000 App. C.1; METHODS.md §1, variants). With
+**Non-Gaussian likelihoods** (seed 000 App. C.1; docs/methods.md §1, variants). With
 ``likelihood="bernoulli"`` a binary score is s_i ~ Bernoulli(σ(θ_b)); with
 ``"logit_normal"`` a score in (0, 1) is logit(s_i) ~ N(θ_b, N_b σ²). θ is then a latent
 logit, and its prior mean is μ_b = logit((Σ_k φ_bk + ½) / (K + 1)) (our choice: the

@@ -1,5 +1,5 @@
 """BayesAME's multi-target model: a linear model of coregionalisation over buckets
-(seed 000 §3.2, App. C.1; METHODS.md §2).
+(seed 000 §3.2, App. C.1; docs/methods.md §2).
 
 T target models share the buckets of §1. Their bucket scores θ^t ∈ R^B are
 

@@ -1,4 +1,4 @@
-"""The logistic factor model of FAQ (seed 001 §3.1, App. A.1; METHODS.md §3).
+"""The logistic factor model of FAQ (seed 001 §3.1, App. A.1; docs/methods.md §3).
 
 Historical scores H ∈ {0, 1, NA}^{M×N} are modelled as s_ij ~ Bernoulli(σ(u_iᵀ v_j)) with
 model factors U ∈ R^{M×k} and item (question) factors V ∈ R^{N×k}.

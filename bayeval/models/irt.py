@@ -1,4 +1,4 @@
-"""Item response theory models used as baselines (seed 000 item 7; METHODS.md §4).
+"""Item response theory models used as baselines (seed 000 item 7; docs/methods.md §4).
 
 Both are NumPyro programs over a models × items score matrix with a mask of observed
 entries (missing scores are the normal case). Item parameters are latent unless given as

@@ -24,12 +24,12 @@ def scaled_sq_dist(phi: Array) -> Array:
 
 
 def squared_exponential(phi: Array, alpha: Array, beta: Array) -> Array:
-    """Σ_bb' = α exp(−(β/K) ||φ_b − φ_b'||²)  (METHODS.md §1)."""
+    """Σ_bb' = α exp(−(β/K) ||φ_b − φ_b'||²)  (docs/methods.md §1)."""
     return alpha * jnp.exp(-beta * scaled_sq_dist(phi))
 
 
 def matern32(phi: Array, alpha: Array, beta: Array) -> Array:
-    """K(r) = α (1 + √3 r) exp(−√3 r),  r = sqrt(β/K) ||φ_b − φ_b'||  (METHODS.md §2)."""
+    """K(r) = α (1 + √3 r) exp(−√3 r),  r = sqrt(β/K) ||φ_b − φ_b'||  (docs/methods.md §2)."""
     r2 = beta * scaled_sq_dist(phi)
     r = jnp.where(r2 > 0, jnp.sqrt(jnp.maximum(r2, 1e-30)), 0.0)
     return alpha * (1.0 + jnp.sqrt(3.0) * r) * jnp.exp(-jnp.sqrt(3.0) * r)

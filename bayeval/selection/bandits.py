@@ -1,5 +1,5 @@
 """UCB-E, SyUCB-E, uniform sampling (US) and synchronised uniform sampling (SyUS) for
-best-model identification (seed 002; METHODS.md §7).
+best-model identification (seed 002; docs/methods.md §7).
 
 * **UCB-E(a)**: each evaluation goes to the model maximising μ̂_i + sqrt(a / s_i) (s_i: its
   evaluations so far; unevaluated models first), on a new item of its own drawn without

@@ -1,4 +1,4 @@
-"""Where SySRs' items go: a design weighted by the scores of earlier models (METHODS.md §10).
+"""Where SySRs' items go: a design weighted by the scores of earlier models (docs/methods.md §10).
 
 SySRs (seed 002) draws each phase's items uniformly from those not used yet. Near the end
 of a selection the survivors are the strongest candidates, and they score alike on most

@@ -1,9 +1,9 @@
-"""History-informed synchronised successive rejects (METHODS.md §10).
+"""History-informed synchronised successive rejects (docs/methods.md §10).
 
 SySRs (seed 002; :mod:`~bayeval.selection.successive_rejects`) ranks the surviving
 candidates by their mean score on the shared items seen so far. Teams that choose among
 candidates usually hold a score matrix of earlier models on the same benchmark; here the
-logistic factor model of FAQ (seed 001; METHODS.md §3), fitted on those reference models
+logistic factor model of FAQ (seed 001; docs/methods.md §3), fitted on those reference models
 only, predicts every candidate's score on every item, and each candidate's factor follows
 its own scores by the online Laplace update. The arm estimate is the sample mean with the
 predictions as a control variate, built so that it stays unbiased for the full mean

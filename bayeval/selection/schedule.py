@@ -1,4 +1,4 @@
-"""The phase schedule of successive rejects (seed 002; METHODS.md §7).
+"""The phase schedule of successive rejects (seed 002; docs/methods.md §7).
 
 With K models, L items and a budget of n model–item evaluations, phase k = 1..K−1 ends
 when every surviving model has been evaluated on

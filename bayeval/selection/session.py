@@ -1,4 +1,4 @@
-"""Synchronised successive rejects as an ask/tell session, journaled (seed 002; METHODS.md
+"""Synchronised successive rejects as an ask/tell session, journaled (seed 002; docs/methods.md
 §7).
 
 ::
@@ -20,7 +20,7 @@ the tie draws and so the eliminations are those of
 :func:`~bayeval.selection.successive_rejects.synchronised_successive_rejects` with
 ``jax.random.key(seed)``.
 
-The scores of earlier models (never the candidates) can guide it in two ways (METHODS.md
+The scores of earlier models (never the candidates) can guide it in two ways (docs/methods.md
 §10), alone or together:
 
 * ``weights=`` (:func:`~bayeval.selection.design.history_weights`): the items are met in a

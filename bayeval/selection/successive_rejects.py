@@ -1,5 +1,5 @@
 """Successive rejects (SR) and synchronised successive rejects (SySRs) for best-model
-identification (seed 002; METHODS.md §7).
+identification (seed 002; docs/methods.md §7).
 
 Both run the phases of :func:`~bayeval.selection.schedule.phase_schedule`: at the end of
 phase k every surviving model has been evaluated on n_k items and the one with the lowest

@@ -1,4 +1,4 @@
-"""Stopping rules (seed 000 §3.1 "stopping", METHODS.md §1).
+"""Stopping rules (seed 000 §3.1 "stopping", docs/methods.md §1).
 
 A stopping rule is a pair of pure functions over an explicit state::
 
@@ -64,7 +64,7 @@ def window_range(epsilon: float = 0.005, window: int = 30) -> StoppingRule:
 
 def width_after(n_min: int, epsilon: float) -> StoppingRule:
     """Stop once ``n_min`` items are observed and the interval is at most ``epsilon``
-    wide (the design-valid methods' rule, METHODS.md §9 "Stopping"); refuses n_min < 1
+    wide (the design-valid methods' rule, docs/methods.md §9 "Stopping"); refuses n_min < 1
     and an ε that is not positive (NaN included)."""
     if known(epsilon) and not epsilon > 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}")
