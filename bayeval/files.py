@@ -59,6 +59,9 @@ def write_file(path: str | os.PathLike, data: bytes | str, *, durable: bool = Fa
             if durable:
                 os.fsync(fh.fileno())
         os.replace(tmp, target)
+    except OSError as exc:  # named by the file asked for, not the temporary one
+        tmp.unlink(missing_ok=True)
+        raise type(exc)(exc.errno, exc.strerror, str(target)) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

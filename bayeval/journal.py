@@ -202,15 +202,26 @@ class JournalFile:
         """Write ``records`` as JSON lines and fsync them once."""
         if self._journal is None or not records:
             return
-        self._journal.write("".join(json.dumps(seal_record(r, self._run)) + "\n"
-                                    for r in records).encode())
-        self._journal.flush()
-        os.fsync(self._journal.fileno())
+        try:
+            self._journal.write("".join(json.dumps(seal_record(r, self._run)) + "\n"
+                                        for r in records).encode())
+            self._journal.flush()
+            os.fsync(self._journal.fileno())
+        except OSError as exc:  # a full disk, a file system gone read-only
+            raise JournalError(
+                f"journal {self.journal_path}: could not write to it ({exc.strerror or exc});"
+                " the records before are kept (a part-written last one is cut on resume): "
+                "make room and --resume") from None
 
     def close(self) -> None:
-        """Close the journal file (the session can no longer record)."""
+        """Close the journal file (the session can no longer record). A close that
+        fails to flush (the disk is full: the write already failed and was reported)
+        still closes the file; what it holds stays as it was."""
         if self._journal is not None:
-            self._journal.close()
+            try:
+                self._journal.close()
+            except OSError:
+                pass
             self._journal = None
 
     def __enter__(self):

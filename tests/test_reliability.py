@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bayeval.errors import BayevalError, EvaluationError, EvaluatorFailedError, JournalError
-from bayeval.evaluators import CommandEvaluator
+from bayeval.evaluators import CommandEvaluator, MatrixOracle
 from bayeval.journal_check import sealed_journal
 from bayeval.session import Session
 
@@ -479,6 +479,51 @@ def test_output_to_a_full_device_is_a_one_line_error():
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip() == ("error: the output could not be written (No space left "
                                    "on device)")
+
+
+@pytest.mark.skipif(not Path("/sys/kernel").is_dir(),
+                    reason="no sysfs here, where no file can be created (even by root)")
+def test_a_file_that_cannot_be_written_is_a_one_line_error(capsys):
+    # any file bayeval writes (here compress --out into sysfs) failing at the OS: the
+    # command ends with one line naming the file asked for (not its temporary twin)
+    from bayeval.cli import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["compress", "--dataset", "rte", "--method", "random", "--size", "10",
+              "--out", "/sys/bayeval-subset.json"])
+    err = capsys.readouterr().err
+    assert ended.value.code == 2 and "Traceback" not in err
+    assert err.strip().startswith("error: /sys/bayeval-subset.json: "), err
+
+
+@pytest.mark.skipif(not Path("/dev/full").is_char_device(),
+                    reason="this system has no /dev/full device to make a write fail")
+def test_a_journal_write_on_a_full_disk_is_a_one_line_error_and_loses_nothing(tmp_path):
+    # the journal's file fails every write with ENOSPC (its handle swapped for /dev/full
+    # mid-run): a JournalError naming the journal, and what it held before stays whole
+    from bayeval.data import load_dataset
+    from bayeval.errors import JournalError
+    from bayeval.session import Session
+
+    rte = load_dataset("rte")
+    path = tmp_path / "j.jsonl"
+    session = Session(rte.drop_models([rte.models[0]]), rte.models[0], "random", seed=0,
+                      journal=path)
+    oracle = MatrixOracle(rte, rte.models[0])
+    for _ in range(3):
+        [item] = session.ask()
+        session.tell(item, oracle(item))
+    before = path.read_bytes()
+    session._journal.close()
+    session._journal = open("/dev/full", "ab")
+    with pytest.raises(JournalError, match=r"journal .*j.jsonl: could not write to it "
+                                           r"\(No space left on device\)"):
+        session.ask()  # the draw is journaled before it is evaluated
+    session.close()
+    assert path.read_bytes() == before
+    resumed = Session.resume(path, reference=rte.drop_models([rte.models[0]]))
+    assert resumed.n_observed == 3
+    resumed.close()
 
 
 def test_a_bench_called_from_python_in_32_bit_mode_runs_in_float64(tmp_path):

@@ -33,9 +33,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = app(args=argv, standalone_mode=False)
     except OSError as exc:
-        if not _output_failed(exc):
-            raise
-        sys.exit(1)
+        if _output_failed(exc):
+            sys.exit(1)
+        _file_failed(exc)
+        sys.exit(EXIT_USAGE)
     except click_exception as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help was printed: nothing to add
             sys.exit(EXIT_USAGE)
@@ -77,6 +78,21 @@ def _output_failed(exc: OSError) -> bool:
     except OSError:
         pass
     return True
+
+
+def _file_failed(exc: OSError) -> None:
+    """A file bayeval reads or writes failed (no permission, a read-only file system, a
+    full disk, a path that is not a folder): one line naming the file and the fault.
+    Whatever a journal held before stays there (its records are written whole and
+    fsync'd), and an atomic write leaves the earlier file as it was."""
+    import sys
+
+    where = f"{exc.filename}: " if exc.filename else ""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    try:
+        print(f"error: {where}{reason}", file=sys.stderr)
+    except OSError:
+        pass
 
 
 def _terminate_like_interrupt() -> None:
