@@ -218,8 +218,12 @@ def test_diagnose_prints_diagnostics_and_plots(tmp_path):
                      "--warmup", "100", "--samples", "100", "--json", "--plot",
                      str(tmp_path))
     assert result.exit_code == 0, result.output
-    report = json.loads(result.output)
+    report = json.loads(result.stdout)
     assert report["coreset"] == 40 and report["items"] == 541 and report["variables"] == 1
+    # not a terminal: each phase of the long work is a line on stderr, with its time
+    phases = result.stderr.splitlines()
+    assert phases[0].startswith("irt-2pl on ifeval: started (") and len(phases) >= 4
+    assert any("NUTS, 2 chains" in x for x in phases) and "done (" in phases[-1]
     assert abs(report["estimate"] - report["truth"]) < 4 * report["sd"]
     assert report["nuts_seconds"] > 0 and len(report["bfmi"]) == 2
     for name in ("trace.png", "rank.png"):

@@ -265,7 +265,22 @@ def progress_bar(verb: str) -> Progress:
 @contextlib.contextmanager
 def working(message: str) -> Iterator[Callable[[str], None]]:
     """A spinner on stderr while work without a count runs (a NUTS run, a subset search);
-    yields ``say(text)`` that changes its text to the current phase."""
+    yields ``say(text)`` that changes its text to the current phase. Where stderr is not
+    a terminal (a CI log, a file) the message and each phase are a plain line, with the
+    seconds since the start, and the end says how long it took."""
+    import time
+
+    if not err.is_terminal:
+        start = time.perf_counter()
+
+        def line(text: str) -> None:
+            err.print(f"{text} ({time.perf_counter() - start:.0f} s)", highlight=False,
+                      markup=False, soft_wrap=True)
+
+        line(f"{message}: started")
+        yield line
+        line(f"{message}: done")
+        return
     with err.status(message, spinner="dots") as status:
         yield lambda text: status.update(text)
 
