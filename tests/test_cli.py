@@ -249,3 +249,20 @@ def test_evaluate_with_faq_draws_a_fixed_budget():
     r = json.loads(result.output)
     assert r["method"] == "faq" and r["items_used"] == 20 and r["items_evaluated"] <= 20
     assert 0.0 <= r["lower"] <= r["estimate"] <= r["upper"] <= 1.0
+
+
+def test_result_tables_keep_names_whole_at_80_columns(monkeypatch, tmp_path):
+    # the ranking of select (long model names) and a live joint run's table: at 80 columns
+    # every name is printed whole, no line is longer, and a live run (no true score) shows
+    # no empty "true score" column
+    monkeypatch.setattr("bayeval.cli.common.out.width", 80)
+    done = _invoke("select", "--dataset", "ifeval", "--budget", "5%", "-q", "--json")
+    ranking = [row["model"] for row in json.loads(done.stdout)["ranking"][:10]]
+    shown = _invoke("select", "--dataset", "ifeval", "--budget", "5%", "-q").stdout
+    assert all(name in shown for name in ranking), shown
+    assert max(map(len, shown.splitlines())) <= 80
+    live = _invoke("evaluate", "--dataset", "rte", "--targets", "rte-model-001,rte-model-002",
+                   "--evaluator", "command", "--command", "echo 1; true {target} {item}",
+                   "--max-items", "60", "--journal", str(tmp_path / "j.jsonl"), "-q")
+    assert live.exit_code == 0, live.output
+    assert "rte-model-001" in live.stdout and "true score" not in live.stdout

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 
 from bayeval.cli.numbers import FlagGroup
 from bayeval.errors import BayevalError, DataError
@@ -243,6 +244,27 @@ def resume_from(session_class, journal: Path, given: dict[str, Any]):
     session = resume_session(session_class, journal, given)
     settings = EvaluatorSettings.from_json(session.extra, f"journal {journal}")
     return session, settings, load_source(session.reference_source or {}, journal)
+
+
+def names_table(headers: list[str], rows: list[list[str]], title: str | None = None,
+                wrap: tuple[str, ...] = ()) -> Table:
+    """A result table whose first column (model or dataset names, variables) is never
+    broken or cut at any terminal width, whose numbers are never wrapped, and whose
+    ``wrap`` columns (free text) wrap at spaces only; columns of words (the first, and
+    those whose cells start with a letter) are left-aligned, numbers right-aligned."""
+    from rich import box
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for k, header in enumerate(headers):
+        cells = [header, *(row[k] for row in rows)]
+        words = k == 0 or header in wrap or all(c[:1].isalpha() for c in cells[1:] if c)
+        table.add_column(header, justify="left" if words else "right",
+                         no_wrap=header not in wrap, overflow="fold" if header in wrap
+                         else "ellipsis", min_width=min(max(map(len, cells)), 60)
+                         if k == 0 else None)
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def field_table():

@@ -9,8 +9,6 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from rich import box
-from rich.table import Table
 
 from bayeval.cli.common import (
     DEFAULT_DATASET,
@@ -24,6 +22,7 @@ from bayeval.cli.common import (
     check_output,
     fail,
     fresh_source,
+    names_table,
     out,
     setup_jax,
     working,
@@ -86,14 +85,13 @@ def diagnose(
     if as_json:
         print(json.dumps({**result.to_json(), "plots": [str(p) for p in paths]}, indent=2))
         return
-    table = Table(title=f"{model} on {matrix.name}, target {target}, {coreset} of "
-                        f"{matrix.n_items} items observed", box=box.SIMPLE_HEAD)
-    for col in ("variable", "R-hat", "bulk ESS", "tail ESS"):
-        table.add_column(col, justify="left" if col == "variable" else "right")
     worst = result.table.sort_values("r_hat", ascending=False)
-    for name, r in worst.head(rows).iterrows():
-        table.add_row(str(name), f"{r.r_hat:.4f}", f"{r.ess_bulk:.0f}", f"{r.ess_tail:.0f}")
-    out.print(table)
+    out.print(names_table(
+        ["variable", "R-hat", "bulk ESS", "tail ESS"],
+        [[str(name), f"{r.r_hat:.4f}", f"{r.ess_bulk:.0f}", f"{r.ess_tail:.0f}"]
+         for name, r in worst.head(rows).iterrows()],
+        f"{model} on {matrix.name}, target {target}, {coreset} of {matrix.n_items} items "
+        "observed"))
     if len(worst) > rows:
         out.print(f"({len(worst) - rows} more variables; all R-hat ≤ {worst.r_hat.max():.4f}, "
                   f"bulk ESS ≥ {worst.ess_bulk.min():.0f}, tail ESS ≥ "

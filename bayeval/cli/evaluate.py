@@ -10,8 +10,6 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
-from rich import box
-from rich.table import Table
 
 from bayeval.cli.common import (
     DEFAULT_DATASET,
@@ -41,6 +39,7 @@ from bayeval.cli.common import (
     failure_summary,
     field_table,
     fresh_source,
+    names_table,
     out,
     progress_bar,
     resumable,
@@ -524,18 +523,23 @@ def _true_score(matrix, target: str, settings: EvaluatorSettings) -> float | Non
 
 
 def _print_joint_result(r: dict[str, Any]) -> None:
-    table = Table(box=box.SIMPLE_HEAD)
-    for col in ("target", "estimate", f"{r['level']:.0%} interval", "true score", "items",
-                "stopped after"):
-        table.add_column(col, justify="left" if col == "target" else "right",
-                         no_wrap=col != "target", overflow="fold")
-    for t in r["targets"]:
-        truth = "" if t["true_score"] is None else (
-            f"{t['true_score']:.4f}" + ("" if t["covered"] else " (outside)"))
-        table.add_row(t["target"], f"{t['estimate']:.4f}",
-                      f"[{t['lower']:.4f}, {t['upper']:.4f}]", truth,
-                      f"{t['items_used']}/{r['n_items']}",
-                      "" if t["stopped_after"] is None else f"{t['stopped_after']} evals")
+    """The joint run's table: a row per target, names never broken (the other columns
+    give way), the true score and the stop only where some target has one (a live run
+    has no true score)."""
+    rows = r["targets"]
+    columns = {"target": [t["target"] for t in rows],
+               "estimate": [f"{t['estimate']:.4f}" for t in rows],
+               f"{r['level']:.0%} interval": [f"[{t['lower']:.4f}, {t['upper']:.4f}]"
+                                              for t in rows],
+               "true score": ["" if t["true_score"] is None else
+                              f"{t['true_score']:.4f}" + ("" if t["covered"] else " (outside)")
+                              for t in rows],
+               "items": [f"{t['items_used']}/{r['n_items']}" for t in rows],
+               "stopped after": ["" if t["stopped_after"] is None else
+                                 f"{t['stopped_after']} evals" for t in rows]}
+    columns = {k: v for k, v in columns.items() if any(v)}
+    table = names_table(list(columns), [list(row) for row in zip(*columns.values(),
+                                                                   strict=True)])
     out.print(table)
     total = len(r["targets"]) * r["n_items"]
     out.print(f"reference {r['reference']} ({r['reference_models']} models); "

@@ -10,8 +10,6 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
-from rich import box
-from rich.table import Table
 
 from bayeval.cli.common import (
     EvaluatorKind,
@@ -32,6 +30,7 @@ from bayeval.cli.common import (
     evaluator_kind,
     fresh_source,
     load_source,
+    names_table,
     out,
     progress_bar,
     resumable,
@@ -293,20 +292,18 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
 
 def _print_selection(r: dict[str, Any], top: int) -> None:
     truth = "true_mean" in (r["ranking"][0] if r["ranking"] else {})
-    table = Table(box=box.SIMPLE_HEAD, title=f"ranking (best first, top {top})")
-    for col in ("rank", "model", "mean", "items"):
-        table.add_column(col, justify="left" if col == "model" else "right")
+    headers = ["model", "rank", "mean", "items"]
     if truth:
-        table.add_column("true mean", justify="right")
-        table.add_column("true rank", justify="right")
+        headers += ["true mean", "true rank"]
         true_rank = {row["model"]: k for k, row in enumerate(
             sorted(r["ranking"], key=lambda row: -row["true_mean"]), start=1)}
+    rows = []
     for k, row in enumerate(r["ranking"][:top], start=1):
-        cells = [str(k), row["model"], f"{row['mean']:.4f}", str(row["evaluated"])]
+        cells = [row["model"], str(k), f"{row['mean']:.4f}", str(row["evaluated"])]
         if truth:
             cells += [f"{row['true_mean']:.4f}", str(true_rank[row["model"]])]
-        table.add_row(*cells)
-    out.print(table)
+        rows.append(cells)
+    out.print(names_table(headers, rows, f"ranking (best first, top {top})"))
     pairs = r["models"] * r["items"]
     line = (f"best: {r['best']}  ·  {r['evaluations']} evaluations of {r['budget']} allowed "
             f"({r['evaluations'] / pairs:.1%} of {r['models']} models × {r['items']} items)")
