@@ -266,3 +266,17 @@ def test_result_tables_keep_names_whole_at_80_columns(monkeypatch, tmp_path):
                    "--max-items", "60", "--journal", str(tmp_path / "j.jsonl"), "-q")
     assert live.exit_code == 0, live.output
     assert "rte-model-001" in live.stdout and "true score" not in live.stdout
+
+
+def test_version_takes_no_value(capsys):
+    # `--version true` (or any word after it) is refused, not silently ignored
+    from bayeval.cli import main
+
+    for argv, code in ((["--version"], 0), (["--version", "true"], 2),
+                       (["--version", "evaluate"], 2)):
+        with pytest.raises(SystemExit) as ended:
+            main(argv)
+        assert ended.value.code == code, argv
+    captured = capsys.readouterr()
+    assert "bayeval " in captured.out
+    assert "--version takes no value and no command (got 'evaluate'" in captured.err

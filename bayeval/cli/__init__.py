@@ -30,8 +30,13 @@ def main(argv: list[str] | None = None) -> None:
                            if c.__name__ == "ClickException")
     _terminate_like_interrupt()
     _writable_anywhere()
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["--version"] and len(args) > 1:  # its eager callback would ignore them
+        err.print(f"error: --version takes no value and no command (got {args[1]!r}; see "
+                  "bayeval --help)", highlight=False, markup=False, soft_wrap=True)
+        sys.exit(EXIT_USAGE)
     try:
-        code = app(args=argv, standalone_mode=False)
+        code = app(args=args, standalone_mode=False)
     except OSError as exc:
         if _output_failed(exc):
             sys.exit(1)

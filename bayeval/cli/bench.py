@@ -81,8 +81,8 @@ AllDatasetsOption = Annotated[str, typer.Option(
     help="Comma-separated bundled datasets, or 'all'.")]
 BenchReferenceOption = Annotated[Path | None, typer.Option(
     "--reference", callback=own_reference,
-    help="Your own score matrix (.npz, .csv or .parquet, or lm-eval:DIR with --task) to run "
-         "on, instead of the bundled data.")]
+    help="Your own score matrix (.npz, .csv or .parquet, lm-eval:DIR with --task, or "
+         "inspect:LOG_DIR) to run on, instead of the bundled data.")]
 
 
 def bench_sources(datasets: str, reference: Path | None, task: str | None = None,
