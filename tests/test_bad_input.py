@@ -228,6 +228,24 @@ CASES = [
                                              "echo 1", "--method", "bayesame"],
      "--targets needs a method that evaluates several targets jointly (active-pai-joint "
      "or bayesame-joint); 'bayesame' evaluates one"),
+    ("version with a value", ["--version", "true"],
+     "--version takes no value and no command (got 'true'"),
+    ("inspect evaluator without a task", ["evaluate", "--dataset", "mrpc", "--evaluator",
+                                          "inspect", "--target", "x"],
+     "--evaluator inspect needs --inspect-task FILE.py@TASK"),
+    ("inspect task without the inspect evaluator", ["evaluate", "--inspect-task", "t.py@x"],
+     "--inspect-task is only used with --evaluator inspect"),
+    ("inspect log without the inspect evaluator", ["evaluate", "--inspect-log", "{tmp}/x"],
+     "--inspect-log writes the target's Inspect samples: it needs --evaluator inspect"),
+    ("inspect evaluator of several targets", ["evaluate", "--dataset", "mrpc", "--evaluator",
+                                              "inspect", "--inspect-task", "t.py@x",
+                                              "--targets", "a,b"],
+     "--evaluator inspect evaluates one model (--target), not --targets"),
+    ("repeated models on a bundled dataset", ["evaluate", "--repeated-models", "number"],
+     "--repeated-models reads a matrix file or Inspect logs"),
+    ("harness results of several targets", ["evaluate", "--targets", "a,b",
+                                            "--harness-results", "{tmp}/r.json"],
+     "--harness-results holds one model's estimate; --targets evaluates several"),
 ]
 
 
