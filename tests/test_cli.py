@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import random
 import signal
 import subprocess
@@ -222,8 +223,8 @@ def test_diagnose_prints_diagnostics_and_plots(tmp_path):
     assert report["coreset"] == 40 and report["items"] == 541 and report["variables"] == 1
     # not a terminal: each phase of the long work is a line on stderr, with its time
     phases = result.stderr.splitlines()
-    assert phases[0].startswith("irt-2pl on ifeval: started (") and len(phases) >= 4
-    assert any("NUTS, 2 chains" in x for x in phases) and "done (" in phases[-1]
+    assert any("NUTS, 2 chains" in x for x in phases) and len(phases) >= 3
+    assert phases[-1].startswith("irt-2pl on ifeval: done (")
     assert abs(report["estimate"] - report["truth"]) < 4 * report["sd"]
     assert report["nuts_seconds"] > 0 and len(report["bfmi"]) == 2
     for name in ("trace.png", "rank.png"):
@@ -280,3 +281,21 @@ def test_version_takes_no_value(capsys):
     captured = capsys.readouterr()
     assert "bayeval " in captured.out
     assert "--version takes no value and no command (got 'evaluate'" in captured.err
+
+
+def test_long_work_says_it_started_unless_it_ends_at_once(capsys):
+    # not a terminal: work of over a second says it started and when it ended; work that
+    # fails at once (a refused option) leaves its error as the command's one line
+    import time
+
+    from bayeval.cli.common import working
+
+    with working("searching"):
+        time.sleep(1.5)
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and re.fullmatch(r"searching: started \(\d+ s\)", lines[0])
+    assert re.fullmatch(r"searching: done \(\d+ s\)", lines[1])
+    with pytest.raises(ValueError), working("searching"):
+        raise ValueError("refused")
+    time.sleep(1.2)  # past the first line's delay: nothing comes late
+    assert capsys.readouterr().err == ""

@@ -290,18 +290,29 @@ def working(message: str) -> Iterator[Callable[[str], None]]:
     yields ``say(text)`` that changes its text to the current phase. Where stderr is not
     a terminal (a CI log, a file) the message and each phase are a plain line, with the
     seconds since the start, and the end says how long it took."""
+    import threading
     import time
 
     if not err.is_terminal:
+        # the first line waits a second, so that an option refused at once stays the
+        # command's one line
         start = time.perf_counter()
+        said = threading.Event()
 
         def line(text: str) -> None:
+            said.set()
             err.print(f"{text} ({time.perf_counter() - start:.0f} s)", highlight=False,
                       markup=False, soft_wrap=True)
 
-        line(f"{message}: started")
-        yield line
-        line(f"{message}: done")
+        timer = threading.Timer(1.0, line, [f"{message}: started"])
+        timer.daemon = True
+        timer.start()
+        try:
+            yield line
+        finally:
+            timer.cancel()
+        if said.is_set():
+            line(f"{message}: done")
         return
     with err.status(message, spinner="dots") as status:
         yield lambda text: status.update(text)
