@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import random
+import re
 import signal
 import subprocess
 import sys
