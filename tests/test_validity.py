@@ -83,6 +83,14 @@ def test_summary_by_hand():
     assert table.loc[("active-pai", "< 5%")].mean_items == 10
     assert table.loc[("active-pai", "> 95%")].saving_vs_rs == pytest.approx(1 - 40 / 60)
     assert table.loc[("active-pai", "5–95%")].coverage == 0.5
+    # targets scoring exactly 0 or 1 have rows of their own (none here: no such row)
+    assert ("active-pai", "= 0") not in table.index
+    edge = runs.assign(truth=[0.0, 0.5, 0.6, 1.0] * 2, covered=[False, True, False, True] * 2)
+    edges = validity.summarise(edge).set_index(["method", "stratum"])
+    assert edges.loc[("active-pai", "= 0")].runs == 1
+    assert edges.loc[("active-pai", "= 0")].coverage == 0.0
+    assert edges.loc[("active-pai", "= 1")].coverage == 1.0
+    assert edges.loc[("active-pai", "< 5%")].runs == 1  # the edge is also in its stratum
     assert np.isnan(row.variance_ratio)  # runs without RS-Mean's variance at their items
     # with it (N = 100 items): the median over runs of ((upper − lower) / 2z)² / rs_var
     n = runs["items"].to_numpy(float)

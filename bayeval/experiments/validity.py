@@ -15,7 +15,8 @@ For a dataset and a **variant**:
 Each of ``seeds`` draws its own targets and reference subset (``reference_fraction`` of
 the other models); each target runs ``reps`` times with different selection seeds, all
 through the vmapped engine (:func:`~bayeval.simulate.simulate`) until every run has
-stopped. Per (method, ε) and per score stratum of the target (< 5%, 5–95%, > 95%):
+stopped. Per (method, ε) and per score stratum of the target (< 5%, 5–95%, > 95%, and
+exactly 0 or 1):
 coverage of the interval at the stop with its binomial SE, mean items at the stop,
 saving = 1 − items / items of RS-Mean (Wilson–FPC, same ε and stopping rule), and the
 mean width at the stop. FAQ, given the first method's mean stopping n as its budget of
@@ -64,6 +65,9 @@ DEFAULT_VARIANTS = VARIANTS[:3]
 EXTRAPOLATION_TARGETS = 0.30  # the strongest share of models the extrapolation variant
 #                               targets; its references are the weakest half
 STRATA = (("< 5%", -np.inf, 0.05), ("5–95%", 0.05, 0.95), ("> 95%", 0.95, np.inf))
+# targets scoring exactly 0 or 1 (a sparse benchmark's weakest models), inside the first
+# and last strata but reported on their own: the interval must hold the edge exactly
+EDGES = (("= 0", 0.0), ("= 1", 1.0))
 METHODS = ("active-pai", "active-pai(anytime=true)", "random")
 SPARSE_SHARE = 0.10  # an item is "sparse" when fewer than this share of models solve it
 EXTREME_SHARE = 0.05  # the bottom and top shares of models the extremes variant targets
@@ -217,7 +221,8 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
     keys = ["dataset", "variant", "epsilon", "method"]
     for key, group in runs.groupby(keys, sort=False):
         strata = [("all", group)] + [
-            (name, group[(group.truth >= lo) & (group.truth < hi)]) for name, lo, hi in STRATA]
+            (name, group[(group.truth >= lo) & (group.truth < hi)]) for name, lo, hi in STRATA
+        ] + [(name, group[group.truth == edge]) for name, edge in EDGES]
         for name, part in strata:
             if part.empty:
                 continue
