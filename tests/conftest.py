@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 
 import numpy as np
@@ -11,6 +12,14 @@ from bayeval.devices import keep_compiled_programs
 from bayeval.precision import enable_float64
 
 enable_float64()  # the library refuses float32 (bayeval.precision); tests use its internals
+
+# A suite started in the background (`pytest … &`, nohup, a runner without a terminal)
+# inherits SIGINT ignored, and so would every process the tests start (an ignored signal
+# stays ignored across exec): the Ctrl-C tests would find `bayeval` deaf to Ctrl-C, as a
+# background job should be. The test processes take a foreground terminal's SIGINT, which
+# their children then start with.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # Many tests, both xdist workers and the processes the tests start (the `bayeval` command,
 # the tutorials, `python -c` snippets) compile the same programs, down to the small ones
