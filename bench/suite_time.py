@@ -50,6 +50,16 @@ def summary_line(output: str) -> str:
     return summary + (f" ({', '.join(failed)})" if failed else "")
 
 
+def failures(output: str, limit: int = 40) -> list[str]:
+    """What a failing test said: pytest's ``E`` lines and the ``file:line`` of each failure
+    (``-q`` prints them), at most ``limit`` lines, so that an intermittent failure can be
+    read from the report after the run."""
+    keep = [x for x in output.splitlines()
+            if x.startswith("E ") or re.match(r"^(tests|bayeval)/\S+:\d+: \w+", x)
+            or x.startswith("___")]
+    return keep[:limit]
+
+
 def slowest(output: str, count: int) -> list[str]:
     rows = [x for x in output.splitlines() if re.match(r"\s*\d+\.\d+s (call|setup)", x)]
     return rows[:count]
@@ -73,7 +83,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs/results/suite_time.md")
     args = parser.parse_args()
 
-    rows, last, compiled = [], "", []
+    rows, last, compiled, failed = [], "", [], []
     for k in range(args.runs + args.warm):
         fresh = k < args.runs
         if fresh:
@@ -89,6 +99,8 @@ def main() -> None:
         programs = sum(1 for p in CACHE.rglob("*") if p.is_file()) if CACHE.exists() else 0
         kind = "fresh" if fresh else "warm"
         rows.append((kind, wall, programs, summary_line(output)))
+        if failures(output):
+            failed += [f"run {k + 1} ({kind}):", *failures(output)]
         last = output
         print(f"[{time.strftime('%H:%M:%S')}] {kind} run {k + 1}: {wall:.0f} s, "
               f"{programs} compiled programs cached, {rows[-1][3]}", flush=True)
@@ -115,6 +127,8 @@ def main() -> None:
                   f"workers' {2 * fresh_walls[-1]:.0f} s. By file:", "",
                   "| file | s |", "|---|---|"]
         lines += [f"| {name} | {v:.0f} |" for v, name in compiled[:10]]
+    if failed:
+        lines += ["", "What the failing tests said:", "", "```", *failed, "```"]
     lines += ["", f"The {args.slowest} slowest tests of the last run:", "", "```",
               *slowest(last, args.slowest), "```", ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
