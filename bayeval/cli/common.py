@@ -167,6 +167,38 @@ def command_evaluator(command: str, timeout: float, retries: int):
         raise BayevalError(str(exc)) from None
 
 
+# The evaluators that run a tool in this process on one model, a batch of items per call:
+# their kind → (the option naming what to run, what it takes, the tool's module and name,
+# how to install it).
+TOOL_EVALUATORS = {
+    EvaluatorKind.inspect.value: ("--inspect-task", "FILE.py@TASK (or a registered task name)",
+                                  "inspect_ai", "Inspect AI", "pip install 'bayeval[inspect]'"),
+    EvaluatorKind.lm_eval.value: ("--lm-eval-args",
+                                  "'--model … [--model_args …] [--include_path …]'",
+                                  "lm_eval", "lm-evaluation-harness", "pip install lm-eval"),
+}
+
+
+def _check_tool(kind: str, tool_kind: str, given: str | None, harness: bool) -> None:
+    """``--evaluator TOOL_KIND`` (:data:`TOOL_EVALUATORS`): offered by this command,
+    given its option, and its tool installed; its option refused with another kind."""
+    import importlib.util
+
+    option, takes, module, tool, install = TOOL_EVALUATORS[tool_kind]
+    if kind != tool_kind:
+        if given is not None:
+            raise BayevalError(f"{option} is only used with --evaluator {tool_kind}")
+        return
+    if not harness:
+        raise BayevalError(f"--evaluator {tool_kind} evaluates one model's items (bayeval "
+                           "evaluate); use command here")
+    if not given:
+        raise BayevalError(f"--evaluator {tool_kind} needs {option} {takes}")
+    if importlib.util.find_spec(module) is None:
+        raise BayevalError(f"--evaluator {tool_kind}: {tool} is not installed in this "
+                           f"Python ({sys.executable}); {install}")
+
+
 def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout: float,
                    retries: int, usage: str, lm_eval_args: str | None = None,
                    harness: bool = False, inspect_task: str | None = None) -> str:
@@ -177,32 +209,9 @@ def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout
     ``--lm-eval-args`` and an installed lm-evaluation-harness) and ``--evaluator
     inspect`` (it needs ``--inspect-task`` and an installed Inspect AI)."""
     kind = (evaluator or EvaluatorKind.oracle).value
-    if kind == EvaluatorKind.inspect.value:
-        if not harness:
-            raise BayevalError("--evaluator inspect evaluates one model's items (bayeval "
-                               "evaluate); use command here")
-        if not inspect_task:
-            raise BayevalError("--evaluator inspect needs --inspect-task FILE.py@TASK (or "
-                               "a registered task name)")
-        import importlib.util
-
-        if importlib.util.find_spec("inspect_ai") is None:
-            raise BayevalError("--evaluator inspect: Inspect AI is not installed in this "
-                               f"Python ({sys.executable}); pip install 'bayeval[inspect]'")
-    elif inspect_task is not None:
-        raise BayevalError("--inspect-task is only used with --evaluator inspect")
+    _check_tool(kind, EvaluatorKind.inspect.value, inspect_task, harness)
+    _check_tool(kind, EvaluatorKind.lm_eval.value, lm_eval_args, harness)
     if kind == EvaluatorKind.lm_eval.value:
-        if not harness:
-            raise BayevalError("--evaluator lm-eval evaluates one model's items (bayeval "
-                               "evaluate); use command here")
-        if not lm_eval_args:
-            raise BayevalError("--evaluator lm-eval needs --lm-eval-args '--model … "
-                               "[--model_args …] [--include_path …]'")
-        import importlib.util
-
-        if importlib.util.find_spec("lm_eval") is None:
-            raise BayevalError("--evaluator lm-eval: lm-evaluation-harness is not installed "
-                               f"in this Python ({sys.executable}); pip install lm-eval")
         from bayeval.errors import EvaluationError
         from bayeval.harness import LmEvalCommand
 
@@ -210,8 +219,6 @@ def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout
             LmEvalCommand(lm_eval_args, "task", timeout=timeout)
         except EvaluationError as exc:
             raise BayevalError(str(exc)) from None
-    elif lm_eval_args is not None:
-        raise BayevalError("--lm-eval-args is only used with --evaluator lm-eval")
     if kind == EvaluatorKind.command.value:
         if not command:
             raise BayevalError(f"--evaluator command needs --command {usage!r}")

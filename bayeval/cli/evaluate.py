@@ -17,6 +17,7 @@ from bayeval.cli.common import (
     JOINT_METHOD,
     JOINT_METHODS,
     SUBPROCESS,
+    TOOL_EVALUATORS,
     EvaluatorKind,
     FilterOption,
     HarnessResultsOption,
@@ -226,7 +227,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         usage = "CMD {target} {item}" if several else "CMD {item}"
         kind = evaluator_kind(evaluator, command, timeout, retries, usage, lm_eval_args,
                               harness=True, inspect_task=(live or {}).get("inspect_task"))
-        if kind in (EvaluatorKind.lm_eval.value, EvaluatorKind.inspect.value) and several:
+        if kind in TOOL_EVALUATORS and several:
             raise BayevalError(f"--evaluator {kind} evaluates one model (--target), not "
                                "--targets")
         source, matrix = fresh_source(dataset, reference, task=harness[0],
@@ -381,7 +382,7 @@ def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool =
     touched)."""
     if concurrency <= 1:
         return
-    if kind in (EvaluatorKind.lm_eval.value, EvaluatorKind.inspect.value):
+    if kind in TOOL_EVALUATORS:
         raise BayevalError(f"--concurrency is for --evaluator command or oracle; {kind} "
                            "runs a batch's items together (--batch)")
     if method is not None and (several or method.with_replacement):
