@@ -50,15 +50,22 @@ class TaskEstimate:
     level: float = 0.95
     subtasks: Sequence[TaskEstimate] = field(default_factory=tuple)
 
+    @property
+    def stderr(self) -> float | None:
+        """The standard error the interval stands for: its half-width over z (None
+        without an interval)."""
+        if self.lower is None or self.upper is None:
+            return None
+        return (float(self.upper) - float(self.lower)) / 2 / z_value(self.level)
+
     def metrics(self, metric: str, filter_name: str) -> dict[str, Any]:
         """The task's entry of ``results`` (or ``groups``)."""
         key = f",{filter_name}"
         entry: dict[str, Any] = {"alias": f"{self.task} {MARKER}", "name": self.task,
                                  "sample_len": int(self.evaluated),
                                  metric + key: float(self.value)}
-        if self.lower is not None and self.upper is not None:
-            half = (float(self.upper) - float(self.lower)) / 2
-            entry[f"{metric}_stderr{key}"] = half / z_value(self.level)
+        if self.stderr is not None:
+            entry[f"{metric}_stderr{key}"] = self.stderr
             entry[f"{metric}_lower{key}"] = float(self.lower)
             entry[f"{metric}_upper{key}"] = float(self.upper)
         else:

@@ -25,6 +25,7 @@ from bayeval.data.inspect_logs import ESTIMATE_KEY, sample_score, split_metric
 from bayeval.data.matrix import validate_score
 from bayeval.errors import DataError, EvaluationError
 from bayeval.evaluators import BatchEvaluator
+from bayeval.harness_results import TaskEstimate
 
 __all__ = ["InspectEvaluator", "load_task", "write_estimate_log"]
 
@@ -152,16 +153,16 @@ class InspectEvaluator(BatchEvaluator):
         return out
 
 
-def write_estimate_log(log_dir: str | Path, path: str | Path, estimate: dict[str, Any],
-                       metric: str | None = None) -> Path:
+def write_estimate_log(log_dir: str | Path, path: str | Path, estimate: TaskEstimate,
+                       info: dict[str, Any], metric: str | None = None) -> Path:
     """The estimate of an ``--evaluator inspect`` run as one Inspect eval log that
     ``inspect view`` opens: the header of the target's logs under ``log_dir`` (task,
     model, dataset), every sample they scored (a sample asked again after a SIGKILL once),
     and as the scorer's metrics the estimate (``accuracy``), its standard error (the
     interval's half-width over z), the interval (``lower``, ``upper``) and the items
     evaluated of all; its ``eval.metadata["bayeval"]`` says it is an estimate and how it
-    was made (the reference reader passes over such logs: its samples are in the batch
-    logs). ``path``: a ``.eval``/``.json`` file, or a folder for a named one."""
+    was made (``info``; the reference reader passes over such logs: its samples are in
+    the batch logs). ``path``: a ``.eval``/``.json`` file, or a folder for a named one."""
     import datetime
 
     from inspect_ai.log import (
@@ -172,8 +173,6 @@ def write_estimate_log(log_dir: str | Path, path: str | Path, estimate: dict[str
         read_eval_log,
         write_eval_log,
     )
-
-    from bayeval.estimators.interval import z_value
 
     logs = [read_eval_log(info) for info in list_eval_logs(str(log_dir))]
     logs = sorted((lg for lg in logs if lg.status == "success"
@@ -192,22 +191,16 @@ def write_estimate_log(log_dir: str | Path, path: str | Path, estimate: dict[str
         scorer = names[0] if len(names) == 1 else "score"
     out = logs[-1].model_copy(deep=True)
     out.samples = [samples[k] for k in sorted(samples)]
-    half = (estimate["upper"] - estimate["lower"]) / 2
-    level = float(estimate.get("level", 0.95))
-    metrics = {"accuracy": estimate["estimate"], "stderr": half / z_value(level),
-               "lower": estimate["lower"], "upper": estimate["upper"]}
+    metrics = {"accuracy": estimate.value, "stderr": estimate.stderr,
+               "lower": estimate.lower, "upper": estimate.upper}
     out.results = EvalResults(
-        total_samples=int(estimate["n_items"]),
-        completed_samples=int(estimate["items_used"]),
-        scores=[EvalScore(name=scorer, scorer=scorer,
-                          scored_samples=int(estimate["items_used"]),
+        total_samples=int(estimate.n_items), completed_samples=int(estimate.evaluated),
+        scores=[EvalScore(name=scorer, scorer=scorer, scored_samples=int(estimate.evaluated),
                           unscored_samples=0,
                           metrics={k: EvalMetric(name=k, value=float(v))
                                    for k, v in metrics.items()})])
-    record = {"estimate": True, "level": level,
-              **{k: estimate.get(k) for k in ("method", "params", "seed", "stopped",
-                                              "journal", "reference", "items_used",
-                                              "n_items") if estimate.get(k) is not None}}
+    record = {"estimate": True, "level": estimate.level, **info,
+              "items_used": estimate.evaluated, "n_items": estimate.n_items}
     out.eval.metadata = {**(out.eval.metadata or {}), ESTIMATE_KEY: record}
     out.eval.created = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     target = Path(path)

@@ -483,23 +483,28 @@ HarnessResultsOption = Annotated[Path | None, typer.Option(
          "results_<date>.json in this folder.")]
 
 
-def write_estimate_results(result: dict[str, Any], path: Path) -> None:
-    """``--harness-results PATH``: one target's estimate (``result``: the command's JSON
-    result) written in the harness's results layout (:mod:`bayeval.harness_results`)."""
-    from bayeval.harness_results import TaskEstimate, harness_results, write_harness_results
+def result_estimate(result: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """One target's estimate in ``evaluate``'s JSON ``result`` as a
+    :class:`~bayeval.harness_results.TaskEstimate`, and what says how it was made (the
+    method, its parameters, the seed, the stop, the journal, the reference), for the
+    files written in other tools' formats."""
+    from bayeval.harness_results import TaskEstimate
 
-    if "targets" in result:
-        raise BayevalError("--harness-results holds one model's estimate; --targets "
-                           "evaluates several (use --json)")
     estimate = TaskEstimate(result["task"], result["estimate"], result["lower"],
                             result["upper"], result["items_used"], result["n_items"],
                             result["level"])
-    info = {k: result.get(k) for k in ("method", "params", "seed", "stopped", "journal",
-                                       "reference", "interval")
-            if result.get(k) is not None}
-    try:
-        write_harness_results(harness_results(estimate, result.get("metric"),
-                                              result.get("filter"), result["target"],
-                                              info), path)
-    except OSError as exc:
-        raise BayevalError(f"--harness-results {path}: {exc.strerror or exc}") from None
+    info = {k: result[k] for k in ("method", "params", "seed", "stopped", "journal",
+                                   "reference") if result.get(k) is not None}
+    return estimate, info
+
+
+def write_estimate_results(result: dict[str, Any], path: Path) -> None:
+    """``--harness-results PATH``: one target's estimate (``result``: the command's JSON
+    result) written in the harness's results layout (:mod:`bayeval.harness_results`; a
+    file that cannot be written is the command's one-line file error)."""
+    from bayeval.harness_results import harness_results, write_harness_results
+
+    estimate, info = result_estimate(result)
+    write_harness_results(harness_results(estimate, result.get("metric"),
+                                          result.get("filter"), result["target"], info),
+                          path)

@@ -43,6 +43,7 @@ from bayeval.cli.common import (
     names_table,
     out,
     progress_bar,
+    result_estimate,
     resumable,
     resume_from,
     setup_jax,
@@ -446,12 +447,12 @@ def _write_inspect_log(result: dict[str, Any], path: Path) -> Path:
     own logs (:func:`bayeval.inspect_evaluator.write_estimate_log`)."""
     from bayeval.inspect_evaluator import write_estimate_log
 
-    if result.get("evaluator") != EvaluatorKind.inspect.value or not result.get(
-            "inspect_logs"):
+    if not result.get("inspect_logs"):  # only an --evaluator inspect run has them
         raise BayevalError("--inspect-log writes the target's Inspect samples: this run "
                            f"evaluated with {result.get('evaluator')}, not inspect")
     try:
-        return write_estimate_log(result["inspect_logs"], path, result, result["metric"])
+        return write_estimate_log(result["inspect_logs"], path, *result_estimate(result),
+                                  result["metric"])
     except OSError as exc:
         raise BayevalError(f"--inspect-log {path}: {exc.strerror or exc}") from None
 
