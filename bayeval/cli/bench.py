@@ -92,10 +92,9 @@ def bench_sources(datasets: str, reference: Path | None, task: str | None = None
     work), or the bundled names of --datasets ('all': every bundled dataset)."""
     if reference is not None:
         _, matrix = fresh_source(None, reference, task=task, metric=metric,
-                                 filter_name=filter_name,
-                                 repeated_models=str(repeated_models))
+                                 filter_name=filter_name, repeated_models=repeated_models)
         return [matrix]
-    if str(repeated_models) != "error":
+    if repeated_models != "error":
         raise BayevalError("--repeated-models reads your --reference; the bundled "
                            "datasets number their repeats already")
     if task is not None or metric is not None or filter_name is not None:

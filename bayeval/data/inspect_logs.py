@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from bayeval.data.matrix import ScoreMatrix, number_repeated_ids
+from bayeval.data.matrix import ScoreMatrix, check_repeated_models, number_repeated_ids
 from bayeval.errors import DataError
 
 __all__ = ["ESTIMATE_KEY", "INSPECT_PREFIX", "InspectReference", "InspectWarning", "read_inspect",
@@ -141,9 +141,7 @@ def read_inspect(folder: str | Path, task: str | None = None, metric: str | None
     if not root.is_dir():
         raise DataError(f"{root}: no such folder (--reference inspect:LOG_DIR names "
                         "Inspect's --log-dir)")
-    if repeated_models not in ("error", "number"):
-        raise DataError(f"repeated_models must be 'error' or 'number', got "
-                        f"{repeated_models!r}")
+    check_repeated_models(repeated_models)
     infos = log.list_eval_logs(str(root), recursive=True)
     if not infos:
         raise DataError(f"{root}: no Inspect eval logs (.eval or .json) in it")

@@ -30,7 +30,13 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from bayeval.data.matrix import Kind, ScoreMatrix, number_from_text, number_repeated_ids
+from bayeval.data.matrix import (
+    Kind,
+    ScoreMatrix,
+    check_repeated_models,
+    number_from_text,
+    number_repeated_ids,
+)
 from bayeval.errors import DataError
 
 Layout = Literal["wide", "long"]
@@ -90,17 +96,6 @@ def _refuse_oversized(archive: np.lib.npyio.NpzFile, key: str, path: Path) -> No
                         f"({declared:,} bytes) but holds {info.file_size:,} bytes")
 
 
-REPEATED_MODELS = ("error", "number")
-
-
-def _repeated(option: str) -> str:
-    """``repeated_models`` checked: ``error`` (a model id listed twice is an error) or
-    ``number`` (the repeats kept as ``id#2``, ``id#3``, …)."""
-    if option not in REPEATED_MODELS:
-        raise DataError(f"repeated_models must be 'error' or 'number', got {option!r}")
-    return option
-
-
 def _model_ids(ids, repeated_models: str):
     """A wide table's model ids, repeats numbered when ``repeated_models="number"``."""
     return number_repeated_ids(ids) if repeated_models == "number" else ids
@@ -113,7 +108,7 @@ def read_npz(path: str | os.PathLike, kind: Kind | None = None,
     A model id that appears twice is an error, or with ``repeated_models="number"`` the
     repeats are kept as ``id#2``, ``id#3``, … (as :func:`~bayeval.data.load_dataset` does
     for the leaderboard's doubly listed models)."""
-    _repeated(repeated_models)
+    check_repeated_models(repeated_models)
     path = Path(path)
     try:
         archive = np.load(path, allow_pickle=False)
@@ -291,7 +286,7 @@ def read_csv(path: str | os.PathLike, layout: Layout | None = None,
     A well-formed file is parsed by pyarrow's CSV reader and validated column-wise; a
     malformed one is read again row by row, whose one-line error names the line. A model
     listed twice (wide) is an error, or numbered with ``repeated_models="number"``."""
-    _repeated(repeated_models)
+    check_repeated_models(repeated_models)
     path = Path(path)
     source = str(path)
     try:
@@ -421,11 +416,11 @@ def from_frame(frame: pd.DataFrame, layout: Layout | None = None, kind: Kind | N
     columns are taken whole; a frame with text cells is parsed row by row, whose one-line
     error names the row. A model listed twice (wide) is an error, or numbered with
     ``repeated_models="number"``."""
-    _repeated(repeated_models)
+    check_repeated_models(repeated_models)
     header = [str(c) for c in frame.columns]
     layout = layout or _detect_layout(header)
-    if layout == "long" and len(header) == 3 and _long_order(header) != [0, 1, 2]:
-        order = _long_order(header)
+    order = _long_order(header) if layout == "long" and len(header) == 3 else [0, 1, 2]
+    if order != [0, 1, 2]:
         frame, header = frame.iloc[:, order], [header[k] for k in order]
     if layout == "wide" and (not header or header[0].strip().lower() != "model"):
         raise DataError(f"{name}: a wide table needs a first column 'model' "

@@ -50,6 +50,17 @@ def _as_ids(values: Sequence[str] | np.ndarray, what: str, source: str) -> np.nd
     return ids.astype(str)
 
 
+REPEATED_MODELS = ("error", "number")
+
+
+def check_repeated_models(option: str) -> str:
+    """A reader's ``repeated_models``: ``error`` (a model id listed twice is an error) or
+    ``number`` (the repeats kept as ``id#2``, ``id#3``, …: :func:`number_repeated_ids`)."""
+    if option not in REPEATED_MODELS:
+        raise DataError(f"repeated_models must be 'error' or 'number', got {option!r}")
+    return option
+
+
 def number_repeated_ids(ids) -> list[str]:
     """Suffix repeated ids with ``#2``, ``#3``, ... in order of appearance.
 
