@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Sequence
 
 __all__ = ["cpu_cores", "device_count", "keep_compiled_programs", "over_runs", "pad_runs",
-           "use_cpu_cores"]
+           "release_compiled_programs", "use_cpu_cores"]
 
 AXIS = "runs"
 
@@ -77,6 +77,43 @@ def keep_compiled_programs() -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     except (AttributeError, ValueError):  # an older JAX without these options
         pass
+
+
+def memory_maps() -> tuple[int, int] | None:
+    """``(mappings, limit)``: how many memory mappings this process holds and the most the
+    kernel allows one process (``vm.max_map_count``); None where the system does not say
+    (not Linux)."""
+    try:
+        with open("/proc/sys/vm/max_map_count", "rb") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            count = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except (OSError, ValueError):
+        return None
+    return count, limit
+
+
+def release_compiled_programs(share: float = 0.5) -> bool:
+    """Drop the compiled programs JAX holds in memory (:func:`jax.clear_caches`) when this
+    process's memory mappings pass ``share`` of the kernel's limit; True when it did.
+
+    XLA's CPU backend maps each loaded executable's code and data separately (about six
+    mappings per program). A process that runs many differently shaped programs (a bench
+    worker going through datasets, a test process) reaches Linux's default limit of 65,530
+    mappings after ~10,000 programs; the next mapping then fails inside XLA ("Failed to
+    materialize symbols") and the error's unwinding crashed the process. Dropped programs
+    are compiled again when next called, from the persistent cache
+    (:func:`keep_compiled_programs`): a cost of time, never of results."""
+    found = memory_maps()
+    if found is None or found[0] < share * found[1]:
+        return False
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
+    return True
 
 
 def device_count(devices: int | None = None, runs: int | None = None) -> int:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bayeval.data import ScoreMatrix, load_dataset
-from bayeval.devices import keep_compiled_programs
+from bayeval.devices import keep_compiled_programs, release_compiled_programs
 from bayeval.precision import enable_float64
 
 enable_float64()  # the library refuses float32 (bayeval.precision); tests use its internals
@@ -52,6 +52,16 @@ keep_compiled_programs()
 # libraries are told so before any of them is imported, since they read it at import
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture(autouse=True)
+def _memory_mappings_left():
+    """A test worker runs thousands of differently shaped programs; after each test it
+    drops JAX's in-memory programs once its memory mappings pass half the kernel's limit
+    (bayeval.devices.release_compiled_programs: at the limit XLA's CPU backend fails to
+    load the next program and the process crashed)."""
+    yield
+    release_compiled_programs()
 
 
 @pytest.fixture(scope="session")

@@ -296,6 +296,27 @@ def test_compiled_programs_go_where_jax_or_xdg_says(tmp_path, monkeypatch):
         jax.config.update("jax_compilation_cache_dir", before)
 
 
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="Linux memory maps")
+def test_released_programs_give_their_memory_mappings_back_and_run_again():
+    """release_compiled_programs: below its share of vm.max_map_count nothing is dropped;
+    above it the compiled programs' mappings go back to the kernel (each loaded program
+    holds several, counted in /proc/self/maps) and a dropped program computes the same
+    again. Without it a process running ~10,000 programs reached the limit and crashed."""
+    import jax
+    import jax.numpy as jnp
+
+    from bayeval.devices import memory_maps, release_compiled_programs
+
+    assert not release_compiled_programs(share=1.0)  # a test process is far from the limit
+    fns = [jax.jit(lambda x, k=k: jnp.tanh(x * k).sum() + k) for k in range(40)]
+    first = [float(f(jnp.arange(3.0))) for f in fns]
+    held = memory_maps()[0]
+    assert release_compiled_programs(share=0.0)
+    # 40 programs hold ≥ 4 mappings each; what the release gives back must be most of them
+    assert memory_maps()[0] <= held - 100
+    assert [float(f(jnp.arange(3.0))) for f in fns] == first
+
+
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"kind": "slurm"}, "unknown executor 'slurm'"),
     ({"workers": 0}, "workers must be at least 1, got 0"),

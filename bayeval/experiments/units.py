@@ -223,8 +223,20 @@ def _start_worker(cores: Any, data: Any) -> None:
     _WORKER["data"] = data
 
 
+def _computed(compute: Callable, unit: Unit, data: Any) -> tuple[Unit, Result]:
+    """``(unit, compute(unit, data))``; afterwards the process drops its compiled programs
+    when it holds too many (:func:`bayeval.devices.release_compiled_programs`): a worker
+    going through many units of different shapes would otherwise run out of memory
+    mappings."""
+    from bayeval.devices import release_compiled_programs
+
+    result = compute(unit, data)
+    release_compiled_programs()
+    return unit, result
+
+
 def _worker_call(compute: Callable, unit: Unit) -> tuple[Unit, Result]:
-    return unit, compute(unit, _WORKER["data"])
+    return _computed(compute, unit, _WORKER["data"])
 
 
 def _taking(units: Sequence[Unit], take: Callable[[Unit], bool]) -> Iterator[Unit]:
@@ -240,7 +252,7 @@ def _local(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
 
         enable_float64()  # in this process, as a worker would (_prepare_worker)
         for unit in _taking(units, take):
-            yield unit, compute(unit, data)
+            yield _computed(compute, unit, data)
         return
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -286,7 +298,7 @@ def _ray(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
         @ray.remote(num_cpus=1)
         def run_one(unit, shared):
             _prepare_worker()
-            return unit, compute(unit, shared)
+            return _computed(compute, unit, shared)
 
         shared = ray.put(data)
         slots = max(1, int(ray.cluster_resources().get("CPU", workers)))
