@@ -335,6 +335,9 @@ class LmEvalInProcess(HarnessEvaluator):
                 maker = get_model(model)
             except (KeyError, ValueError) as exc:
                 raise EvaluationError(f"the harness has no model {model!r} ({exc})") from None
+            except ImportError as exc:  # its backend's package (torch for hf, …) is missing
+                raise EvaluationError(f"the harness's model {model!r} needs a package that "
+                                      f"is not installed: {exc}") from None
             try:
                 self.lm = (maker.create_from_arg_obj(model_args, build) if isinstance(
                     model_args, dict) else maker.create_from_arg_string(model_args, build))

@@ -11,6 +11,7 @@ the reference models differ from one another; nothing here judges accuracy.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -445,6 +446,21 @@ def test_the_harness_options_and_task_are_checked_before_any_journal(workdir, ca
         assert code in (2, 3) and said in stderr, stderr
         assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
         assert not journal.exists()  # nothing frozen with the wrong options
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None,
+                    reason="the case of a model whose package is missing (torch here)")
+def test_a_harness_model_whose_package_is_missing_is_one_line(workdir, capsys):
+    # the harness imports a model's backend when it is asked for (hf needs torch): in
+    # process, a missing package is said in one line, before any journal
+    os.environ.update(OFFLINE)
+    journal = workdir / "no-torch.jsonl"
+    code, stderr = _in_process_fails(
+        workdir, capsys, *HARNESS_RUN, "--lm-eval-args",
+        "--model hf --model_args pretrained=org/new --include_path .", "--journal", str(journal))
+    assert code in (2, 3) and "the harness's model 'hf' needs a package that is not " \
+        "installed: No module named 'torch'" in stderr, stderr
+    assert len(stderr.strip().splitlines()) == 1 and not journal.exists()
 
 
 def test_a_killed_bayeval_leaves_no_harness_process_nor_folder(workdir, tmp_path):

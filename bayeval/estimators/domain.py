@@ -61,9 +61,18 @@ class DomainCheck(NamedTuple):
     flagged: bool
 
     @property
+    def bias_share(self) -> float:
+        """(|shift| − SHIFT_SE · se) / h: the bias the data show beyond their noise, as a
+        share of the interval's half-width (the bias part fires above ``SHIFT_SHARE``)."""
+        excess = abs(self.shift) - SHIFT_SE * self.shift_se
+        if self.half_width > 0:
+            return excess / self.half_width
+        return math.inf if excess > 0 else -math.inf
+
+    @property
     def biased(self) -> bool:
         """Whether the bias part of the check fires (module docstring)."""
-        return abs(self.shift) - SHIFT_SE * self.shift_se > SHIFT_SHARE * self.half_width
+        return self.bias_share > SHIFT_SHARE
 
     def note(self, method: str) -> str | None:
         """One line for a flagged run (None when not flagged)."""

@@ -181,24 +181,30 @@ def stop_table(result: SimulationResult, n_items: int, reference: np.ndarray | N
                           "lower": lower, "upper": upper, "truth": truth,
                           "covered": covers(lower, upper, truth), "rs_var": rs_var})
     if reference is not None and result.predicted is not None:
-        table["domain_z"], table["flagged"] = domain_flags(result, n, reference, targets)
+        for column, values in domain_flags(result, n, reference, targets).items():
+            table[column] = values
     return table
 
 
 def domain_flags(result: SimulationResult, n: np.ndarray, reference: np.ndarray,
-                 targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(prequential z, flagged) of each run's domain check
-    (:func:`~bayeval.estimators.domain.domain_check`) after its first ``n`` observations:
-    the items it drew, its target's scores there and the predictions recorded before each
-    (a repeated draw, with replacement, counts each time)."""
-    z, flagged = np.zeros(n.size), np.zeros(n.size, bool)
+                 targets: np.ndarray) -> dict[str, np.ndarray]:
+    """Each run's domain check (:func:`~bayeval.estimators.domain.domain_check`) after its
+    first ``n`` observations, from the items it drew, its target's scores there and the
+    predictions recorded before each (a repeated draw, with replacement, counts each
+    time): the prequential ``domain_z``, ``domain_outside`` (the target outside the
+    references' range), ``domain_bias_share`` (the bias beyond its noise over the
+    half-width, :attr:`DomainCheck.bias_share`) and ``flagged``, so that a table can
+    read the check at other thresholds."""
+    columns = {"domain_z": np.zeros(n.size), "domain_outside": np.zeros(n.size, bool),
+               "domain_bias_share": np.zeros(n.size), "flagged": np.zeros(n.size, bool)}
     half = (_at(result.upper, n) - _at(result.lower, n)) / 2
     for r in range(n.size):
         items = result.items[r, : n[r]]
         check = domain_check(reference[:, items], targets[r, items],
                              result.predicted[r, : n[r]], targets.shape[1], half[r])
-        z[r], flagged[r] = check.z, check.flagged
-    return z, flagged
+        columns["domain_z"][r], columns["domain_outside"][r] = check.z, check.outside
+        columns["domain_bias_share"][r], columns["flagged"][r] = check.bias_share, check.flagged
+    return columns
 
 
 def _variance_ratio(part: pd.DataFrame) -> float:
