@@ -234,7 +234,7 @@ def test_a_doc_hash_mismatch_names_the_first_document(workdir, tmp_path):
         read_lm_eval_samples(logs, TASK)
 
 
-def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path):
+def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys):
     logs = _copy_logs(workdir, tmp_path, models=2)
     # the group "toy_group" of two subtasks, as the harness records a group's run
     for k in range(2):
@@ -260,6 +260,44 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path):
     assert harness_samples(picked, "toy_group") == {"toy_a": [3], "toy_b": [1, 5]}
     with pytest.raises(DataError, match="doc 15 is beyond the 15 documents of toy_b"):
         harness_samples(["toy_b/15"], "toy_group", [("toy_a", 25), ("toy_b", 15)])
+
+    # a uniform subset of the group, estimated from a model's run: each subtask's estimate
+    # is the mean of its documents in the subset, the group's the harness's aggregate
+    # (size-weighted: the mean over all documents; equal: the mean of the subtasks')
+    _in_process(tmp_path, capsys, "compress", "--reference", f"lm-eval:{logs}", "--task",
+                "toy_group", "--method", "random", "--size", "16", "--out", "sub.json",
+                "--json")
+    chosen = json.loads((tmp_path / "sub.json").read_text())["items"]
+    row = group.scores[list(group.models).index("org/model-1")]
+    by_item = dict(zip(group.items, row, strict=True))
+    parts = {g: [by_item[i] for i in chosen if i.startswith(f"{g}/")] for g in ("toy_a", "toy_b")}
+    assert all(parts.values())  # 16 of 40 items, 25 and 15 per subtask: both drawn here
+    args = ("estimate", "--subset", "sub.json", "--samples", str(logs), "--model",
+            "org__model-1", "--json")
+    size = json.loads(_in_process(tmp_path, capsys, *args))
+    equal = json.loads(_in_process(tmp_path, capsys, *args, "--group-mean", "equal"))
+    assert [r["task"] for r in size["subtasks"]] == ["toy_a", "toy_b"]
+    for r in size["subtasks"]:
+        assert r["estimate"] == pytest.approx(np.mean(parts[r["task"]]))
+        assert r["items"] == len(parts[r["task"]]) and r["lower"] <= r["estimate"] <= r["upper"]
+    assert size["estimate"] == pytest.approx(np.mean([by_item[i] for i in chosen]))
+    assert equal["subtasks"] == size["subtasks"]
+    assert equal["estimate"] == pytest.approx(np.mean([np.mean(v) for v in parts.values()]))
+    # the group and its subtasks in the harness's results layout, as the harness writes a
+    # group's run: results per subtask, the group under groups, group_subtasks
+    _in_process(tmp_path, capsys, *args, "--group-mean", "equal", "--harness-results",
+                "group.json")
+    from lm_eval.result_schema import EvalResults
+    from lm_eval.utils import make_table
+
+    record = json.loads((tmp_path / "group.json").read_text())
+    assert set(record) - {"bayeval"} <= set(EvalResults.__annotations__)
+    assert set(record["results"]) == {"toy_a", "toy_b"}
+    assert record["groups"]["toy_group"]["acc,none"] == pytest.approx(equal["estimate"])
+    assert record["group_subtasks"]["toy_group"] == ["toy_a", "toy_b"]
+    assert record["n-samples"]["toy_b"] == {"original": 15,
+                                           "effective": len(parts["toy_b"])}
+    assert "toy_a (bayeval estimate)" in make_table(record)
 
 
 def test_the_bundled_musr_exports_to_its_three_subtasks():

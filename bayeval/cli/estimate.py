@@ -31,6 +31,11 @@ def estimate(
         "--filter", help="The harness filter to read when the --samples run logs several "
                          "(e.g. strict-match).")] = None,
     level: Annotated[float, typer.Option(help="Interval level.")] = 0.95,
+    group_mean: Annotated[str, typer.Option(
+        help="For a harness group: its score as the harness aggregates it, 'size' (the "
+             "mean over all its documents, weight_by_size: true) or 'equal' (the "
+             "unweighted mean of its subtasks). Each subtask's estimate is given either "
+             "way.")] = "size",
     harness_results: HarnessResultsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")
                        ] = False,
@@ -50,7 +55,7 @@ def estimate(
 
         frozen = Subset.load(subset)
         scores = read_subset_run(samples, frozen, model, metric, filter_name)
-        result = subset_estimate(frozen, scores, level)
+        result = subset_estimate(frozen, scores, level, group_mean)
         if harness_results is not None:
             _write_results(result, frozen, metric, filter_name, model or samples.name,
                            harness_results)
@@ -63,22 +68,33 @@ def estimate(
     table.add_row("benchmark", f"{result['benchmark']} ({result['n_items']} items)")
     table.add_row("subset", f"{result['method']}: {result['items']} items "
                             f"({result['items'] / result['n_items']:.1%})")
-    table.add_row("estimate", f"{result['estimate']:.4f}")
+    table.add_row("estimate", "none" if result["estimate"] is None
+                  else f"{result['estimate']:.4f}")
     if result["lower"] is not None:
         table.add_row(f"{level:.0%} interval", f"[{result['lower']:.4f}, "
                                                f"{result['upper']:.4f}]  (width "
                                                f"{result['upper'] - result['lower']:.4f})")
     table.add_row("interval", result["interval"])
+    for row in result.get("subtasks", []):
+        shown = ("no item in the subset" if row["estimate"] is None else
+                 f"{row['estimate']:.4f}  [{row['lower']:.4f}, {row['upper']:.4f}]  "
+                 f"({row['items']} of {row['n_items']} items)")
+        table.add_row(f"  {row['task']}", shown)
     out.print(table)
 
 
 def _write_results(result, frozen, metric, filter_name, model, path) -> None:
     """``--harness-results``: the subset's estimate in the harness's results layout."""
+    if result["estimate"] is None:
+        raise BayevalError(f"--harness-results: no group score to write ({result['interval']})")
     from bayeval.harness_results import TaskEstimate, harness_results, write_harness_results
 
+    subtasks = tuple(TaskEstimate(r["task"], r["estimate"], r["lower"], r["upper"],
+                                  r["items"], r["n_items"], result["level"])
+                     for r in result.get("subtasks", []) if r["estimate"] is not None)
     estimate = TaskEstimate(frozen.task or frozen.benchmark, result["estimate"],
                             result["lower"], result["upper"], result["items"],
-                            result["n_items"], result["level"])
+                            result["n_items"], result["level"], subtasks)
     info = {"method": f"subset ({result['method']})", "interval": result["interval"]}
     # a file that cannot be written is the command's one-line file error (bayeval.cli)
     write_harness_results(harness_results(estimate, metric or frozen.metric, filter_name,

@@ -83,9 +83,78 @@ def read_subset_run(output: str | os.PathLike, subset: Subset, model: str | None
     return scores
 
 
-def subset_estimate(subset: Subset, scores: Mapping[str, float], level: float = 0.95
-                    ) -> dict[str, Any]:
-    """The estimate and interval (module docstring) from the subset's item scores."""
+def _uniform(values: np.ndarray, big_n: int, z: float) -> tuple[float, float, float, float,
+                                                                  bool]:
+    """(mean, lower, upper, variance, binary) of a simple random sample of ``values.size``
+    of ``big_n`` items: Wilson–FPC bounds for binary scores, Wald–FPC otherwise; the
+    variance is the mean's design variance (1 − n/N) s² / n (s² = p(1 − p) n/(n − 1) for
+    binary scores), the one a sum of independent samples' means adds up."""
+    n = values.size
+    mean = float(values.mean())
+    binary = bool(np.all((values == 0) | (values == 1)))
+    fpc = max(big_n - n, 0) / big_n
+    s2 = float(values.var(ddof=1)) if n > 1 else 0.25
+    variance = fpc * s2 / n
+    if binary:
+        lower, upper = (float(b) for b in wilson_fpc_bounds(mean, float(n), big_n, z))
+    else:
+        half = z * math.sqrt(variance)
+        lower, upper = mean - half, mean + half
+    return mean, max(lower, 0.0), min(upper, 1.0), variance, binary
+
+
+def subtask_estimates(subset: Subset, values: np.ndarray, z: float,
+                      group_mean: str = "size") -> tuple[list[dict[str, Any]],
+                                                         dict[str, Any] | None]:
+    """Each subtask's estimate of a uniform subset of a harness group, and the group's
+    when it is the unweighted mean of its subtasks (``group_mean="equal"``; None for
+    ``"size"``, whose group score is the mean over all documents, the subset's own mean).
+
+    Given how many of the subset's items fall in subtask g (n_g of its N_g), a uniform
+    subset is a uniform sample of n_g of subtask g's documents, independently across
+    subtasks: each subtask's interval is the uniform one (:func:`_uniform`), and the equal
+    mean (1/G) Σ_g θ̂_g has variance (1/G²) Σ_g Var θ̂_g (Wald interval). A subtask with no
+    item in the subset has no estimate, and then neither has the equal mean."""
+    counts = subset.subtask_counts
+    keys = np.array([k for k, _ in harness_docs(subset.items, subset.task or "", counts)])
+    rows: list[dict[str, Any]] = []
+    for name, size in counts:
+        part = values[keys == name]
+        if part.size == 0:
+            rows.append({"task": name, "items": 0, "n_items": size, "estimate": None,
+                         "lower": None, "upper": None, "variance": None})
+            continue
+        mean, lower, upper, variance, _ = _uniform(part, size, z)
+        rows.append({"task": name, "items": int(part.size), "n_items": size,
+                     "estimate": mean, "lower": lower, "upper": upper,
+                     "variance": variance})
+    if group_mean == "size":
+        return rows, None
+    if any(r["estimate"] is None for r in rows):
+        return rows, {"estimate": None, "lower": None, "upper": None,
+                      "interval": "none: a subtask has no item in the subset"}
+    g = len(rows)
+    mean = sum(r["estimate"] for r in rows) / g
+    half = z * math.sqrt(sum(r["variance"] for r in rows)) / g
+    return rows, {"estimate": mean, "lower": max(mean - half, 0.0),
+                  "upper": min(mean + half, 1.0),
+                  "interval": "design-based (the unweighted mean of the subtasks' "
+                              "estimates, Wald–FPC given each subtask's count)"}
+
+
+GROUP_MEANS = ("size", "equal")
+
+
+def subset_estimate(subset: Subset, scores: Mapping[str, float], level: float = 0.95,
+                    group_mean: str = "size") -> dict[str, Any]:
+    """The estimate and interval (module docstring) from the subset's item scores; for a
+    uniform subset of a harness group also each subtask's (``subtasks``), and the group
+    score as the harness aggregates it: ``group_mean="size"`` the mean over all its
+    documents (``weight_by_size: true``), ``"equal"`` the unweighted mean of its
+    subtasks (:func:`subtask_estimates`)."""
+    if group_mean not in GROUP_MEANS:
+        raise DataError(f"group mean must be one of {', '.join(GROUP_MEANS)}, got "
+                        f"{group_mean!r}")
     missing = [i for i in subset.items if i not in scores]
     if missing:
         raise DataError(f"no score for {len(missing)} of the subset's items, e.g. "
@@ -96,21 +165,23 @@ def subset_estimate(subset: Subset, scores: Mapping[str, float], level: float = 
     out: dict[str, Any] = {"benchmark": subset.benchmark, "method": subset.method,
                            "items": n, "n_items": big_n, "level": level}
     if subset.weights is None:
-        mean = float(values.mean())
-        binary = bool(np.all((values == 0) | (values == 1)))
-        if binary:
-            lower, upper = (float(b) for b in wilson_fpc_bounds(mean, float(n), big_n, z))
-        else:
-            fpc = max(big_n - n, 0) / big_n
-            s2 = float(values.var(ddof=1)) if n > 1 else 0.25
-            half = z * math.sqrt(fpc * s2 / n)
-            lower, upper = mean - half, mean + half
+        mean, lower, upper, _, binary = _uniform(values, big_n, z)
         kind = ("design-based (Wilson–FPC)" if binary else "design-based (Wald–FPC)")
         if subset.method not in UNIFORM:
             kind += ("; approximate: the subset was chosen among random candidates, not "
                      "drawn uniformly")
-        return {**out, "estimate": mean, "lower": max(lower, 0.0), "upper": min(upper, 1.0),
-                "interval": kind}
+        result = {**out, "estimate": mean, "lower": lower, "upper": upper, "interval": kind}
+        if subset.subtask_counts:
+            rows, equal = subtask_estimates(subset, values, z, group_mean)
+            result["subtasks"] = [{k: v for k, v in r.items() if k != "variance"}
+                                  for r in rows]
+            result["group_mean"] = group_mean
+            if equal is not None:
+                result.update(equal)
+        return result
+    if subset.subtask_counts and group_mean != "size":
+        raise DataError(f"a weighted ({subset.method}) subset estimates the mean over all "
+                        "documents only: --group-mean equal needs a uniform subset")
     weights = np.asarray(subset.weights)
     estimate = float(values @ weights)
     held = int(subset.drift.get("held_out_models", 0) or 0)
@@ -127,4 +198,4 @@ def subset_estimate(subset: Subset, scores: Mapping[str, float], level: float = 
                         "models (a weighted subset has no design-based interval)"}
 
 
-__all__ = ["read_subset_run", "subset_estimate"]
+__all__ = ["GROUP_MEANS", "read_subset_run", "subset_estimate", "subtask_estimates"]
