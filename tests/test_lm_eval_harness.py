@@ -264,18 +264,37 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys
     # a uniform subset of the group, estimated from a model's run: each subtask's estimate
     # is the mean of its documents in the subset, the group's the harness's aggregate
     # (size-weighted: the mean over all documents; equal: the mean of the subtasks')
+    # the group's own YAML says how the harness aggregates it: compress records it
+    from bayeval.harness import group_aggregation
+
+    config = tmp_path / "yaml"
+    config.mkdir()
+    (config / "toy_group.yaml").write_text(
+        "group: toy_group\ntask:\n  - toy_a\n  - toy_b\naggregate_metric_list:\n"
+        "  - metric: acc\n    weight_by_size: false\n")
+    (config / "toy_size.yaml").write_text(
+        "group: toy_size\ntask:\n  - toy_a\naggregate_metric_list:\n  - metric: acc\n")
+    (config / "toy_none.yaml").write_text("group: toy_none\ntask:\n  - toy_a\n")
+    assert group_aggregation("toy_group", "acc", config) == "equal"
+    assert group_aggregation("toy_size", "acc", config) == "size"  # the harness's default
+    assert group_aggregation("toy_group", "acc_norm", config) is None  # not aggregated
+    assert group_aggregation("toy_none", None, config) is None  # no group score at all
     _in_process(tmp_path, capsys, "compress", "--reference", f"lm-eval:{logs}", "--task",
                 "toy_group", "--method", "random", "--size", "16", "--out", "sub.json",
-                "--json")
-    chosen = json.loads((tmp_path / "sub.json").read_text())["items"]
+                "--include-path", str(config), "--json")
+    frozen = json.loads((tmp_path / "sub.json").read_text())
+    assert frozen["group_mean"] == "equal"
+    chosen = frozen["items"]
     row = group.scores[list(group.models).index("org/model-1")]
     by_item = dict(zip(group.items, row, strict=True))
     parts = {g: [by_item[i] for i in chosen if i.startswith(f"{g}/")] for g in ("toy_a", "toy_b")}
     assert all(parts.values())  # 16 of 40 items, 25 and 15 per subtask: both drawn here
     args = ("estimate", "--subset", "sub.json", "--samples", str(logs), "--model",
             "org__model-1", "--json")
-    size = json.loads(_in_process(tmp_path, capsys, *args))
-    equal = json.loads(_in_process(tmp_path, capsys, *args, "--group-mean", "equal"))
+    size = json.loads(_in_process(tmp_path, capsys, *args, "--group-mean", "size"))
+    equal = json.loads(_in_process(tmp_path, capsys, *args))  # as the group's YAML says
+    assert equal["group_mean"] == "equal"
+    assert equal["group_mean_from"] == "the group's aggregate_metric_list"
     assert [r["task"] for r in size["subtasks"]] == ["toy_a", "toy_b"]
     for r in size["subtasks"]:
         assert r["estimate"] == pytest.approx(np.mean(parts[r["task"]]))

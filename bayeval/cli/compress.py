@@ -144,6 +144,10 @@ def _compress(method, dataset, reference, retention, size, probes, pool, candida
             pool=pool, candidates=candidates, calibration=_names(calibration), step=step,
             tau=tau, categories=None if categories is None else read_categories(categories),
             holdout=holdout, seed=seed, task=task)
+    if subset.subtasks and subset.task:  # a group: how the harness combines its subtasks
+        from bayeval.harness import group_aggregation
+
+        subset.group_mean = group_aggregation(subset.task, subset.metric, include_path)
     if export_samples is not None:
         # its doc indices and task key are checked before anything is written
         export_lm_eval_samples(subset, include_path=include_path)

@@ -31,11 +31,11 @@ def estimate(
         "--filter", help="The harness filter to read when the --samples run logs several "
                          "(e.g. strict-match).")] = None,
     level: Annotated[float, typer.Option(help="Interval level.")] = 0.95,
-    group_mean: Annotated[str, typer.Option(
-        help="For a harness group: its score as the harness aggregates it, 'size' (the "
-             "mean over all its documents, weight_by_size: true) or 'equal' (the "
-             "unweighted mean of its subtasks). Each subtask's estimate is given either "
-             "way.")] = "size",
+    group_mean: Annotated[str | None, typer.Option(
+        help="For a harness group: its score as 'size' (the mean over all its documents, "
+             "weight_by_size: true) or 'equal' (the unweighted mean of its subtasks); "
+             "default: as the group's harness config says, recorded by compress, else "
+             "'size'. Each subtask's estimate is given either way.")] = None,
     harness_results: HarnessResultsOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")
                        ] = False,
@@ -55,7 +55,13 @@ def estimate(
 
         frozen = Subset.load(subset)
         scores = read_subset_run(samples, frozen, model, metric, filter_name)
-        result = subset_estimate(frozen, scores, level, group_mean)
+        result = subset_estimate(frozen, scores, level,
+                                 group_mean or frozen.group_mean or "size")
+        if frozen.subtasks:
+            result["group_mean_from"] = (
+                "--group-mean" if group_mean else "the group's aggregate_metric_list"
+                if frozen.group_mean else "default (the subset records no aggregation of "
+                "the group)")
         if harness_results is not None:
             _write_results(result, frozen, metric, filter_name, model or samples.name,
                            harness_results)

@@ -54,6 +54,9 @@ class Subset:
     task: str | None = None
     subtasks: list[list[Any]] | None = None
     metric: str | None = None
+    # how the harness aggregates a group's subtasks (bayeval.harness.group_aggregation):
+    # "size", "equal", or None when not known
+    group_mean: str | None = None
 
     def __post_init__(self) -> None:
         self.items = [str(i) for i in self.items]
@@ -126,7 +129,7 @@ class Subset:
         kinds = {"benchmark": str, "method": str, "n_items": int, "items": list,
                  "parameters": dict, "drift": dict, "calibration_models": list,
                  "weights": list | None, "seed": int | None, "task": str | None,
-                 "subtasks": list | None, "metric": str | None}
+                 "subtasks": list | None, "metric": str | None, "group_mean": str | None}
         for key, kind in kinds.items():
             if key not in data:
                 continue
