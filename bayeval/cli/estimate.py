@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -12,6 +13,13 @@ import typer
 from bayeval.cli.common import HarnessResultsOption, app, fail, field_table, out
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
+
+
+class GroupMean(StrEnum):
+    """How a harness group's score combines its subtasks (bayeval.compression.estimate)."""
+
+    size = "size"
+    equal = "equal"
 
 
 @app.command(cls=CheckedCommand)
@@ -31,7 +39,7 @@ def estimate(
         "--filter", help="The harness filter to read when the --samples run logs several "
                          "(e.g. strict-match).")] = None,
     level: Annotated[float, typer.Option(help="Interval level.")] = 0.95,
-    group_mean: Annotated[str | None, typer.Option(
+    group_mean: Annotated[GroupMean | None, typer.Option(
         help="For a harness group: its score as 'size' (the mean over all its documents, "
              "weight_by_size: true) or 'equal' (the unweighted mean of its subtasks); "
              "default: as the group's harness config says, recorded by compress, else "
@@ -56,7 +64,7 @@ def estimate(
         frozen = Subset.load(subset)
         scores = read_subset_run(samples, frozen, model, metric, filter_name)
         result = subset_estimate(frozen, scores, level,
-                                 group_mean or frozen.group_mean or "size")
+                                 str(group_mean or frozen.group_mean or "size"))
         if frozen.subtasks:
             result["group_mean_from"] = (
                 "--group-mean" if group_mean else "the group's aggregate_metric_list"
