@@ -135,7 +135,7 @@ def test_two_writers_on_one_journal_are_refused(small, tmp_path):
     again.close()
 
 
-def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path):
+def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path, capsys):
     # Deterministic: the first writer's evaluator waits for a gate file that the test
     # creates only after the second writer has been refused, so the first cannot finish
     # (and free the journal) before the second has tried, however loaded the machine.
@@ -143,9 +143,11 @@ def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path):
     gate = tmp_path / "gate"
     held = f"while [ ! -e {gate} ]; do sleep 0.05; done; echo {{item}} > /dev/null; echo 1"
     gate.touch()  # open for the first two items
-    start = _cli("evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
-                 "--evaluator", "command", "--command", held, "--max-items", "2",
-                 "--journal", str(journal), "-q")
+    # the first two items and the second writer in this process, the running writer a
+    # process of its own (the lock is between processes)
+    start = _main(capsys, "evaluate", "--dataset", "mrpc", "--target", "new", "--method",
+                  "random", "--evaluator", "command", "--command", held, "--max-items", "2",
+                  "--journal", str(journal), "-q")
     assert start.returncode == 0, start.stderr
     gate.unlink()
     # continue it to 60 items in the background, then try a second writer
@@ -162,7 +164,7 @@ def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path):
         while (Path(journal).read_text().count('"event": "ask"') < 3
                and time.time() < deadline and running.poll() is None):
             time.sleep(0.05)
-        second = _cli("evaluate", "--journal", str(journal), "--resume", "-q")
+        second = _main(capsys, "evaluate", "--journal", str(journal), "--resume", "-q")
         assert second.returncode == 2
         assert "in use by another session" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1
