@@ -287,37 +287,6 @@ def local_task_manager(include_path: Any, task: str, metadata: dict | None = Non
     return manager if task in manager.all_subtasks else None
 
 
-def group_aggregation(group: str, metric: str | None = None,
-                      include_path: Any = None) -> str | None:
-    """How lm-evaluation-harness aggregates ``group``'s ``metric`` over its subtasks, read
-    from the group's YAML (its ``aggregate_metric_list``; any metric when ``metric`` is
-    None): ``"size"`` weighted by the subtasks' document counts (``weight_by_size``, the
-    harness's default), ``"equal"`` the unweighted mean of the subtasks' scores; None when
-    the harness is not installed or cannot be indexed, does not know the group, or the
-    group reports no aggregate of that metric (the harness then prints no group score).
-    ``include_path``'s YAMLs are read first, the harness's own only when the group is not
-    there (indexing those takes seconds)."""
-    try:
-        from lm_eval.tasks import TaskManager
-    except ImportError:
-        return None
-    entry = None
-    for defaults in ((False, True) if include_path else (True,)):
-        try:
-            manager = TaskManager(include_path=str(include_path) if include_path else None,
-                                  include_defaults=defaults)
-        except Exception:  # a YAML the harness cannot index: no answer, not an error
-            return None
-        entry = manager.task_index.get(group)
-        if entry is not None:
-            break
-    config = getattr(entry, "cfg", None) or {}
-    for aggregate in config.get("aggregate_metric_list") or []:
-        if isinstance(aggregate, dict) and metric in (None, aggregate.get("metric")):
-            return "size" if aggregate.get("weight_by_size", True) else "equal"
-    return None
-
-
 class LmEvalInProcess(HarnessEvaluator):
     """lm-evaluation-harness in this process, the model and the task loaded once: each
     batch builds and runs only the asked documents (``lm_eval.evaluator.evaluate`` with
@@ -525,5 +494,4 @@ def _unknown_task(task: str, include_path: Any, exc: Exception) -> str:
 
 
 __all__ = ["RESERVED", "HarnessEvaluator", "LmEvalCommand", "LmEvalInProcess",
-           "check_harness_task", "group_aggregation", "harness_argv", "harness_config",
-           "refuse_reserved"]
+           "check_harness_task", "harness_argv", "harness_config", "refuse_reserved"]

@@ -265,7 +265,7 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys
     # is the mean of its documents in the subset, the group's the harness's aggregate
     # (size-weighted: the mean over all documents; equal: the mean of the subtasks')
     # the group's own YAML says how the harness aggregates it: compress records it
-    from bayeval.harness import group_aggregation
+    from bayeval.compression.subset import group_aggregation
 
     config = tmp_path / "yaml"
     config.mkdir()
@@ -506,7 +506,8 @@ def test_the_harness_options_and_task_are_checked_before_any_journal(workdir, ca
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None,
-                    reason="the case of a model whose package is missing (torch here)")
+                    reason="torch is installed here: the case needs a harness model (hf) "
+                           "whose package is missing")
 def test_a_harness_model_whose_package_is_missing_is_one_line(workdir, capsys):
     # the harness imports a model's backend when it is asked for (hf needs torch): in
     # process, a missing package is said in one line, before any journal

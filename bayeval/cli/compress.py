@@ -130,7 +130,7 @@ def _compress(method, dataset, reference, retention, size, probes, pool, candida
                              reference, task=task, metric=metric, filter_name=filter_name,
                              repeated_models=repeated_models)
     from bayeval.compression.build import build_subset, read_categories
-    from bayeval.compression.subset import export_lm_eval_samples
+    from bayeval.compression.subset import export_lm_eval_samples, group_aggregation
     from bayeval.data.lm_eval import harness_task
 
     if export_samples is not None and not (task or harness_task(matrix)):
@@ -145,8 +145,6 @@ def _compress(method, dataset, reference, retention, size, probes, pool, candida
             tau=tau, categories=None if categories is None else read_categories(categories),
             holdout=holdout, seed=seed, task=task)
     if subset.subtasks and subset.task:  # a group: how the harness combines its subtasks
-        from bayeval.harness import group_aggregation
-
         subset.group_mean = group_aggregation(subset.task, subset.metric, include_path)
     if export_samples is not None:
         # its doc indices and task key are checked before anything is written

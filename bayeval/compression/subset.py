@@ -158,36 +158,85 @@ def known_harness_tasks(include_path: str | os.PathLike | None = None) -> set[st
     kept per harness version in ``$XDG_CACHE_HOME/bayeval/`` (``~/.cache/bayeval/``); an
     ``include_path`` is indexed alone, every time."""
     try:
-        import lm_eval
         from lm_eval.tasks import TaskManager
     except ImportError:
         return None
-    known = set(_default_harness_tasks(str(getattr(lm_eval, "__version__", "unknown"))))
+    known = set(_default_harness_index()["tasks"])
     if include_path is not None:
         known |= set(TaskManager(include_path=str(include_path),
                                  include_defaults=False).all_tasks)
     return known
 
 
+def group_aggregation(group: str, metric: str | None = None,
+                      include_path: str | os.PathLike | None = None) -> str | None:
+    """How lm-evaluation-harness aggregates ``group``'s ``metric`` over its subtasks, read
+    from the group's YAML (its ``aggregate_metric_list``; any metric when ``metric`` is
+    None): ``"size"`` weighted by the subtasks' document counts (``weight_by_size``, the
+    harness's default), ``"equal"`` the unweighted mean of the subtasks' scores; None when
+    the harness is not installed or cannot be indexed, does not know the group, or the
+    group reports no aggregate of that metric (the harness then prints no group score).
+    A group under ``include_path`` is read there; the harness's own groups from the index
+    kept with its task names (:func:`known_harness_tasks`)."""
+    try:
+        from lm_eval.tasks import TaskManager
+    except ImportError:
+        return None
+    try:
+        local = (TaskManager(include_path=str(include_path), include_defaults=False)
+                 if include_path is not None else None)
+        if local is not None and group in local.task_index:
+            aggregates = _aggregates(local).get(group, [])
+        else:
+            aggregates = _default_harness_index()["aggregates"].get(group, [])
+    except Exception:  # a YAML the harness cannot index: no answer, not an error
+        return None
+    for name, by_size in aggregates:
+        if metric in (None, name):
+            return "size" if by_size else "equal"
+    return None
+
+
+def _aggregates(manager: Any) -> dict[str, list[list[Any]]]:
+    """``{group: [[metric, weight_by_size], ...]}`` of every group of a harness
+    ``TaskManager``'s index that declares an ``aggregate_metric_list``."""
+    out = {}
+    for name, entry in manager.task_index.items():
+        listed = (getattr(entry, "cfg", None) or {}).get("aggregate_metric_list")
+        if isinstance(listed, list):
+            out[name] = [[a.get("metric"), bool(a.get("weight_by_size", True))]
+                         for a in listed if isinstance(a, dict)]
+    return out
+
+
+def _default_harness_index() -> dict[str, Any]:
+    """The installed harness's own index: its task names and its groups' aggregations."""
+    import lm_eval
+
+    return _harness_index(str(getattr(lm_eval, "__version__", "unknown")))
+
+
 @functools.cache
-def _default_harness_tasks(version: str) -> tuple[str, ...]:
+def _harness_index(version: str) -> dict[str, Any]:
     from lm_eval.tasks import TaskManager
 
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    cache = Path(base) / "bayeval" / f"lm-eval-{version}-tasks.json"
+    cache = Path(base) / "bayeval" / f"lm-eval-{version}-index.json"
     try:
-        names = json.loads(cache.read_text())
-        if isinstance(names, list) and names:
-            return tuple(str(n) for n in names)
+        index = json.loads(cache.read_text())
+        if isinstance(index, dict) and index.get("tasks") and isinstance(
+                index.get("aggregates"), dict):
+            return index
     except (OSError, ValueError):
         pass
-    names = sorted(TaskManager().all_tasks)
+    manager = TaskManager()
+    index = {"tasks": sorted(manager.all_tasks), "aggregates": _aggregates(manager)}
     try:  # written whole or not at all: several processes may fill the cache at once
         cache.parent.mkdir(parents=True, exist_ok=True)
-        write_file(cache, json.dumps(names))
+        write_file(cache, json.dumps(index))
     except OSError:
         pass
-    return tuple(names)
+    return index
 
 
 def check_harness_keys(samples: dict[str, list[int]],
