@@ -99,8 +99,9 @@ def main() -> None:
         programs = sum(1 for p in CACHE.rglob("*") if p.is_file()) if CACHE.exists() else 0
         kind = "fresh" if fresh else "warm"
         rows.append((kind, wall, programs, summary_line(output)))
-        if failures(output):
-            failed += [f"run {k + 1} ({kind}):", *failures(output)]
+        said = failures(output)
+        if said:
+            failed += [f"run {k + 1} ({kind}):", *said]
         last = output
         print(f"[{time.strftime('%H:%M:%S')}] {kind} run {k + 1}: {wall:.0f} s, "
               f"{programs} compiled programs cached, {rows[-1][3]}", flush=True)

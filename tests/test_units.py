@@ -296,7 +296,8 @@ def test_compiled_programs_go_where_jax_or_xdg_says(tmp_path, monkeypatch):
         jax.config.update("jax_compilation_cache_dir", before)
 
 
-@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="Linux memory maps")
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(),
+                    reason="no /proc/self/maps: memory mappings are counted on Linux only")
 def test_released_programs_give_their_memory_mappings_back_and_run_again():
     """release_compiled_programs: below its share of vm.max_map_count nothing is dropped;
     above it the compiled programs' mappings go back to the kernel (each loaded program

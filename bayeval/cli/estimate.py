@@ -65,11 +65,12 @@ def estimate(
         scores = read_subset_run(samples, frozen, model, metric, filter_name)
         result = subset_estimate(frozen, scores, level,
                                  str(group_mean or frozen.group_mean or "size"))
-        if frozen.subtasks:
-            result["group_mean_from"] = (
-                "--group-mean" if group_mean else "the group's aggregate_metric_list"
-                if frozen.group_mean else "default (the subset records no aggregation of "
-                "the group)")
+        if frozen.subtasks and group_mean:
+            result["group_mean_from"] = "--group-mean"
+        elif frozen.subtasks and frozen.group_mean:
+            result["group_mean_from"] = "the group's aggregate_metric_list"
+        elif frozen.subtasks:
+            result["group_mean_from"] = "default (the subset records no aggregation of the group)"
         if harness_results is not None:
             _write_results(result, frozen, metric, filter_name, model or samples.name,
                            harness_results)

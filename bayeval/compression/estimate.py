@@ -118,24 +118,23 @@ def subtask_estimates(subset: Subset, values: np.ndarray, z: float,
     counts = subset.subtask_counts
     keys = np.array([k for k, _ in harness_docs(subset.items, subset.task or "", counts)])
     rows: list[dict[str, Any]] = []
+    variances: list[float] = []
     for name, size in counts:
         part = values[keys == name]
-        if part.size == 0:
-            rows.append({"task": name, "items": 0, "n_items": size, "estimate": None,
-                         "lower": None, "upper": None, "variance": None})
-            continue
-        mean, lower, upper, variance, _ = _uniform(part, size, z)
-        rows.append({"task": name, "items": int(part.size), "n_items": size,
-                     "estimate": mean, "lower": lower, "upper": upper,
-                     "variance": variance})
+        row = {"task": name, "items": int(part.size), "n_items": size, "estimate": None,
+               "lower": None, "upper": None}
+        if part.size:
+            row["estimate"], row["lower"], row["upper"], variance, _ = _uniform(part, size, z)
+            variances.append(variance)
+        rows.append(row)
     if group_mean == "size":
         return rows, None
-    if any(r["estimate"] is None for r in rows):
+    if len(variances) < len(rows):
         return rows, {"estimate": None, "lower": None, "upper": None,
                       "interval": "none: a subtask has no item in the subset"}
     g = len(rows)
     mean = sum(r["estimate"] for r in rows) / g
-    half = z * math.sqrt(sum(r["variance"] for r in rows)) / g
+    half = z * math.sqrt(sum(variances)) / g
     return rows, {"estimate": mean, "lower": max(mean - half, 0.0),
                   "upper": min(mean + half, 1.0),
                   "interval": "design-based (the unweighted mean of the subtasks' "
@@ -173,8 +172,7 @@ def subset_estimate(subset: Subset, scores: Mapping[str, float], level: float = 
         result = {**out, "estimate": mean, "lower": lower, "upper": upper, "interval": kind}
         if subset.subtask_counts:
             rows, equal = subtask_estimates(subset, values, z, group_mean)
-            result["subtasks"] = [{k: v for k, v in r.items() if k != "variance"}
-                                  for r in rows]
+            result["subtasks"] = rows
             result["group_mean"] = group_mean
             if equal is not None:
                 result.update(equal)
