@@ -54,7 +54,7 @@ class Subset:
     task: str | None = None
     subtasks: list[list[Any]] | None = None
     metric: str | None = None
-    # how the harness aggregates a group's subtasks (bayeval.harness.group_aggregation):
+    # how the harness aggregates a group's subtasks (group_aggregation below):
     # "size", "equal", or None when not known
     group_mean: str | None = None
 
