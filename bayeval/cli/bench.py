@@ -618,3 +618,62 @@ def bench_validity(
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())
     err.print(f"wrote {out}/results.csv, faq.csv, validity.png, report.md")
+
+
+@bench_app.command("suite", cls=CheckedCommand)
+def bench_suite(
+    suites: Annotated[str, typer.Option(
+        help="Comma-separated suites: leaderboard (IFEval, MuSR, ARC of the Open LLM "
+             "Leaderboard), helm_lite (commonsense, MATH, MMLU), or bundled datasets "
+             "joined by '+' (their rows matched by model id, or row by row where they "
+             "share no id), e.g. ifeval+musr.")] = "leaderboard,helm_lite",
+    epsilons: Annotated[str, typer.Option(
+        help="Comma-separated widths ε of the average's interval at which the suites "
+             "stop.")] = "0.02,0.05,0.1",
+    method: Annotated[str, typer.Option(
+        help="The design-valid method each task runs.")] = "active-pai",
+    seeds: Annotated[int, typer.Option(
+        min=1, help="Draws of targets and reference models.")] = 10,
+    targets: Annotated[int, typer.Option(min=1, help="Targets per draw.")] = 20,
+    reps: Annotated[int, typer.Option(
+        min=1, help="Runs per target (selection seeds).")] = 5,
+    reference_fraction: ReferenceFractionOption = 0.5,
+    executor: ExecutorOption = "local",
+    workers: WorkersOption = 1,
+    address: AddressOption = None,
+    out: Annotated[Path, typer.Option(help="Folder for results.csv, strata.csv, runs.csv, "
+                                           "suite.png and report.md.")
+                   ] = Path("results/suite"),
+) -> None:
+    """Suites with one budget (docs/methods.md §9 "Suites"): coverage of the average's and
+    every task's interval at the stop ± SE (per task and score range too), and the items
+    against independent per-task runs at the same average width and against uniform
+    sampling with the same allocation and stop. Every (suite, task, method, seed) is
+    saved under OUT/units as it finishes and reused by a rerun."""
+    from bayeval.data.bundled import list_datasets
+    from bayeval.experiments.suite import SUITES, run_suite_bench, write_report
+
+    where = check_executor(executor, workers, address)
+    eps = comma_floats("--epsilons", epsilons)
+    if not eps or any(not 0 < e < 1 for e in eps):
+        raise fail(f"--epsilons: every ε must be in (0, 1), got {epsilons!r}")
+    chosen = {}
+    for name in comma_list(suites):
+        tasks = SUITES.get(name) or tuple(name.split("+"))
+        unknown = [t for t in tasks if t not in list_datasets()]
+        if unknown or len(tasks) < 2:
+            raise fail(f"--suites: {name!r} is neither a known suite ({', '.join(SUITES)}) "
+                       "nor two or more bundled datasets joined by '+'")
+        chosen[name] = tasks
+    if not chosen:
+        raise fail("--suites: none given")
+    try:
+        setup_jax()
+        runs = run_suite_bench(chosen, eps, seeds, targets, reps, reference_fraction,
+                               method, out=out, executor=where, log=bench_log)
+    except (BayevalError, ValueError) as exc:
+        raise fail(str(exc)) from None
+    runs.to_csv(out / "runs.csv", index=False)
+    report = write_report(runs, out)
+    print(report.read_text())
+    err.print(f"wrote {out}/results.csv, strata.csv, runs.csv, suite.png, report.md")

@@ -1,0 +1,325 @@
+"""``bayeval bench suite``: a suite of tasks estimated with one budget (docs/methods.md §9
+"Suites", :mod:`bayeval.suite`).
+
+For a suite of bundled tasks whose rows are the same models (the Open LLM Leaderboard's
+IFEval, MuSR and ARC; HELM Lite's commonsense, MATH and MMLU), each seed draws
+``n_targets`` targets among the models every task holds and, per task, a random
+``reference_fraction`` of its other models as the reference; each target runs ``reps``
+times. Every task's runs are simulated to its last item (the task's run after n items does
+not depend on the other tasks: :mod:`bayeval.suite`), with ``active-pai`` and with uniform
+sampling (``random``, Wilson–FPC), and the suites are composed from them at each ε:
+
+* ``suite`` — active-pai with the suite's allocation and stop (the average's interval at
+  most ε wide);
+* ``independent`` — active-pai run on each task by itself, stopping when its own interval
+  is at most ε_k = ε / (w_k sqrt(K)) wide (the even split of the average's variance that
+  gives the average the same width), its average's interval the same MOVER combination;
+* ``uniform`` — uniform sampling in every task with the suite's allocation and stop: the
+  items uniform sampling needs for the same width.
+
+Per (suite, ε, scheme): coverage of the average's and of every task's interval at the stop
+(± binomial SE), mean items (and cost, where the tasks' costs are known: the bundled
+matrices carry none, so cost = items), and the saving of ``suite`` against the two others.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bayeval.data import ScoreMatrix
+from bayeval.data.bundled import load_dataset
+from bayeval.errors import DataError
+from bayeval.experiments.metrics import covers
+from bayeval.experiments.tables import markdown_table
+from bayeval.experiments.units import Executor, Unit, run_units
+from bayeval.methods import make_method, parse_method_spec
+from bayeval.simulate import simulate
+from bayeval.suite import NEVER, SuiteRule, average_interval, compose, normalised_weights
+
+SUITES = {"leaderboard": ("ifeval", "musr", "arc_challenge"),
+          "helm_lite": ("commonsense", "math", "mmlu")}
+SCHEMES = ("suite", "independent", "uniform")
+STRATA = (("< 5%", -np.inf, 0.05), ("5–95%", 0.05, 0.95), ("> 95%", 0.95, np.inf))
+NOMINAL = 0.95
+
+
+def suite_split(matrices: Sequence[ScoreMatrix], n_targets: int,
+                reference_fraction: float, seed: int,
+                same_rows: bool = False) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(per task: the targets' rows, the reference rows) of one seed: ``n_targets``
+    models every task holds (by id; with ``same_rows``, row i of every task is one model,
+    as in HELM Lite, whose rows are unnamed), and per task a ``reference_fraction`` of its
+    other models."""
+    rng = np.random.default_rng([seed, 2025])
+    if same_rows:
+        n = min(m.n_models for m in matrices)
+        common = [str(i) for i in range(n)]
+        rows_of = [dict(zip(common, range(n), strict=True)) for _ in matrices]
+    else:
+        shared = set(matrices[0].models).intersection(*(m.models for m in matrices[1:]))
+        common = [m for m in matrices[0].models if m in shared]
+        rows_of = [{m: mat.model_index(m) for m in common} for mat in matrices]
+    if n_targets >= len(common):
+        raise DataError(f"the suite's tasks share {len(common)} models: too few for "
+                        f"{n_targets} targets and a reference")
+    chosen = rng.choice(len(common), n_targets, replace=False)
+    targets, references = [], []
+    for mat, rows in zip(matrices, rows_of, strict=True):
+        t = np.array([rows[common[c]] for c in chosen])
+        pool = np.setdiff1d(np.arange(mat.n_models), t)
+        n_ref = max(1, round(reference_fraction * pool.size))
+        targets.append(t)
+        references.append(np.sort(rng.choice(pool, n_ref, replace=False)))
+    return targets, references
+
+
+def suite_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray]:
+    """One cached unit: seed ``unit.first`` of one task of a suite under one method, every
+    run simulated to the task's last item: its estimate and interval after each item and
+    the target's true score."""
+    s = unit.settings
+    matrices = [data[name] for name in s["tasks"]]
+    k = list(s["tasks"]).index(unit.dataset)
+    targets, references = suite_split(matrices, s["n_targets"], s["reference_fraction"],
+                                      unit.first, s["same_rows"])
+    matrix = matrices[k]
+    name, params = parse_method_spec(unit.method)
+    method = make_method(name, **{**params, "epsilon": NEVER})
+    rows = np.repeat(matrix.scores[targets[k]], s["reps"], axis=0)
+    seeds = 1_000_003 * unit.first + np.arange(rows.shape[0])
+    result = simulate(method, matrix.scores[references[k]], rows, seeds)
+    return {"estimate": result.estimate, "lower": result.lower, "upper": result.upper,
+            "truth": rows.mean(1)}
+
+
+def independent_stop(lower: np.ndarray, upper: np.ndarray, epsilon: float,
+                     n_min: int) -> np.ndarray:
+    """Items at which a task's run stops by itself: the first n ≥ ``n_min`` whose interval
+    (clipped to [0, 1]) is at most ``epsilon`` wide, else its last item."""
+    width = np.clip(upper, 0, 1) - np.clip(lower, 0, 1)
+    steps = np.arange(1, width.shape[1] + 1)
+    ok = (width <= epsilon) & (steps >= n_min)
+    return np.where(ok.any(1), ok.argmax(1) + 1, width.shape[1])
+
+
+def compose_schemes(tasks: Sequence[str], active: Sequence[dict], uniform: Sequence[dict],
+                    weights: Sequence[float], epsilon: float, n_min: int = 30,
+                    task_epsilon: float | None = None) -> pd.DataFrame:
+    """One row per (run, scheme) of the module docstring's three schemes at ``epsilon``:
+    every task's items, estimate, interval, truth and coverage at the stop, and the
+    average's."""
+    w = normalised_weights(weights)
+    K = len(tasks)
+    rule = SuiteRule(epsilon, task_epsilon, n_min)
+    truth = np.stack([a["truth"] for a in active], 1)
+    frames = []
+    for scheme, runs in (("suite", active), ("uniform", uniform)):
+        r = compose([a["estimate"] for a in runs], [a["lower"] for a in runs],
+                    [a["upper"] for a in runs], w, rule)
+        frames.append((scheme, r.n, r.estimate, r.lower, r.upper))
+    rows = np.arange(truth.shape[0])
+    n = np.stack([independent_stop(a["lower"], a["upper"], epsilon / (wk * math.sqrt(K)),
+                                   n_min) for a, wk in zip(active, w, strict=True)], 1)
+    at = [np.stack([a[f][rows, n[:, k] - 1] for k, a in enumerate(active)], 1)
+          for f in ("estimate", "lower", "upper")]
+    frames.append(("independent", n, at[0], np.clip(at[1], 0, 1), np.clip(at[2], 0, 1)))
+    out = []
+    true_avg = truth @ w
+    for scheme, n, est, low, high in frames:
+        value, lo, hi = average_interval(est, low, high, w)
+        table = {"scheme": scheme, "run": rows, "items": n.sum(1), "average": value,
+                 "average_lower": lo, "average_upper": hi, "average_truth": true_avg,
+                 "average_covered": covers(lo, hi, true_avg)}
+        for k, task in enumerate(tasks):
+            table.update({f"{task}/n": n[:, k], f"{task}/estimate": est[:, k],
+                          f"{task}/lower": low[:, k], f"{task}/upper": high[:, k],
+                          f"{task}/truth": truth[:, k],
+                          f"{task}/covered": covers(low[:, k], high[:, k], truth[:, k])})
+        out.append(pd.DataFrame(table))
+    return pd.concat(out, ignore_index=True).assign(epsilon=epsilon)
+
+
+def _coverage(x: pd.Series) -> tuple[float, float]:
+    c = float(x.mean())
+    return c, math.sqrt(max(c * (1 - c), 1e-12) / max(len(x), 1))
+
+
+def summarise(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
+    """Per (suite, ε, scheme): coverage ± SE of the average and of each task, mean items
+    (per task too), and the suite scheme's saving against the others."""
+    rows = []
+    for (label, eps, scheme), part in runs.groupby(["suite", "epsilon", "scheme"],
+                                                   sort=False):
+        row = {"suite": label, "epsilon": eps, "scheme": scheme, "runs": len(part)}
+        row["average_coverage"], row["average_se"] = _coverage(part.average_covered)
+        for task in tasks:
+            if f"{task}/covered" not in part:
+                continue
+            row[f"{task}_coverage"], row[f"{task}_se"] = _coverage(part[f"{task}/covered"])
+            row[f"{task}_items"] = float(part[f"{task}/n"].mean())
+        row["items"] = float(part["items"].mean())
+        row["items_se"] = float(part["items"].std(ddof=1) / math.sqrt(len(part)))
+        row["width"] = float((part.average_upper - part.average_lower).mean())
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    for other in ("independent", "uniform"):
+        base = table[table.scheme == other].set_index(["suite", "epsilon"])["items"]
+        idx = pd.MultiIndex.from_frame(table[["suite", "epsilon"]])
+        table[f"saving_vs_{other}"] = 1 - table["items"].to_numpy() / base.reindex(
+            idx).to_numpy()
+    return table
+
+
+def strata_table(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
+    """Coverage ± SE per (suite, ε, scheme, task, the target's score range on the task)."""
+    rows = []
+    for (label, eps, scheme), part in runs.groupby(["suite", "epsilon", "scheme"],
+                                                   sort=False):
+        for task in tasks:
+            if f"{task}/truth" not in part:
+                continue
+            truth = part[f"{task}/truth"]
+            for name, lo, hi in STRATA:
+                cell = part[(truth >= lo) & (truth < hi)]
+                if cell.empty:
+                    continue
+                cov, se = _coverage(cell[f"{task}/covered"])
+                rows.append({"suite": label, "epsilon": eps, "scheme": scheme,
+                             "task": task, "stratum": name, "runs": len(cell),
+                             "coverage": cov, "coverage_se": se,
+                             "items": float(cell[f"{task}/n"].mean())})
+    return pd.DataFrame(rows)
+
+
+def run_suite_bench(suites: dict[str, Sequence[str]], epsilons: Sequence[float] = (0.05,),
+                    seeds: int = 10, n_targets: int = 20, reps: int = 5,
+                    reference_fraction: float = 0.5, method: str = "active-pai",
+                    n_min: int = 30, weights: dict[str, Sequence[float]] | None = None,
+                    out: Path | None = None, executor: Executor | None = None,
+                    log: Callable[[str], None] = print) -> pd.DataFrame:
+    """Per-run rows of every suite (name → its bundled tasks), ε and scheme (module
+    docstring). Every (suite, task, method, seed) is a unit saved under ``out``."""
+    frames = []
+    for label, names in suites.items():
+        t0 = time.time()
+        data = {name: load_dataset(name) for name in names}
+        same_rows = not set(data[names[0]].models).intersection(data[names[1]].models) \
+            if len(names) > 1 else False
+        settings = {"tasks": list(names), "n_targets": int(n_targets), "reps": int(reps),
+                    "reference_fraction": float(reference_fraction),
+                    "same_rows": bool(same_rows)}
+        units = {(name, spec): [Unit("suite", name, spec, s, s + 1, settings)
+                                for s in range(seeds)]
+                 for name in names for spec in (method, "random")}
+        flat = [u for us in units.values() for u in us]
+        done = dict(zip(flat, run_units(flat, suite_unit, data, out, executor, log=log),
+                        strict=True))
+
+        active = [_joined([done[u] for u in units[name, method]]) for name in names]
+        uniform = [_joined([done[u] for u in units[name, "random"]]) for name in names]
+        w = (weights or {}).get(label, [1.0] * len(names))
+        for eps in epsilons:
+            runs = compose_schemes(names, active, uniform, w, eps, n_min).assign(suite=label)
+            frames.append(runs)
+            part = runs[runs.scheme == "suite"]
+            log(f"{label} ε={eps:g}: {len(part)} runs, average coverage "
+                f"{part.average_covered.mean():.3f}, items {part['items'].mean():.0f}")
+        log(f"{label}: {len(flat)} units in {time.time() - t0:.0f} s")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _joined(parts: Sequence[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """The units' arrays of one task, their runs one after another."""
+    return {f: np.concatenate([p[f] for p in parts]) for f in parts[0]}
+
+
+def write_report(runs: pd.DataFrame, out: Path, min_coverage: float = 0.94) -> Path:
+    """results.csv, strata.csv, suite.png and report.md in ``out``; every cell below
+    ``min_coverage`` listed."""
+    out.mkdir(parents=True, exist_ok=True)
+    tasks = sorted({c.split("/")[0] for c in runs.columns if c.endswith("/covered")})
+    table = summarise(runs, tasks)
+    strata = strata_table(runs, tasks)
+    table.to_csv(out / "results.csv", index=False)
+    strata.to_csv(out / "strata.csv", index=False)
+    lines = ["# Suites at the stop (docs/methods.md §9 \"Suites\")", "",
+             "Coverage of the 95% interval of the suite's average and of each task at the "
+             "stop ± binomial SE; mean items (± SE) over the suite; the suite scheme's "
+             "saving against independent per-task runs at the same average width and "
+             "against uniform sampling with the suite's allocation and stop.", ""]
+    for label, part in table.groupby("suite", sort=False):
+        names = [t for t in tasks if part[f"{t}_coverage"].notna().any()]
+        shown = pd.DataFrame({
+            "ε": part.epsilon, "scheme": part.scheme, "runs": part.runs,
+            "average": [f"{c:.3f} ± {s:.3f}" for c, s in zip(part.average_coverage,
+                                                              part.average_se, strict=True)],
+            **{t: [f"{c:.3f} ± {s:.3f}" for c, s in zip(part[f"{t}_coverage"],
+                                                         part[f"{t}_se"], strict=True)]
+               for t in names},
+            "items": [f"{i:.0f} ± {s:.0f}" for i, s in zip(part["items"], part.items_se,
+                                                           strict=True)],
+            **{f"{t} items": part[f"{t}_items"].round(0) for t in names},
+            "vs independent": [f"{s:.1%}" if s != 0 else "" for s in
+                               part.saving_vs_independent],
+            "vs uniform": [f"{s:.1%}" if s != 0 else "" for s in part.saving_vs_uniform]})
+        lines += [f"## {label} ({', '.join(names)})", "", markdown_table(shown), ""]
+    cells = [(r.suite, r.epsilon, r.scheme, "average", r.average_coverage, r.average_se)
+             for r in table.itertuples()]
+    cells += [(r.suite, r.epsilon, r.scheme, f"{r.task} {r.stratum} ({r.runs} runs)",
+               r.coverage, r.coverage_se) for r in strata.itertuples()]
+    bad = [c for c in cells if c[4] < min_coverage]
+    lines += [f"## Cells below {min_coverage} ({len(bad)}, task cells per score range)",
+              ""]
+    lines += [markdown_table(pd.DataFrame(bad, columns=["suite", "ε", "scheme", "cell",
+                                                        "coverage", "SE"]), ".3f")
+              if bad else "none", ""]
+    lines += ["## Coverage per task and score range", "",
+              markdown_table(strata, ".3f"), ""]
+    _plot(table, tasks, out / "suite.png")
+    lines += ["![coverage and items](suite.png)", ""]
+    report = out / "report.md"
+    report.write_text("\n".join(lines), encoding="utf-8")
+    return report
+
+
+def _plot(table: pd.DataFrame, tasks: Sequence[str], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    suites = list(dict.fromkeys(table.suite))
+    fig, axes = plt.subplots(len(suites), 2, figsize=(11, 3.6 * len(suites)), squeeze=False)
+    for row, label in zip(axes, suites, strict=True):
+        part = table[table.suite == label]
+        names = ["average"] + [t for t in tasks if part[f"{t}_coverage"].notna().any()]
+        for i, scheme in enumerate(SCHEMES):
+            p = part[part.scheme == scheme]
+            for j, eps in enumerate(p.epsilon):
+                cov = [p[f"{c}_coverage"].iloc[j] for c in names]
+                se = [p[f"{c}_se"].iloc[j] for c in names]
+                x = np.arange(len(names)) + 0.12 * (i - 1) + 0.04 * j
+                row[0].errorbar(x, cov, yerr=se, fmt="o", ms=3,
+                                label=f"{scheme} ε={eps:g}", color=f"C{i}",
+                                alpha=1 - 0.25 * j)
+            row[1].errorbar(p.epsilon, p["items"], yerr=p.items_se, marker="o",
+                            label=scheme, color=f"C{i}")
+        row[0].axhline(NOMINAL, color="grey", lw=0.8)
+        row[0].axhline(0.94, color="grey", lw=0.8, ls="--")
+        row[0].set_xticks(range(len(names)), names)
+        row[0].set_ylabel("coverage at the stop (± SE)")
+        row[0].set_title(label)
+        row[0].legend(fontsize=7)
+        row[1].set_xlabel("ε (width of the average's interval)")
+        row[1].set_ylabel("items over the suite (± SE)")
+        row[1].set_yscale("log")
+        row[1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
