@@ -44,11 +44,17 @@ from bayeval.errors import BayevalError
 from bayeval.estimators.interval import z_value
 
 __all__ = ["NEVER", "SuiteRule", "SuiteRun", "average_interval", "choose_task", "compose",
-           "normalised_weights"]
+           "normalised_weights", "task_seed"]
 
 # a task of a suite never stops on its own interval: its method gets this ε (a width an
 # interval reaches only once every item is scored) and the suite's rule decides
 NEVER = 1e-12
+
+
+def task_seed(seed: int, k: int) -> int:
+    """The seed of task k's run in a suite run with ``seed``: distinct per task, so that
+    the tasks' draws are independent (equal seeds would draw with the same uniforms)."""
+    return int(seed) + 100_003 * int(k)
 
 
 def normalised_weights(weights: Sequence[float]) -> np.ndarray:

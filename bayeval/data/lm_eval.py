@@ -433,6 +433,32 @@ def harness_docs(items: Sequence[str], task: str,
     return out
 
 
+def subtask_columns(matrix: ScoreMatrix) -> list[tuple[str, np.ndarray]]:
+    """Each subtask of a harness group's matrix with its columns, in the group's order
+    (its ``subtasks`` metadata; items ``<subtask>/<doc_id>`` read from the harness's logs,
+    or ``<x>-<n>`` split over the subtasks in column order, as the bundled MuSR); [] for
+    a matrix of one task or one that names no subtasks."""
+    counts = parse_subtasks(matrix.metadata.get("subtasks"))
+    if len(counts) < 2:
+        return []
+    keys = np.array([k for k, _ in harness_docs(matrix.items, harness_task(matrix) or "",
+                                                counts)])
+    return [(name, np.flatnonzero(keys == name)) for name, _ in counts
+            if (keys == name).any()]
+
+
+def subtask_matrix(matrix: ScoreMatrix, subtask: str) -> ScoreMatrix:
+    """The columns of one ``subtask`` of a harness group's matrix. Its metadata stays the
+    group's (the item ids resolve to documents through it) with ``subtask`` added."""
+    columns = dict(subtask_columns(matrix))
+    if subtask not in columns:
+        raise DataError(f"{matrix.name}: no subtask {subtask!r} (subtasks: "
+                        f"{', '.join(columns) or 'none'})")
+    part = matrix.select_items(columns[subtask])
+    return ScoreMatrix(part.scores, part.models, part.items, name=f"{matrix.name}:{subtask}",
+                       metadata={**matrix.metadata, "subtask": subtask})
+
+
 def harness_samples(items: Sequence[str], task: str,
                     subtasks: Sequence[tuple[str, int]] = ()) -> dict[str, list[int]]:
     """``{task: [doc indices]}`` for ``lm_eval --samples`` (see :func:`harness_docs`)."""

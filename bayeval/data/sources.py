@@ -17,7 +17,13 @@ from bayeval.errors import JournalError
 
 def load_source_matrix(source: dict[str, Any] | None,
                        journal: Path | str = "journal") -> ScoreMatrix:
-    """The whole matrix a journal header's ``source`` names (held-out models included)."""
+    """The whole matrix a journal header's ``source`` names (held-out models included):
+    with ``"subtask"``, that subtask's columns of the group the rest names."""
+    if source and "subtask" in source:
+        from bayeval.data.lm_eval import subtask_matrix
+
+        rest = {k: v for k, v in source.items() if k != "subtask"}
+        return subtask_matrix(load_source_matrix(rest, journal), source["subtask"])
     if not source:
         raise JournalError(f"journal {journal}: the header does not say how to load the "
                            "reference matrix (a run begun in Python on a matrix of its own); "

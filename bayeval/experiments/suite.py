@@ -40,7 +40,14 @@ from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.methods import make_method, parse_method_spec
 from bayeval.simulate import simulate
-from bayeval.suite import NEVER, SuiteRule, average_interval, compose, normalised_weights
+from bayeval.suite import (
+    NEVER,
+    SuiteRule,
+    average_interval,
+    compose,
+    normalised_weights,
+    task_seed,
+)
 
 SUITES = {"leaderboard": ("ifeval", "musr", "arc_challenge"),
           "helm_lite": ("commonsense", "math", "mmlu")}
@@ -92,7 +99,7 @@ def suite_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndarray
     name, params = parse_method_spec(unit.method)
     method = make_method(name, **{**params, "epsilon": NEVER})
     rows = np.repeat(matrix.scores[targets[k]], s["reps"], axis=0)
-    seeds = 1_000_003 * unit.first + np.arange(rows.shape[0])
+    seeds = task_seed(1_000_003 * unit.first, k) + np.arange(rows.shape[0])
     result = simulate(method, matrix.scores[references[k]], rows, seeds)
     return {"estimate": result.estimate, "lower": result.lower, "upper": result.upper,
             "truth": rows.mean(1)}
