@@ -277,6 +277,12 @@ class SuiteRun:
             for item in asked:
                 evaluate_or_skip(session, evaluator, (item,), step, max_failures)
 
+    def average(self) -> tuple[float, float, float]:
+        """(θ̄, L, U): the weighted average so far and its interval."""
+        _, est, low, high, _ = self._state()
+        value, lo, hi = average_interval(est, low, high, self.weights)
+        return float(value), float(lo), float(hi)
+
     def result(self) -> dict[str, Any]:
         """Every task's estimate, interval, items and weight, and the average's."""
         n, est, low, high, _ = self._state()

@@ -70,6 +70,34 @@ def _memory_mappings_left():
         release_compiled_programs()
 
 
+@pytest.fixture
+def cli(capsys):
+    """``cli(*args, cwd=None)``: ``bayeval ARGS`` through the console entry point in this
+    process (a subprocess would add only an interpreter's and JAX's start-up), run in
+    ``cwd``; its exit status, stdout and stderr as a
+    :class:`subprocess.CompletedProcess`."""
+    import subprocess
+
+    from bayeval.cli import main
+
+    def run(*args: str, cwd=None) -> subprocess.CompletedProcess:
+        here = os.getcwd()
+        if cwd is not None:
+            os.chdir(cwd)
+        capsys.readouterr()
+        try:
+            with pytest.raises(SystemExit) as done:
+                main([str(a) for a in args])
+        finally:
+            os.chdir(here)
+        captured = capsys.readouterr()
+        code = done.value.code
+        return subprocess.CompletedProcess(args, 0 if code is None else code, captured.out,
+                                           captured.err)
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def ifeval() -> ScoreMatrix:
     return load_dataset("ifeval")

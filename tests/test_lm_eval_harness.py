@@ -235,9 +235,9 @@ def test_a_doc_hash_mismatch_names_the_first_document(workdir, tmp_path):
 
 
 def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys):
-    logs = _copy_logs(workdir, tmp_path, models=2)
+    logs = _copy_logs(workdir, tmp_path, models=8)
     # the group "toy_group" of two subtasks, as the harness records a group's run
-    for k in range(2):
+    for k in range(8):
         folder = logs / f"org__model-{k}"
         [samples] = folder.glob(f"samples_{TASK}_*.jsonl")
         [results] = folder.glob("results_*.json")
@@ -317,6 +317,26 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys
     assert record["n-samples"]["toy_b"] == {"original": 15,
                                            "effective": len(parts["toy_b"])}
     assert "toy_a (bayeval estimate)" in make_table(record)
+
+    # evaluate --subtasks: each subtask its own design-valid run and interval, the group's
+    # score the equal mean its YAML asks for, written in the harness's layout as well
+    r = json.loads(_in_process(
+        tmp_path, capsys, "evaluate", "--reference", f"lm-eval:{logs}", "--task", "toy_group",
+        "--subtasks", "--target", "org/model-1", "--method", "active-pai(n_min=5)",
+        "--epsilon", "0.3", "--group-mean", "equal", "--harness-results", "ev.json",
+        "--json", "-q"))
+    assert r["group"] == "toy_group" and r["group_mean"] == "equal"
+    assert [t["task"] for t in r["tasks"]] == ["toy_a", "toy_b"]
+    for t, (lo, hi) in zip(r["tasks"], ((0, 25), (25, 40)), strict=True):
+        assert t["true_score"] == pytest.approx(row[lo:hi].mean())
+        assert t["lower"] <= t["estimate"] <= t["upper"] and t["n_items"] == hi - lo
+    assert r["estimate"] == pytest.approx(np.mean([t["estimate"] for t in r["tasks"]]))
+    record = json.loads((tmp_path / "ev.json").read_text())
+    assert set(record) - {"bayeval"} <= set(EvalResults.__annotations__)
+    assert set(record["results"]) == {"toy_a", "toy_b"}
+    assert record["groups"]["toy_group"]["acc,none"] == pytest.approx(r["estimate"])
+    assert record["n-samples"]["toy_a"]["effective"] == r["tasks"][0]["items_used"]
+    assert "toy_b (bayeval estimate)" in make_table(record)
 
 
 def test_the_bundled_musr_exports_to_its_three_subtasks():

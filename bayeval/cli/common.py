@@ -102,7 +102,12 @@ def _configure(version: Annotated[bool, typer.Option(
 
 
 def fail(message: str, code: int = 2) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {message}", highlight=False, markup=True, soft_wrap=True)
+    """Print ``message`` as the command's one-line error (taken as plain text: a bracket in
+    it, ``[[tasks]]`` or a path, is shown, not read as markup) and the exit to raise."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True,
+              soft_wrap=True)
     return typer.Exit(code)
 
 
@@ -420,6 +425,14 @@ REFERENCE_HELP = ("A score matrix file (.npz, .csv or .parquet, wide or long) in
                   "--log_samples output (with --task), or inspect:LOG_DIR for Inspect AI "
                   "eval logs (pip install 'bayeval[inspect]').")
 ReferenceOption = Annotated[Path | None, typer.Option(help=REFERENCE_HELP)]
+
+
+class GroupMean(StrEnum):
+    """How a harness group's score combines its subtasks (the values of
+    bayeval.compression.estimate.GROUP_MEANS, kept here so the CLI's imports stay light)."""
+
+    size = "size"
+    equal = "equal"
 
 
 class RepeatedModels(StrEnum):

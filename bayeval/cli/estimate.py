@@ -4,22 +4,21 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from bayeval.cli.common import HarnessResultsOption, app, fail, field_table, out
+from bayeval.cli.common import (
+    GroupMean,
+    HarnessResultsOption,
+    app,
+    fail,
+    field_table,
+    out,
+)
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
-
-
-class GroupMean(StrEnum):
-    """How a harness group's score combines its subtasks (bayeval.compression.estimate)."""
-
-    size = "size"
-    equal = "equal"
 
 
 @app.command(cls=CheckedCommand)

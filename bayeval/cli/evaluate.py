@@ -20,6 +20,7 @@ from bayeval.cli.common import (
     TOOL_EVALUATORS,
     EvaluatorKind,
     FilterOption,
+    GroupMean,
     HarnessResultsOption,
     JsonOption,
     LmEvalMode,
@@ -153,6 +154,22 @@ def evaluate(
              "that `inspect view` opens (the target's scored samples, and as the scorer's "
              "metrics the estimate, its stderr, the interval): this .eval file, or one "
              "named by date in this folder (default: none).")] = None,
+    suite: Annotated[Path | None, typer.Option(
+        help="A suite file (TOML, or YAML with PyYAML) naming several tasks, each with "
+             "its reference and weight: one run estimates every task and their weighted "
+             "average, the budget going where it narrows the average most per unit of "
+             "cost, and stops when the average's interval is at most --epsilon wide "
+             "(docs/methods.md §9 'Suites'; the format: `bayeval.cli.evaluate_suite`). "
+             "--journal is then a folder.")] = None,
+    subtasks: Annotated[bool, typer.Option(
+        "--subtasks", help="For a harness group (e.g. --dataset musr): estimate each "
+                           "subtask with its own design-valid run and interval, and the "
+                           "group as the harness aggregates it, in one run (a suite of "
+                           "the subtasks sharing one evaluator).")] = False,
+    group_mean: Annotated[GroupMean | None, typer.Option(
+        help="With --subtasks: the group's score as 'size' (the mean over all its "
+             "documents) or 'equal' (the unweighted mean of its subtasks); default: as "
+             "the group's harness config says, else 'size'.")] = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -163,6 +180,27 @@ def evaluate(
     items were used.
     """
     with evaluation_errors():
+        if suite is not None or subtasks or (resume and journal is not None
+                                             and journal.is_dir()):
+            result = _evaluate_suite(suite, subtasks, group_mean, dataset, reference,
+                                     (task, metric, filter_name), target, targets,
+                                     evaluator, command, timeout, retries, method, epsilon,
+                                     max_items, seed, journal, resume, quiet, batch,
+                                     {"concurrency": concurrency, "inspect_task": inspect_task,
+                                      "output_path": output_path,
+                                      "lm_eval_args": lm_eval_args,
+                                      "lm_eval_mode": lm_eval_mode.value,
+                                      "repeated_models": repeated_models,
+                                      "group_mean": None if group_mean is None
+                                      else group_mean.value},
+                                     harness_results, inspect_log)
+            if as_json:
+                print(json.dumps(result))
+            else:
+                from bayeval.cli.evaluate_suite import print_suite
+
+                print_suite(result, out.print)
+            return
         if concurrency > 1 and batch is not None and batch > 1:
             raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
                                "all its items; concurrency draws as each one finishes)")
@@ -373,6 +411,51 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                              if settings.evaluator == EvaluatorKind.inspect.value else None),
             "times": session.times.summary(session.n_items),
         }
+
+
+def _evaluate_suite(suite, subtasks, group_mean, dataset, reference, harness, target,
+                    targets, evaluator, command, timeout, retries, method, epsilon,
+                    max_items, seed, journal, resume, quiet, batch, live, harness_results,
+                    inspect_log) -> dict[str, Any]:
+    """``--suite`` / ``--subtasks`` (and their ``--resume``): :mod:`bayeval.cli.evaluate_suite`,
+    its result also in the harness's results layout with ``--harness-results``."""
+    from bayeval.cli.evaluate_suite import evaluate_suite
+
+    if suite is not None and subtasks:
+        raise BayevalError("give --suite FILE or --subtasks, not both")
+    if targets is not None:
+        raise BayevalError("--targets evaluates several models on one task; a suite "
+                           "evaluates one model (--target) on several tasks")
+    if inspect_log is not None:
+        raise BayevalError("--inspect-log writes one task's log; a suite keeps each "
+                           "Inspect task's logs in its --journal folder")
+    if group_mean is not None and not subtasks:
+        raise BayevalError("--group-mean is for --subtasks (a harness group's score)")
+    result = evaluate_suite(suite, subtasks, dataset, reference, harness, target, evaluator,
+                            command, timeout, retries, method, epsilon, max_items, seed,
+                            journal, resume, quiet, batch, live)
+    if harness_results is not None:
+        _write_suite_results(result, harness_results)
+    return result
+
+
+def _write_suite_results(result: dict[str, Any], path: Path) -> None:
+    """A suite's (or group's) estimate in the harness's results layout: each task under
+    ``results``, the average (the group) under ``groups``."""
+    from bayeval.harness_results import TaskEstimate, harness_results, write_harness_results
+
+    level = result["level"]
+    tasks = tuple(TaskEstimate(t["task"], t["estimate"], t["lower"], t["upper"],
+                               t["items_used"], t["n_items"], level)
+                  for t in result["tasks"])
+    whole = TaskEstimate(result["suite"], result["estimate"], result["lower"],
+                         result["upper"], result["items_used"], result["n_items"], level,
+                         tasks)
+    info = {k: result[k] for k in ("method", "params", "seed", "stopped", "journal")
+            if result.get(k) is not None}
+    model = result["tasks"][0]["target"]
+    write_harness_results(harness_results(whole, result.get("metric"), None, model,
+                                          {**info, "suite": True}), path)
 
 
 def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool = False

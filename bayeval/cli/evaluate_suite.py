@@ -1,0 +1,505 @@
+"""``bayeval evaluate --suite FILE`` and ``--subtasks``: several tasks, or a harness group's
+subtasks, estimated in one run with one budget (:mod:`bayeval.suite`).
+
+A suite file (TOML, or YAML where PyYAML is installed) names the tasks::
+
+    epsilon = 0.05            # width of the average's interval (default: --epsilon, 0.05)
+    task_epsilon = 0.15       # optional: every task's interval at most this wide too
+    method = "active-pai"     # optional: the design-valid method every task runs
+
+    [[tasks]]
+    name = "ifeval"           # default: the dataset's or the task's name
+    dataset = "ifeval"        # a bundled dataset, or reference = FILE | "lm-eval:DIR" |
+                              #   "inspect:DIR" (relative to the suite file), with
+                              #   task / metric / filter as the options of one run
+    weight = 1                # default 1 (the average is Σ w θ / Σ w)
+    cost = 1.0                # per item; default: Inspect logs' mean tokens per sample,
+                              #   else 1
+    # target = "model"        # this task's name of the target (default --target)
+    # command = "…"           # this task's --command; {task} in --command is its name
+    # inspect_task = "f.py@t" # this task's --inspect-task
+
+The run keeps a folder (``--journal DIR``): ``suite.json`` (the suite and its settings) and
+one journal per task, so ``--resume --journal DIR`` continues it with nothing lost.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bayeval.cli.common import (
+    EvaluatorKind,
+    err,
+    evaluator_kind,
+    fresh_source,
+    load_source,
+    progress_bar,
+    resume_session,
+    setup_jax,
+)
+from bayeval.cli.evaluator_settings import EvaluatorSettings
+from bayeval.errors import BayevalError, EvaluationError
+
+SUITE_FILE = "suite.json"
+_TOP = {"name", "epsilon", "task_epsilon", "method", "tasks"}
+_TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
+         "target", "command", "inspect_task"}
+_SUITE_EVALUATORS = (EvaluatorKind.oracle.value, EvaluatorKind.command.value,
+                     EvaluatorKind.inspect.value)
+
+
+def read_suite_file(path: Path) -> dict[str, Any]:
+    """The suite a TOML (or YAML) file describes, checked: every task has a source and a
+    distinct name, weights and costs are positive numbers, no unknown key (one-line
+    errors naming the file and the key)."""
+    if not path.is_file():
+        raise BayevalError(f"--suite {path}: no such file")
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix in (".yaml", ".yml"):
+            try:
+                import yaml
+            except ImportError:
+                raise BayevalError(f"--suite {path}: a YAML suite needs PyYAML (pip install "
+                                   "pyyaml); or write it as TOML") from None
+            spec = yaml.safe_load(text)
+        else:
+            import tomllib
+
+            spec = tomllib.loads(text)
+    except BayevalError:
+        raise
+    except Exception as exc:  # tomllib's and yaml's own errors
+        raise BayevalError(f"--suite {path}: not a readable suite file "
+                           f"({str(exc).splitlines()[0]})") from None
+    if not isinstance(spec, dict):
+        raise BayevalError(f"--suite {path}: expected a table with [[tasks]]")
+    unknown = sorted(set(spec) - _TOP)
+    if unknown:
+        raise BayevalError(f"--suite {path}: unknown key {unknown[0]!r} (known: "
+                           f"{', '.join(sorted(_TOP))})")
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list) or len(tasks) < 2 or not all(isinstance(t, dict)
+                                                               for t in tasks):
+        raise BayevalError(f"--suite {path}: a suite needs two or more [[tasks]] tables")
+    out = []
+    for i, task in enumerate(tasks, start=1):
+        where = f"--suite {path}: task {i}"
+        bad = sorted(set(task) - _TASK)
+        if bad:
+            raise BayevalError(f"{where}: unknown key {bad[0]!r} (known: "
+                               f"{', '.join(sorted(_TASK))})")
+        if ("dataset" in task) == ("reference" in task):
+            raise BayevalError(f"{where}: give either dataset or reference")
+        entry = dict(task)
+        if "reference" in entry:
+            ref = str(entry["reference"])
+            prefix, sep, rest = ref.partition(":")
+            if sep and prefix in ("lm-eval", "inspect"):
+                entry["reference"] = f"{prefix}:{(path.parent / rest).resolve()}"
+            else:
+                entry["reference"] = str((path.parent / ref).resolve())
+        entry["name"] = str(entry.get("name") or entry.get("task") or entry.get("dataset")
+                            or Path(ref).stem)
+        for key in ("weight", "cost"):
+            if key in entry and not (isinstance(entry[key], int | float)
+                                     and not isinstance(entry[key], bool)
+                                     and entry[key] > 0):
+                raise BayevalError(f"{where}: {key} must be a positive number, got "
+                                   f"{entry[key]!r}")
+        out.append(entry)
+    names = [t["name"] for t in out]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise BayevalError(f"--suite {path}: two tasks are named {twice[0]!r}; give each a "
+                           "distinct name")
+    for key in ("epsilon", "task_epsilon"):
+        if key in spec and not (isinstance(spec[key], int | float) and 0 < spec[key] < 1):
+            raise BayevalError(f"--suite {path}: {key} must be in (0, 1), got {spec[key]!r}")
+    return {**spec, "tasks": out, "name": str(spec.get("name") or path.stem)}
+
+
+def _task_cost(source: dict[str, Any], matrix) -> float:
+    """A task's cost per item where its reference says: the mean tokens per sample of
+    Inspect logs (else their mean seconds); 1 otherwise."""
+    if "inspect" not in source:
+        return 1.0
+    import numpy as np
+
+    from bayeval.data.inspect_logs import read_inspect
+
+    ref = read_inspect(source["inspect"], source.get("task"), source.get("metric"),
+                       source.get("repeated_models", "error"))
+    for values in (ref.tokens, ref.seconds):
+        finite = values[np.isfinite(values)]
+        if finite.size and finite.mean() > 0:
+            return float(finite.mean())
+    return 1.0
+
+
+def evaluate_suite(suite: Path | None, subtasks: bool, dataset, reference, harness,
+                   target, evaluator, command, timeout, retries, method, epsilon,
+                   max_items, seed, journal, resume, quiet, batch, live) -> dict[str, Any]:
+    """One suite run (``--suite FILE``), or a harness group's subtasks as one
+    (``--subtasks``), fresh or resumed; the result as ``evaluate --json`` prints it."""
+    if resume:
+        if journal is None:
+            raise BayevalError("--resume needs --journal DIR (the suite's folder)")
+        # the budget is not a setting of the estimate: --max-items may change it
+        given = {"--suite": suite, "--dataset": dataset, "--reference": reference,
+                 "--target": target, "--evaluator": evaluator, "--command": command,
+                 "--method": method, "--epsilon": epsilon, "--seed": seed}
+        clash = [k for k, v in given.items() if v is not None]
+        if clash:
+            raise BayevalError(f"--resume reads the settings from {journal}; drop "
+                               f"{', '.join(clash)}")
+        return _resume(journal, quiet, batch, max_items)
+    if batch is not None and batch < 1:
+        raise BayevalError(f"--batch must be ≥ 1, got {batch}")
+    if live.get("concurrency", 1) > 1:
+        raise BayevalError("--concurrency is for one task; a suite asks its tasks' items "
+                           "one batch at a time (--batch)")
+    kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {item}",
+                          live.get("lm_eval_args"), harness=True,
+                          inspect_task=live.get("inspect_task"))
+    if suite is not None:
+        spec = read_suite_file(suite)
+        if kind not in _SUITE_EVALUATORS:
+            raise BayevalError(f"--suite runs its tasks with --evaluator "
+                               f"{', '.join(_SUITE_EVALUATORS)}; for a harness group's "
+                               "subtasks use --subtasks")
+        tasks = _suite_tasks(spec, harness)
+    else:
+        spec = {"name": None, "tasks": []}
+        tasks = _group_tasks(dataset, reference, harness, live)
+        spec["name"] = tasks[0]["group"]
+    from bayeval.methods import make_method, parse_method_spec
+    from bayeval.suite import NEVER, SuiteRule
+
+    name, params = parse_method_spec(method or spec.get("method") or "active-pai")
+    probe = make_method(name, **params)
+    if not (probe.estimator.needs_probabilities and not probe.with_replacement):
+        raise BayevalError(f"a suite's tasks run a design-valid method drawing without "
+                           f"replacement (active-pai); {name!r} is not one")
+    eps = epsilon if epsilon is not None else spec.get("epsilon", 0.05)
+    rule = SuiteRule(float(eps), spec.get("task_epsilon"), int(params.get("n_min", 30)),
+                     max_items, probe.level)
+    params["epsilon"] = NEVER  # the suite's rule stops the tasks
+    seed = 0 if seed is None else seed
+    names = _targets(tasks, target, kind, seed)
+    if journal is None and kind != EvaluatorKind.oracle.value:
+        from bayeval.data.io import safe_file_name
+
+        journal = Path(f"bayeval-suite-{safe_file_name(spec['name'])}-"
+                       f"{time.strftime('%Y%m%d-%H%M%S')}")
+    if batch is None:  # one harness run (Inspect eval) per batch, as for one task
+        batch = {EvaluatorKind.lm_eval.value: 32, EvaluatorKind.inspect.value: 8}.get(kind, 1)
+    return _start(spec["name"], tasks, names, kind, command, timeout, retries, name, params,
+                  rule, seed, journal, quiet, batch, live, suite is None)
+
+
+def _suite_tasks(spec: dict[str, Any], harness) -> list[dict[str, Any]]:
+    """Each task's source record and whole matrix (the reference and its target)."""
+    tasks = []
+    for t in spec["tasks"]:
+        ref = Path(t["reference"]) if "reference" in t else None
+        source, matrix = fresh_source(t.get("dataset"), ref, task=t.get("task") or harness[0],
+                                      metric=t.get("metric"), filter_name=t.get("filter"))
+        cost = t.get("cost") or _task_cost(source, matrix)
+        tasks.append({**t, "source": source, "matrix": matrix, "weight": t.get("weight", 1),
+                      "cost": cost})
+    return tasks
+
+
+def _group_tasks(dataset, reference, harness, live) -> list[dict[str, Any]]:
+    """A harness group's subtasks as a suite's tasks, weighted as the harness aggregates
+    the group (``group_mean``: by documents, or equal)."""
+    from bayeval.data.lm_eval import harness_task, subtask_columns, subtask_matrix
+
+    source, group = fresh_source(dataset, reference, task=harness[0], metric=harness[1],
+                                 filter_name=harness[2],
+                                 repeated_models=live.get("repeated_models", "error"))
+    parts = subtask_columns(group)
+    if len(parts) < 2:
+        raise BayevalError(f"--subtasks: {group.name} is not a harness group of two or more "
+                           "subtasks (its matrix names none)")
+    mean = live.get("group_mean")
+    if mean is None:
+        from bayeval.compression.subset import group_aggregation
+
+        mean = group_aggregation(harness_task(group) or "", group.metadata.get("metric"),
+                                 None) or "size"
+    tasks = []
+    for sub, columns in parts:
+        tasks.append({"name": sub, "source": {**source, "subtask": sub},
+                      "matrix": subtask_matrix(group, sub),
+                      "weight": float(columns.size) if mean == "size" else 1.0, "cost": 1.0,
+                      "group": harness_task(group) or group.name, "group_mean": mean,
+                      "group_matrix": group})
+    return tasks
+
+
+def _targets(tasks: list[dict[str, Any]], target: str | None, kind: str,
+             seed: int) -> list[str]:
+    """Each task's name of the target: its own ``target``, else --target, else (oracle) a
+    model every task holds, drawn with the seed."""
+    import numpy as np
+
+    if target is None and all("target" not in t for t in tasks):
+        if kind != EvaluatorKind.oracle.value:
+            raise BayevalError(f"--evaluator {kind} needs --target NAME for the new model")
+        shared = set(tasks[0]["matrix"].models).intersection(
+            *(t["matrix"].models for t in tasks[1:]))
+        common = sorted(shared)
+        if not common:
+            raise BayevalError("the suite's tasks share no model to hold out as the target; "
+                               "give --target or a target per task")
+        target = str(np.random.default_rng(seed).choice(common))
+    names = [str(t.get("target", target)) for t in tasks]
+    if kind == EvaluatorKind.oracle.value:
+        for t, n in zip(tasks, names, strict=True):
+            if n not in set(t["matrix"].models):
+                raise BayevalError(f"task {t['name']}: target {n!r} is not a model of "
+                                   f"{t['matrix'].name} ({t['matrix'].n_models} models)")
+    return names
+
+
+def _settings(kind: str, task: dict[str, Any], command, timeout, retries, journal_dir,
+              live) -> EvaluatorSettings:
+    """A task's evaluator settings (journaled with it for a resume)."""
+    cmd = task.get("command") or command
+    if cmd is not None:
+        cmd = cmd.replace("{task}", shlex.quote(task["name"]))
+    settings = EvaluatorSettings(kind, cmd, timeout, retries, 1, 1)
+    if kind == EvaluatorKind.lm_eval.value:  # a group's subtasks: the group's harness run
+        from bayeval.cli.evaluate import _harness_settings
+
+        settings = settings.replace(
+            **_harness_settings(task["matrix"], live["lm_eval_args"], None,
+                                task["source"].get("metric"), task["source"].get("filter")),
+            lm_eval_mode=live.get("lm_eval_mode"),
+            output_path=None if live.get("output_path") is None
+            else str(live["output_path"]))
+    if kind == EvaluatorKind.inspect.value:
+        folder = (journal_dir / f"{task['name']}.inspect" if journal_dir is not None
+                  else None)
+        settings = settings.replace(
+            task=task["source"].get("task"), metric=task["source"].get("metric"),
+            inspect_task=task.get("inspect_task") or live.get("inspect_task"),
+            output_path=str(live.get("output_path") or folder) if (
+                live.get("output_path") or folder) else None)
+    return settings
+
+
+def _start(label, tasks, names, kind, command, timeout, retries, method_name, params, rule,
+           seed, journal, quiet, batch, live, group) -> dict[str, Any]:
+    from bayeval.data.io import safe_file_name
+    from bayeval.files import write_file
+    from bayeval.session import Session
+    from bayeval.suite import SuiteRun, task_seed
+
+    if journal is not None:
+        journal = Path(journal)
+        if journal.exists() and any(journal.iterdir()):
+            raise BayevalError(f"--journal {journal}: a suite's folder must be new or empty "
+                               "(continue a run with --resume)")
+    settings = [_settings(kind, t, command, timeout, retries, journal, live) for t in tasks]
+    if group:  # a group's subtasks share the group's evaluator (one model, one task)
+        evaluators = [settings[0].evaluator_for(tasks[0]["group_matrix"], [names[0]])
+                      ] * len(tasks)
+    else:
+        evaluators = [s.evaluator_for(t["matrix"], [n]) for s, t, n in
+                      zip(settings, tasks, names, strict=True)]
+    setup_jax()
+    files = [None if journal is None else
+             journal / f"{k:02d}-{safe_file_name(t['name'])}.jsonl"
+             for k, t in enumerate(tasks)]
+    if journal is not None:
+        journal.mkdir(parents=True, exist_ok=True)
+        record = {"suite": label, "group": group,
+                  "group_mean": tasks[0].get("group_mean"),
+                  "epsilon": rule.epsilon, "task_epsilon": rule.task_epsilon,
+                  "n_min": rule.n_min, "max_items": rule.max_items, "level": rule.level,
+                  "batch": batch,
+                  "tasks": [{"name": t["name"], "weight": float(t["weight"]),
+                             "cost": float(t["cost"]), "journal": f.name}
+                            for t, f in zip(tasks, files, strict=True)]}
+        write_file(journal / SUITE_FILE, json.dumps(record, indent=1), durable=True)
+    sessions = []
+    for k, (t, n, s, f) in enumerate(zip(tasks, names, settings, files, strict=True)):
+        ref = t["matrix"].drop_models([n]) if n in set(t["matrix"].models) else t["matrix"]
+        source = dict(t["source"])
+        if n in set(t["matrix"].models):
+            source["held_out"] = [n]
+        sessions.append(Session(ref, n, method_name, method_params=params,
+                                seed=task_seed(seed, k), journal=f, reference_source=source,
+                                extra=s.to_json()))
+    run = SuiteRun([t["name"] for t in tasks], sessions, [t["weight"] for t in tasks], rule,
+                   [t["cost"] for t in tasks])
+    truths = [_truth(t["matrix"], n, kind) for t, n in zip(tasks, names, strict=True)]
+    return _run(run, evaluators, batch, quiet, label, journal, truths, group,
+                tasks[0].get("group_mean"))
+
+
+def _resume(journal: Path, quiet: bool, batch: int | None,
+            max_items: int | None) -> dict[str, Any]:
+    """The suite recorded in the folder ``journal``, continued (with a new budget of
+    ``max_items`` over all tasks, if given)."""
+    from bayeval.session import Session
+    from bayeval.suite import SuiteRule, SuiteRun
+
+    path = Path(journal) / SUITE_FILE
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        rule = SuiteRule(record["epsilon"], record["task_epsilon"], record["n_min"],
+                         record["max_items"] if max_items is None else max_items,
+                         record["level"])
+        entries = record["tasks"]
+    except FileNotFoundError:
+        raise BayevalError(f"--journal {journal}: no {SUITE_FILE} (not a suite's folder)"
+                           ) from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise BayevalError(f"{path}: not a suite record ({exc})") from None
+    if max_items is not None and max_items != record["max_items"]:  # kept for later resumes
+        from bayeval.files import write_file
+
+        write_file(path, json.dumps({**record, "max_items": max_items}, indent=1),
+                   durable=True)
+    setup_jax()
+    sessions, evaluators, truths = [], [], []
+    for entry in entries:
+        file = Path(journal) / entry["journal"]
+        session = resume_session(Session, file, {})
+        settings = EvaluatorSettings.from_json(session.extra, f"journal {file}")
+        source = session.reference_source or {}
+        matrix = load_source(source, file)
+        sessions.append(session)
+        truths.append(_truth(matrix, session.target_id, settings.evaluator))
+        if record.get("group"):  # the group's evaluator, shared (module docstring)
+            if not evaluators:
+                whole = load_source({k: v for k, v in source.items() if k != "subtask"}, file)
+                evaluators.append(settings.evaluator_for(whole, [session.target_id]))
+            evaluators.append(evaluators[0])
+        else:
+            evaluators.append(settings.evaluator_for(matrix, [session.target_id]))
+    if record.get("group"):
+        evaluators = evaluators[1:]
+    run = SuiteRun([e["name"] for e in entries], sessions, [e["weight"] for e in entries],
+                   rule, [e["cost"] for e in entries])
+    batch = batch or record.get("batch", 1)  # how many at once may change; not the estimate
+    return _run(run, evaluators, batch, quiet, record["suite"], Path(journal), truths,
+                bool(record.get("group")), record.get("group_mean"))
+
+
+def _truth(matrix, target: str, kind: str) -> float | None:
+    """The target's full score on a task where the run simulates it (oracle)."""
+    import numpy as np
+
+    if kind != EvaluatorKind.oracle.value or target not in set(matrix.models):
+        return None
+    return float(np.nanmean(matrix.scores[matrix.model_index(target)]))
+
+
+def _run(run, evaluators, batch, quiet, label, journal, truths, group,
+         group_mean) -> dict[str, Any]:
+    from bayeval.experiments.metrics import covers
+
+    try:
+        _with_progress(run, evaluators, batch, quiet)
+    except KeyboardInterrupt as exc:
+        if journal is not None:
+            exc.add_note(f"bayeval evaluate --resume --journal {shlex.quote(str(journal))}")
+        raise
+    finally:
+        for session in run.sessions:
+            session.close()
+    if any(s.n_observed == 0 for s in run.sessions):
+        empty = [n for n, s in zip(run.names, run.sessions, strict=True) if not s.n_observed]
+        raise EvaluationError(f"no item of {', '.join(empty)} was evaluated; there is no "
+                              "estimate to report")
+    result = run.result()
+    for row, truth, session in zip(result["tasks"], truths, run.sessions, strict=True):
+        row.update(target=session.target_id, true_score=truth,
+                   covered=None if truth is None else bool(covers(row["lower"], row["upper"],
+                                                                  truth)),
+                   journal=None if session.journal_path is None else str(session.journal_path))
+    known = all(t is not None for t in truths)
+    true_avg = float(sum(w * t for w, t in zip(run.weights, truths, strict=True))) \
+        if known else None
+    first = run.sessions[0]
+    metrics = {s.reference.metadata.get("metric") for s in run.sessions}
+    return {"suite": label, "metric": metrics.pop() if len(metrics) == 1 else None,
+            "group": label if group else None, "group_mean": group_mean,
+            **result, "true_score": true_avg,
+            "covered": None if true_avg is None else bool(covers(result["lower"],
+                                                               result["upper"], true_avg)),
+            "n_items": int(sum(s.n_items for s in run.sessions)),
+            "method": first.method.name, "params": first.method.params,
+            "level": first.method.level, "seed": first.seed, "epsilon": run.rule.epsilon,
+            "task_epsilon": run.rule.task_epsilon,
+            "journal": None if journal is None else str(journal)}
+
+
+def _with_progress(run, evaluators, batch: int, quiet: bool) -> None:
+    """``run.run`` with a progress bar on a terminal, one line per 10 items otherwise."""
+    total = sum(s.n_items for s in run.sessions)
+    if run.rule.max_items is not None:
+        total = min(total, run.rule.max_items)
+
+    def status() -> str:
+        value, lo, hi = run.average()
+        return f"average {value:.3f} [{lo:.3f}, {hi:.3f}]"
+
+    used = [sum(s.n_observed for s in run.sessions)]
+    if quiet:
+        run.run(evaluators, batch)
+        return
+    if not err.is_terminal:
+        def on_line(k: int, session: Any, item: str, score: float | None) -> None:
+            now = sum(s.n_observed for s in run.sessions)
+            if now - used[0] >= max(batch, 10):
+                used[0] = now
+                err.print(f"evaluating: {now}/{total} items, {run.names[k]} "
+                          f"{session.n_observed}, {status()}", highlight=False)
+
+        run.run(evaluators, batch, on_step=on_line)
+        return
+    with progress_bar("evaluating") as progress:
+        bar = progress.add_task("eval", total=total, completed=used[0], status="")
+
+        def on_step(k: int, session: Any, item: str, score: float | None) -> None:
+            progress.update(bar, completed=sum(s.n_observed for s in run.sessions),
+                            status=f"{run.names[k]}: {status()}")
+
+        run.run(evaluators, batch, on_step=on_step)
+
+
+def print_suite(r: dict[str, Any], out: Callable[..., None]) -> None:
+    """The suite's table: a row per task and the average's."""
+    from rich.table import Table
+
+    title = (f"{r['group']} by subtask ({r['group_mean']}-weighted, as the harness "
+             "aggregates it)" if r.get("group") else f"suite {r['suite']}")
+    table = Table(title=title)
+    for col in ("task", "weight", "estimate", f"{r['level']:.0%} interval", "items",
+                "true score"):
+        table.add_column(col)
+    for t in r["tasks"]:
+        truth = "" if t["true_score"] is None else (
+            f"{t['true_score']:.4f}{'' if t['covered'] else ' (OUTSIDE)'}")
+        table.add_row(t["task"], f"{t['weight']:.3f}", f"{t['estimate']:.4f}",
+                      f"[{t['lower']:.4f}, {t['upper']:.4f}]",
+                      f"{t['items_used']} of {t['n_items']}", truth)
+    truth = "" if r["true_score"] is None else (
+        f"{r['true_score']:.4f}{'' if r['covered'] else ' (OUTSIDE)'}")
+    table.add_row("[bold]average[/]" if not r.get("group") else f"[bold]{r['group']}[/]",
+                  "1", f"{r['estimate']:.4f}", f"[{r['lower']:.4f}, {r['upper']:.4f}]",
+                  f"{r['items_used']} of {r['n_items']}", truth)
+    out(table)
+    out(f"method {r['method']} · stopped: {r['stopped']} · cost {r['cost']:g}"
+        + (f" · journal {r['journal']}" if r["journal"] else ""))
