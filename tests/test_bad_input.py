@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayeval.cli import main
 from bayeval.journal_check import sealed_journal
 from bayeval.selection.session import METHOD_NAME as SELECTION_METHOD
 from bayeval.session import Session
@@ -285,19 +284,16 @@ def _snapshot(tmp: Path) -> dict[str, bytes | None]:
 
 @pytest.mark.parametrize(("argv", "message"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
-def test_bad_input_is_a_one_line_error_that_touches_no_file(tmp_path, capsys, monkeypatch,
+def test_bad_input_is_a_one_line_error_that_touches_no_file(tmp_path, cli, monkeypatch,
                                                             argv, message):
     monkeypatch.chdir(tmp_path)  # a default journal or subset file would land here, and show
     _files(tmp_path)
     before = _snapshot(tmp_path)
-    capsys.readouterr()
     args = [a.format(tmp=tmp_path) if "{tmp}" in a else a for a in argv]
-    with pytest.raises(SystemExit) as done:
-        main([*args, *(["-q"] if args[0] == "evaluate" else [])])
-    captured = capsys.readouterr()
-    assert done.value.code == USAGE, captured.err
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
+    done = cli(*args, *(["-q"] if args[0] == "evaluate" else []))
+    assert done.returncode == USAGE, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
     want = message.format(tmp=tmp_path) if "{tmp}" in message else message
     assert lines[0].startswith("error: ") and want in lines[0]
     assert _snapshot(tmp_path) == before  # nothing created, changed or half-written

@@ -83,31 +83,7 @@ def _bayeval(folder: Path, *args: str, timeout: float = 300) -> subprocess.Compl
                           env={**os.environ, **OFFLINE})
 
 
-def _run_in_process(folder: Path, capsys, *args: str) -> tuple[int, str, str]:
-    """``bayeval ARGS`` through the console entry point in this process: (exit status,
-    stdout, stderr)."""
-    from bayeval.cli import main
-
-    cwd = os.getcwd()
-    os.chdir(folder)
-    capsys.readouterr()
-    try:
-        with pytest.raises(SystemExit) as done:
-            main(list(args))
-    finally:
-        os.chdir(cwd)
-    captured = capsys.readouterr()
-    return done.value.code, captured.out, captured.err
-
-
-def _in_process(folder: Path, capsys, *args: str) -> str:
-    """``bayeval ARGS`` in this process, which must succeed; its stdout."""
-    code, out, err = _run_in_process(folder, capsys, *args)
-    assert code == 0, err
-    return out
-
-
-def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
+def test_logs_to_evaluate_to_subset_to_estimate(workdir, cli):
     reference = read_lm_eval_samples(workdir / "logs", TASK)
     assert reference.n_models == 8 and reference.n_items == 40
     assert reference.models[0] == "org/model-0"  # the results file's model_name
@@ -133,7 +109,7 @@ def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
 
     # compress → the --samples file → the harness evaluates exactly those docs (bayeval's
     # own commands in process from here: their subprocess path is the one above)
-    _in_process(workdir, capsys, "compress", "--reference", "lm-eval:logs", "--task", TASK,
+    _in_process(cli, workdir, "compress", "--reference", "lm-eval:logs", "--task", TASK,
                 "--method", "random", "--size", "12", "--out", "sub.json",
                 "--export-samples", "samples.json", "--include-path", ".", "--json")
     wanted = json.loads((workdir / "samples.json").read_text())
@@ -148,7 +124,7 @@ def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
     assert sorted(r["doc_id"] for r in logged) == wanted[TASK]
 
     # estimate: the subset's mean with its Wilson–FPC interval
-    estimate = json.loads(_in_process(workdir, capsys, "estimate", "--subset", "sub.json",
+    estimate = json.loads(_in_process(cli, workdir, "estimate", "--subset", "sub.json",
                                       "--samples", "subrun", "--json"))
     assert estimate["estimate"] == pytest.approx(np.mean([r["acc"] for r in logged]))
     assert estimate["lower"] <= estimate["estimate"] <= estimate["upper"]
@@ -158,7 +134,7 @@ def test_logs_to_evaluate_to_subset_to_estimate(workdir, capsys):
     # results: the keys of its schema, the metric keys of its own results file of the
     # same task, and its own table
     (workdir / "subset-results").mkdir()
-    _in_process(workdir, capsys, "estimate", "--subset", "sub.json", "--samples", "subrun",
+    _in_process(cli, workdir, "estimate", "--subset", "sub.json", "--samples", "subrun",
                 "--harness-results", "subset-results", "--json")
     [subset_file] = (workdir / "subset-results").glob("results_*.json")
     [harness_file] = (workdir / "subrun").rglob("results_*.json")
@@ -191,9 +167,9 @@ def _check_harness_results(record: dict, result: dict, harness: dict) -> None:
     assert f"{TASK} (bayeval estimate)" in table and f"{result['estimate']:.4f}" in table
 
 
-def test_select_reads_harness_logs(workdir, capsys):
+def test_select_reads_harness_logs(workdir, cli):
     """The same reference in bayeval select (oracle: the logged rows are the candidates)."""
-    result = json.loads(_in_process(workdir, capsys, "select", "--reference", "lm-eval:logs",
+    result = json.loads(_in_process(cli, workdir, "select", "--reference", "lm-eval:logs",
                                     "--task", TASK, "--budget", "50%", "--json", "-q"))
     assert result["models"] == 8 and result["items"] == 40 and len(result["ranking"]) == 8
     assert result["best"].startswith("org/model-")  # the results files' model_name
@@ -234,7 +210,7 @@ def test_a_doc_hash_mismatch_names_the_first_document(workdir, tmp_path):
         read_lm_eval_samples(logs, TASK)
 
 
-def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys):
+def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, cli):
     logs = _copy_logs(workdir, tmp_path, models=8)
     # the group "toy_group" of two subtasks, as the harness records a group's run
     for k in range(8):
@@ -279,7 +255,7 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys
     assert group_aggregation("toy_size", "acc", config) == "size"  # the harness's default
     assert group_aggregation("toy_group", "acc_norm", config) is None  # not aggregated
     assert group_aggregation("toy_none", None, config) is None  # no group score at all
-    _in_process(tmp_path, capsys, "compress", "--reference", f"lm-eval:{logs}", "--task",
+    _in_process(cli, tmp_path, "compress", "--reference", f"lm-eval:{logs}", "--task",
                 "toy_group", "--method", "random", "--size", "16", "--out", "sub.json",
                 "--include-path", str(config), "--json")
     frozen = json.loads((tmp_path / "sub.json").read_text())
@@ -291,8 +267,8 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys
     assert all(parts.values())  # 16 of 40 items, 25 and 15 per subtask: both drawn here
     args = ("estimate", "--subset", "sub.json", "--samples", str(logs), "--model",
             "org__model-1", "--json")
-    size = json.loads(_in_process(tmp_path, capsys, *args, "--group-mean", "size"))
-    equal = json.loads(_in_process(tmp_path, capsys, *args))  # as the group's YAML says
+    size = json.loads(_in_process(cli, tmp_path, *args, "--group-mean", "size"))
+    equal = json.loads(_in_process(cli, tmp_path, *args))  # as the group's YAML says
     assert equal["group_mean"] == "equal"
     assert equal["group_mean_from"] == "the group's aggregate_metric_list"
     assert [r["task"] for r in size["subtasks"]] == ["toy_a", "toy_b"]
@@ -304,7 +280,7 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys
     assert equal["estimate"] == pytest.approx(np.mean([np.mean(v) for v in parts.values()]))
     # the group and its subtasks in the harness's results layout, as the harness writes a
     # group's run: results per subtask, the group under groups, group_subtasks
-    _in_process(tmp_path, capsys, *args, "--group-mean", "equal", "--harness-results",
+    _in_process(cli, tmp_path, *args, "--group-mean", "equal", "--harness-results",
                 "group.json")
     from lm_eval.result_schema import EvalResults
     from lm_eval.utils import make_table
@@ -321,7 +297,7 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, capsys
     # evaluate --subtasks: each subtask its own design-valid run and interval, the group's
     # score the equal mean its YAML asks for, written in the harness's layout as well
     r = json.loads(_in_process(
-        tmp_path, capsys, "evaluate", "--reference", f"lm-eval:{logs}", "--task", "toy_group",
+        cli, tmp_path, "evaluate", "--reference", f"lm-eval:{logs}", "--task", "toy_group",
         "--subtasks", "--target", "org/model-1", "--method", "active-pai(n_min=5)",
         "--epsilon", "0.3", "--group-mean", "equal", "--harness-results", "ev.json",
         "--json", "-q"))
@@ -469,9 +445,23 @@ def test_a_task_of_the_include_path_skips_the_harness_index_and_a_group_does_not
         LmEvalInProcess("dummy", "mixed", task_manager=whole)
 
 
-def _in_process_fails(folder: Path, capsys, *args: str) -> tuple[int, str]:
+def _run_in_process(cli, folder: Path, *args: str) -> tuple[int, str, str]:
+    """``bayeval ARGS`` in this process (the ``cli`` fixture), run in ``folder``: (exit
+    status, stdout, stderr)."""
+    done = cli(*args, cwd=folder)
+    return done.returncode, done.stdout, done.stderr
+
+
+def _in_process(cli, folder: Path, *args: str) -> str:
+    """``bayeval ARGS`` in this process, which must succeed; its stdout."""
+    code, out, err = _run_in_process(cli, folder, *args)
+    assert code == 0, err
+    return out
+
+
+def _in_process_fails(cli, folder: Path, *args: str) -> tuple[int, str]:
     """``bayeval ARGS`` in this process expected to fail: (exit status, stderr)."""
-    code, _, err = _run_in_process(folder, capsys, *args)
+    code, _, err = _run_in_process(cli, folder, *args)
     return code, err
 
 
@@ -479,14 +469,13 @@ HARNESS_RUN = ("evaluate", "--reference", "lm-eval:logs", "--task", TASK,
                "--evaluator", "lm-eval", "--target", "org/new")
 
 
-def test_in_process_route_keeps_the_target_output_and_counts_every_launch(workdir, capsys):
+def test_in_process_route_keeps_the_target_output_and_counts_every_launch(workdir, cli):
     # the default route: the model and the task loaded once, one harness call per batch;
     # the target's own harness output kept (--output-path) and read back as a reference
     # row whose scores are the journal's; a resume counts the launches before it too
     os.environ.update(OFFLINE)
     journal = workdir / "kept.jsonl"
-    result = json.loads(_in_process(
-        workdir, capsys, *HARNESS_RUN, "--lm-eval-args",
+    result = json.loads(_in_process(cli, workdir, *HARNESS_RUN, "--lm-eval-args",
         "--model dummy --model_args pretrained=org/new --include_path .", "--batch", "10",
         "--max-items", "20", "--output-path", "kept", "--journal", str(journal), "--json",
         "-q"))
@@ -500,13 +489,13 @@ def test_in_process_route_keeps_the_target_output_and_counts_every_launch(workdi
             if r["event"] == "tell"}
     row = kept.row("org/new")
     assert {kept.items[j]: row[j] for j in np.flatnonzero(~np.isnan(row))} == told
-    again = json.loads(_in_process(workdir, capsys, "evaluate", "--journal", str(journal),
+    again = json.loads(_in_process(cli, workdir, "evaluate", "--journal", str(journal),
                                    "--resume", "--json", "-q"))
     assert again["harness_launches"] == 2 and again["items_used"] == 20
 
 
 @pytest.mark.parametrize("mode", ["in-process", "subprocess"])
-def test_the_harness_options_and_task_are_checked_before_any_journal(workdir, capsys, mode):
+def test_the_harness_options_and_task_are_checked_before_any_journal(workdir, cli, mode):
     os.environ.update(OFFLINE)
     cases = [
         ("--model dummy --model_args pretrained=org/new",  # the task is local
@@ -518,7 +507,7 @@ def test_the_harness_options_and_task_are_checked_before_any_journal(workdir, ca
     ]
     for args, said in cases:
         journal = workdir / f"never-{mode}.jsonl"
-        code, stderr = _in_process_fails(workdir, capsys, *HARNESS_RUN, "--lm-eval-args", args,
+        code, stderr = _in_process_fails(cli, workdir, *HARNESS_RUN, "--lm-eval-args", args,
                                          "--lm-eval-mode", mode, "--journal", str(journal))
         assert code in (2, 3) and said in stderr, stderr
         assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
@@ -528,13 +517,12 @@ def test_the_harness_options_and_task_are_checked_before_any_journal(workdir, ca
 @pytest.mark.skipif(importlib.util.find_spec("torch") is not None,
                     reason="torch is installed here: the case needs a harness model (hf) "
                            "whose package is missing")
-def test_a_harness_model_whose_package_is_missing_is_one_line(workdir, capsys):
+def test_a_harness_model_whose_package_is_missing_is_one_line(workdir, cli):
     # the harness imports a model's backend when it is asked for (hf needs torch): in
     # process, a missing package is said in one line, before any journal
     os.environ.update(OFFLINE)
     journal = workdir / "no-torch.jsonl"
-    code, stderr = _in_process_fails(
-        workdir, capsys, *HARNESS_RUN, "--lm-eval-args",
+    code, stderr = _in_process_fails(cli, workdir, *HARNESS_RUN, "--lm-eval-args",
         "--model hf --model_args pretrained=org/new --include_path .", "--journal", str(journal))
     assert code in (2, 3) and "the harness's model 'hf' needs a package that is not " \
         "installed: No module named 'torch'" in stderr, stderr
@@ -581,37 +569,36 @@ def _running(pattern: str) -> bool:
     return bool(found.stdout.strip())
 
 
-def test_resume_may_correct_the_harness_options_of_a_run_without_a_score(workdir, capsys):
+def test_resume_may_correct_the_harness_options_of_a_run_without_a_score(workdir, cli):
     # a run whose first launch failed (a model the harness cannot load) froze its options
     # with no score: --resume --lm-eval-args replaces them and asks the same documents;
     # once a score is in, the options can no longer change
     os.environ.update(OFFLINE)
     journal = workdir / "fix.jsonl"
     code, err = _in_process_fails(
-        workdir, capsys, *HARNESS_RUN, "--lm-eval-mode", "subprocess", "--lm-eval-args",
+        cli, workdir, *HARNESS_RUN, "--lm-eval-mode", "subprocess", "--lm-eval-args",
         "--model hf --model_args pretrained=/no/such/model --include_path .", "--batch", "5",
         "--max-items", "10", "--journal", str(journal), "-q")
     assert code == 3 and "lm_eval exited with status" in err, err
     asked = [r["item"] for r in map(json.loads, journal.read_text().splitlines()[1:])]
     good = "--model dummy --model_args pretrained=org/new --include_path ."
-    code, err = _in_process_fails(workdir, capsys, "evaluate", "--journal", str(journal),
+    code, err = _in_process_fails(cli, workdir, "evaluate", "--journal", str(journal),
                                   "--resume", "--lm-eval-args", "--model dummy --bogus 1")
     assert code == 2 and "unrecognized arguments: --bogus" in err
-    result = json.loads(_in_process(workdir, capsys, "evaluate", "--journal", str(journal),
+    result = json.loads(_in_process(cli, workdir, "evaluate", "--journal", str(journal),
                                     "--resume", "--lm-eval-args", good, "--json", "-q"))
     assert result["items"][:5] == asked[:5] and result["items_used"] == 10
     header = json.loads(journal.read_text().splitlines()[0])
     assert header["extra"]["lm_eval_args"] == good
-    code, err = _in_process_fails(workdir, capsys, "evaluate", "--journal", str(journal),
+    code, err = _in_process_fails(cli, workdir, "evaluate", "--journal", str(journal),
                                   "--resume", "--lm-eval-args", good)
     assert code == 2 and "already holds scores made with them" in err
 
 
-def test_progress_is_a_line_per_batch_on_a_log(workdir, capsys):
+def test_progress_is_a_line_per_batch_on_a_log(workdir, cli):
     # not a terminal (a CI log, a file): plain lines, whose total honours --max-items
     os.environ.update(OFFLINE)
-    code, _, err = _run_in_process(
-        workdir, capsys, *HARNESS_RUN, "--lm-eval-args",
+    code, _, err = _run_in_process(cli, workdir, *HARNESS_RUN, "--lm-eval-args",
         "--model dummy --model_args pretrained=org/new --include_path .", "--batch", "8",
         "--max-items", "16", "--journal", str(workdir / "log.jsonl"))
     lines = [x for x in err.splitlines() if x.startswith("evaluating:")]

@@ -91,24 +91,10 @@ def _cli(*args, timeout=120, **kw):
                           text=True, timeout=timeout, **kw)
 
 
-def _main(capsys, *args) -> subprocess.CompletedProcess:
-    """``bayeval ARGS`` through the console entry point in this process (where a
-    subprocess would add only an interpreter's start-up), read as :func:`_cli`'s result."""
-    from bayeval.cli import main
-
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as done:
-        main(list(args))
-    captured = capsys.readouterr()
-    code = done.value.code
-    return subprocess.CompletedProcess(args, 0 if code is None else code, captured.out,
-                                       captured.err)
-
-
 @pytest.mark.parametrize("answer", ["exit 1", "echo banana", "true", "echo nan", "echo 1e400"])
-def test_cli_reports_a_failing_evaluator_with_its_own_exit_code(tmp_path, capsys, answer):
+def test_cli_reports_a_failing_evaluator_with_its_own_exit_code(tmp_path, cli, answer):
     journal = tmp_path / "run.jsonl"
-    done = _main(capsys, "evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
+    done = cli("evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
                 "--evaluator", "command", "--command", answer, "--retries", "0",
                 "--journal", str(journal), "-q")
     assert done.returncode == 3, done.stderr
@@ -135,7 +121,7 @@ def test_two_writers_on_one_journal_are_refused(small, tmp_path):
     again.close()
 
 
-def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path, capsys):
+def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path, cli):
     # Deterministic: the first writer's evaluator waits for a gate file that the test
     # creates only after the second writer has been refused, so the first cannot finish
     # (and free the journal) before the second has tried, however loaded the machine.
@@ -145,7 +131,7 @@ def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path, capsys):
     gate.touch()  # open for the first two items
     # the first two items and the second writer in this process, the running writer a
     # process of its own (the lock is between processes)
-    start = _main(capsys, "evaluate", "--dataset", "mrpc", "--target", "new", "--method",
+    start = cli("evaluate", "--dataset", "mrpc", "--target", "new", "--method",
                   "random", "--evaluator", "command", "--command", held, "--max-items", "2",
                   "--journal", str(journal), "-q")
     assert start.returncode == 0, start.stderr
@@ -164,7 +150,7 @@ def test_cli_second_resume_of_a_running_journal_is_refused(tmp_path, capsys):
         while (Path(journal).read_text().count('"event": "ask"') < 3
                and time.time() < deadline and running.poll() is None):
             time.sleep(0.05)
-        second = _main(capsys, "evaluate", "--journal", str(journal), "--resume", "-q")
+        second = cli("evaluate", "--journal", str(journal), "--resume", "-q")
         assert second.returncode == 2
         assert "in use by another session" in second.stderr
         assert len(second.stderr.strip().splitlines()) == 1
@@ -222,19 +208,19 @@ def test_excel_csv_with_a_byte_order_mark_reads(tmp_path):
     assert read_csv(path).shape == (1, 2)
 
 
-def test_a_one_model_matrix_is_said_to_leave_no_reference(tmp_path, capsys):
+def test_a_one_model_matrix_is_said_to_leave_no_reference(tmp_path, cli):
     path = tmp_path / "one.csv"
     path.write_text("model,i1,i2,i3\nm1,1,0,1\n")
-    done = _main(capsys, "evaluate", "--reference", str(path), "-q")
+    done = cli("evaluate", "--reference", str(path), "-q")
     assert done.returncode == 2 and "leaves no reference model" in done.stderr
     out = tmp_path / "subset.json"
-    done = _main(capsys, "compress", "--reference", str(path), "--out", str(out), "--json")
+    done = cli("compress", "--reference", str(path), "--out", str(out), "--json")
     assert done.returncode == 0, done.stderr
     drift = json.loads(done.stdout)["drift"]
     assert drift["held_out_models"] == 0 and drift["in_sample_models"] == 1
 
 
-def test_outputs_are_checked_before_any_work(tmp_path, capsys):
+def test_outputs_are_checked_before_any_work(tmp_path, cli):
     (tmp_path / "afile").write_text("x")
     out = tmp_path / "subset.json"
     cases = [
@@ -247,16 +233,16 @@ def test_outputs_are_checked_before_any_work(tmp_path, capsys):
          "cannot create a folder", None),
     ]
     for args, message, absent in cases:
-        done = _main(capsys, *args)
+        done = cli(*args)
         lines = done.stderr.strip().splitlines()
         assert done.returncode == 2 and len(lines) == 1 and message in lines[0], done.stderr
         if absent is not None:
             assert not absent.exists()  # no half of the outputs
 
 
-def test_a_live_target_is_never_judged_against_a_reference_row(tmp_path, capsys):
+def test_a_live_target_is_never_judged_against_a_reference_row(tmp_path, cli):
     # a model of the matrix, evaluated live: its reference row is held out, not its truth
-    done = _main(capsys, "evaluate", "--dataset", "mrpc", "--target", "mrpc-model-000", "--method",
+    done = cli("evaluate", "--dataset", "mrpc", "--target", "mrpc-model-000", "--method",
                 "random", "--evaluator", "command", "--command", "echo 1; true {item}",
                 "--max-items", "3", "--journal", str(tmp_path / "j.jsonl"), "--json", "-q")
     assert done.returncode == 0, done.stderr
@@ -352,8 +338,8 @@ def test_select_placeholder_model_is_safe_and_quoted_refusal_names_it(tmp_path):
     assert CommandEvaluator("echo 1; true {item}")("x", target="-m") == 1.0
 
 
-def test_the_result_sums_up_why_evaluations_failed(tmp_path, capsys):
-    done = _main(capsys, "evaluate", "--dataset", "mrpc", "--method", "random", "--target", "new",
+def test_the_result_sums_up_why_evaluations_failed(tmp_path, cli):
+    done = cli("evaluate", "--dataset", "mrpc", "--method", "random", "--target", "new",
                 "--evaluator", "command", "--retries", "0", "--max-items", "40",
                 "--command", "case {item} in *7) exit 1;; esac; echo 1",
                 "--journal", str(tmp_path / "j.jsonl"), "--json", "-q")

@@ -624,9 +624,10 @@ def bench_validity(
 def bench_suite(
     suites: Annotated[str, typer.Option(
         help="Comma-separated suites: leaderboard (IFEval, MuSR, ARC of the Open LLM "
-             "Leaderboard), helm_lite (commonsense, MATH, MMLU), or bundled datasets "
+             "Leaderboard), helm_lite (commonsense, MATH, MMLU), musr_subtasks (MuSR's "
+             "three subtasks, size-weighted: evaluate --subtasks), or bundled datasets "
              "joined by '+' (their rows matched by model id, or row by row where they "
-             "share no id), e.g. ifeval+musr.")] = "leaderboard,helm_lite",
+             "share no id), e.g. ifeval+musr.")] = "leaderboard,helm_lite,musr_subtasks",
     epsilons: Annotated[str, typer.Option(
         help="Comma-separated widths ε of the average's interval at which the suites "
              "stop.")] = "0.02,0.05,0.1",
@@ -660,7 +661,7 @@ def bench_suite(
     chosen = {}
     for name in comma_list(suites):
         tasks = SUITES.get(name) or tuple(name.split("+"))
-        unknown = [t for t in tasks if t not in list_datasets()]
+        unknown = [t for t in tasks if t.partition(":")[0] not in list_datasets()]
         if unknown or len(tasks) < 2:
             raise fail(f"--suites: {name!r} is neither a known suite ({', '.join(SUITES)}) "
                        "nor two or more bundled datasets joined by '+'")

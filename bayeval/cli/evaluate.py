@@ -181,7 +181,7 @@ def evaluate(
     """
     with evaluation_errors():
         if suite is not None or subtasks or (resume and journal is not None
-                                             and journal.is_dir()):
+                                             and (journal / "suite.json").is_file()):
             result = _evaluate_suite(suite, subtasks, group_mean, dataset, reference,
                                      (task, metric, filter_name), target, targets,
                                      evaluator, command, timeout, retries, method, epsilon,

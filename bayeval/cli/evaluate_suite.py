@@ -486,9 +486,9 @@ def print_suite(r: dict[str, Any], out: Callable[..., None]) -> None:
     title = (f"{r['group']} by subtask ({r['group_mean']}-weighted, as the harness "
              "aggregates it)" if r.get("group") else f"suite {r['suite']}")
     table = Table(title=title)
-    for col in ("task", "weight", "estimate", f"{r['level']:.0%} interval", "items",
-                "true score"):
-        table.add_column(col)
+    table.add_column("task", overflow="fold")  # a subtask's long name wraps, whole
+    for col in ("weight", "estimate", f"{r['level']:.0%} interval", "items", "true score"):
+        table.add_column(col, no_wrap=True)
     for t in r["tasks"]:
         truth = "" if t["true_score"] is None else (
             f"{t['true_score']:.4f}{'' if t['covered'] else ' (OUTSIDE)'}")

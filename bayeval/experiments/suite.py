@@ -34,6 +34,7 @@ import pandas as pd
 
 from bayeval.data import ScoreMatrix
 from bayeval.data.bundled import load_dataset
+from bayeval.data.lm_eval import subtask_matrix
 from bayeval.errors import DataError
 from bayeval.experiments.metrics import covers
 from bayeval.experiments.tables import markdown_table
@@ -49,11 +50,24 @@ from bayeval.suite import (
     task_seed,
 )
 
+_MUSR = ("murder_mysteries", "object_placements", "team_allocation")
 SUITES = {"leaderboard": ("ifeval", "musr", "arc_challenge"),
-          "helm_lite": ("commonsense", "math", "mmlu")}
+          "helm_lite": ("commonsense", "math", "mmlu"),
+          # a harness group's subtasks (``evaluate --subtasks``), weighted by size as the
+          # leaderboard's MuSR group aggregates them
+          "musr_subtasks": tuple(f"musr:leaderboard_musr_{s}" for s in _MUSR)}
+SUITE_WEIGHTS = {"musr_subtasks": (250.0, 256.0, 250.0)}
 SCHEMES = ("suite", "independent", "uniform")
 STRATA = (("< 5%", -np.inf, 0.05), ("5–95%", 0.05, 0.95), ("> 95%", 0.95, np.inf))
 NOMINAL = 0.95
+
+
+def task_matrix(name: str) -> ScoreMatrix:
+    """A suite's task by name: a bundled dataset, or ``DATASET:SUBTASK`` one subtask of a
+    bundled harness group (``musr:leaderboard_musr_team_allocation``)."""
+    dataset, sep, subtask = name.partition(":")
+    matrix = load_dataset(dataset)
+    return subtask_matrix(matrix, subtask) if sep else matrix
 
 
 def suite_split(matrices: Sequence[ScoreMatrix], n_targets: int,
@@ -215,7 +229,7 @@ def run_suite_bench(suites: dict[str, Sequence[str]], epsilons: Sequence[float] 
     frames = []
     for label, names in suites.items():
         t0 = time.time()
-        data = {name: load_dataset(name) for name in names}
+        data = {name: task_matrix(name) for name in names}
         same_rows = not set(data[names[0]].models).intersection(data[names[1]].models) \
             if len(names) > 1 else False
         settings = {"tasks": list(names), "n_targets": int(n_targets), "reps": int(reps),
@@ -230,7 +244,7 @@ def run_suite_bench(suites: dict[str, Sequence[str]], epsilons: Sequence[float] 
 
         active = [_joined([done[u] for u in units[name, method]]) for name in names]
         uniform = [_joined([done[u] for u in units[name, "random"]]) for name in names]
-        w = (weights or {}).get(label, [1.0] * len(names))
+        w = (weights or SUITE_WEIGHTS).get(label, [1.0] * len(names))
         for eps in epsilons:
             runs = compose_schemes(names, active, uniform, w, eps, n_min).assign(suite=label)
             frames.append(runs)
