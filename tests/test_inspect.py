@@ -266,3 +266,30 @@ def test_cli_inspect_evaluator_errors_are_one_line(logs, tmp_path):
     assert done.exit_code == 2 and "only used with --evaluator inspect" in done.output
     done = CliRunner().invoke(app, ["evaluate", "--inspect-log", str(tmp_path / "x")])
     assert done.exit_code == 2 and "--inspect-log writes the target's Inspect" in done.output
+
+
+def test_a_suite_of_inspect_tasks_runs_each_with_inspect_at_its_logs_cost(logs, tmp_path, cli):
+    # --suite with --evaluator inspect: each task runs the target with Inspect on the samples
+    # asked of it, its logs in the suite's folder; its cost per item is the reference logs'
+    # mean tokens per sample (10 + i in, 3 out for sample i < 30: 13 + 14.5)
+    suite = tmp_path / "suite.toml"
+    suite.write_text("".join(
+        f"[[tasks]]\nname = '{name}'\nreference = 'inspect:{logs}'\ntask = 'doubling'\n"
+        f"inspect_task = '{TASK_FILE}@doubling'\n" for name in ("first", "second")))
+    done = cli("evaluate", "--suite", suite, "--evaluator", "inspect", "--target", "skilled/0.7",
+               "--method", "active-pai(n_min=6)", "--epsilon", "0.5", "--batch", "4",
+               "--journal", tmp_path / "run", "--json", "-q")
+    assert done.returncode == 0, done.stderr[-800:]
+    r = json.loads(done.stdout)
+    assert [t["cost_per_item"] for t in r["tasks"]] == [27.5, 27.5]
+    assert r["cost"] == pytest.approx(27.5 * r["items_used"])
+    full = float(np.mean([right(0.7, i) for i in range(N)]))
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
+    for t in r["tasks"]:
+        assert t["lower"] <= full <= t["upper"] and t["true_score"] is None
+        folder = tmp_path / "run" / f"{t['task']}.inspect"
+        asked = [str(s.id) for info in list_eval_logs(str(folder))
+                 for s in read_eval_log(info).samples]
+        assert len(asked) == len(set(asked)) == t["items_used"]  # the asked samples only
+    assert r["estimate"] == pytest.approx(np.mean([t["estimate"] for t in r["tasks"]]))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import shlex
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,8 +134,10 @@ def _task_cost(source: dict[str, Any], matrix) -> float:
 
     from bayeval.data.inspect_logs import read_inspect
 
-    ref = read_inspect(source["inspect"], source.get("task"), source.get("metric"),
-                       source.get("repeated_models", "error"))
+    with warnings.catch_warnings():  # the logs passed over were named when first read
+        warnings.simplefilter("ignore")
+        ref = read_inspect(source["inspect"], source.get("task"), source.get("metric"),
+                           source.get("repeated_models", "error"))
     for values in (ref.tokens, ref.seconds):
         finite = values[np.isfinite(values)]
         if finite.size and finite.mean() > 0:
@@ -164,11 +167,14 @@ def evaluate_suite(suite: Path | None, subtasks: bool, dataset, reference, harne
     if live.get("concurrency", 1) > 1:
         raise BayevalError("--concurrency is for one task; a suite asks its tasks' items "
                            "one batch at a time (--batch)")
-    kind = evaluator_kind(evaluator, command, timeout, retries, "CMD {item}",
-                          live.get("lm_eval_args"), harness=True,
-                          inspect_task=live.get("inspect_task"))
+    spec = read_suite_file(suite) if suite is not None else {}
+    # a suite's tasks may each name their own Inspect task (and command)
+    own = [t.get("inspect_task") for t in spec.get("tasks", [])]
+    kind = evaluator_kind(evaluator, command or next(
+        (t["command"] for t in spec.get("tasks", []) if t.get("command")), None), timeout,
+        retries, "CMD {item}", live.get("lm_eval_args"), harness=True,
+        inspect_task=live.get("inspect_task") or (own[0] if own and all(own) else None))
     if suite is not None:
-        spec = read_suite_file(suite)
         if kind not in _SUITE_EVALUATORS:
             raise BayevalError(f"--suite runs its tasks with --evaluator "
                                f"{', '.join(_SUITE_EVALUATORS)}; for a harness group's "
