@@ -313,6 +313,16 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, cli):
     assert record["groups"]["toy_group"]["acc,none"] == pytest.approx(r["estimate"])
     assert record["n-samples"]["toy_a"]["effective"] == r["tasks"][0]["items_used"]
     assert "toy_b (bayeval estimate)" in make_table(record)
+    # the two subtasks named as tasks of one reference (--task twice): the same suite,
+    # weighted equally
+    both = json.loads(_in_process(
+        cli, tmp_path, "evaluate", "--reference", f"lm-eval:{logs}", "--task", "toy_a",
+        "--task", "toy_b", "--target", "org/model-1", "--method", "active-pai(n_min=5)",
+        "--epsilon", "0.3", "--json", "-q"))
+    assert [t["task"] for t in both["tasks"]] == ["toy_a", "toy_b"] and both["group"] is None
+    assert [t["true_score"] for t in both["tasks"]] == pytest.approx(
+        [t["true_score"] for t in r["tasks"]])
+    assert both["true_score"] == pytest.approx(np.mean([row[:25].mean(), row[25:].mean()]))
 
 
 def test_the_bundled_musr_exports_to_its_three_subtasks():

@@ -31,7 +31,6 @@ from bayeval.cli.common import (
     RepeatedModelsOption,
     RetriesOption,
     SeedOption,
-    TaskOption,
     TimeoutOption,
     app,
     comma_list,
@@ -63,7 +62,12 @@ def evaluate(
              f"Default: {DEFAULT_DATASET}.")] = None,
     reference: ReferenceOption = None,
     repeated_models: RepeatedModelsOption = RepeatedModels.error,
-    task: TaskOption = None,
+    tasks: Annotated[list[str] | None, typer.Option(
+        "--task", help="The task to read with --reference lm-eval:DIR (a harness task or "
+                       "group, e.g. leaderboard_ifeval) or inspect:DIR (default there: the "
+                       "logs' only task). Given more than once: a suite of those tasks, "
+                       "read from the same --reference, with equal weights (see "
+                       "--suite).")] = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
     target: Annotated[str | None, typer.Option(
@@ -179,7 +183,13 @@ def evaluate(
     IFEval matrix, and print the estimate, its 95% interval, the true score and how many
     items were used.
     """
+    task = tasks[0] if tasks else None
     with evaluation_errors():
+        several_tasks = tasks is not None and len(tasks) > 1
+        if several_tasks:
+            if suite is not None:
+                raise BayevalError("give --suite FILE or several --task, not both")
+            suite = _tasks_suite(tasks, reference, metric, filter_name)
         if suite is not None or subtasks or (resume and journal is not None
                                              and (journal / "suite.json").is_file()):
             result = _evaluate_suite(suite, subtasks, group_mean, dataset, reference,
@@ -411,6 +421,22 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                              if settings.evaluator == EvaluatorKind.inspect.value else None),
             "times": session.times.summary(session.n_items),
         }
+
+
+def _tasks_suite(tasks: list[str], reference: Path | None, metric: str | None,
+                 filter_name: str | None) -> dict[str, Any]:
+    """Several ``--task`` read from one ``--reference``: the suite of those tasks, equally
+    weighted (as a suite file with one [[tasks]] table each would say)."""
+    if reference is None or not str(reference).startswith(("lm-eval:", "inspect:")):
+        raise BayevalError("several --task make a suite of tasks read from one --reference "
+                           "lm-eval:DIR or inspect:DIR (bundled datasets: --suite FILE)")
+    twice = sorted({t for t in tasks if tasks.count(t) > 1})
+    if twice:
+        raise BayevalError(f"--task {twice[0]} is given twice")
+    extra = {k: v for k, v in (("metric", metric), ("filter", filter_name)) if v is not None}
+    return {"name": "+".join(tasks),
+            "tasks": [{"name": t, "reference": str(reference), "task": t, **extra}
+                      for t in tasks]}
 
 
 def _evaluate_suite(suite, subtasks, group_mean, dataset, reference, harness, target,

@@ -167,7 +167,8 @@ def evaluate_suite(suite: Path | None, subtasks: bool, dataset, reference, harne
     if live.get("concurrency", 1) > 1:
         raise BayevalError("--concurrency is for one task; a suite asks its tasks' items "
                            "one batch at a time (--batch)")
-    spec = read_suite_file(suite) if suite is not None else {}
+    spec = {} if suite is None else suite if isinstance(suite, dict) else read_suite_file(
+        suite)
     # a suite's tasks may each name their own Inspect task (and command)
     own = [t.get("inspect_task") for t in spec.get("tasks", [])]
     kind = evaluator_kind(evaluator, command or next(
