@@ -218,12 +218,14 @@ class SuiteRun:
             raise BayevalError(f"suite costs must be positive, one per task, got "
                                f"{list(self.costs)}")
         self.rule = rule
+        self._stuck: set[int] = set()  # tasks that had nothing left to ask
 
     def _state(self) -> tuple[np.ndarray, ...]:
         n = np.array([s.n_observed for s in self.sessions])
         rows = [s.estimate() if s.n_observed else (0.5, 0.0, 1.0) for s in self.sessions]
         est, low, high = (np.array(col, np.float64) for col in zip(*rows, strict=True))
-        left = np.array([not s.done for s in self.sessions])
+        left = np.array([not s.done and k not in self._stuck
+                         for k, s in enumerate(self.sessions)])
         return n, est, low, high, left
 
     def next_task(self) -> int:
@@ -264,7 +266,8 @@ class SuiteRun:
         while (k := self.next_task()) >= 0:
             session, evaluator = self.sessions[k], evaluators[k]
             asked = session.ask(batch)
-            if not asked:  # nothing left to ask of it (skips held back): next choice
+            if not asked:  # nothing it can still ask (every item used or held back)
+                self._stuck.add(k)
                 continue
             step = None if on_step is None else (
                 lambda s, item, score, k=k: on_step(k, s, item, score))

@@ -163,8 +163,11 @@ def evaluate(
              "its reference and weight: one run estimates every task and their weighted "
              "average, the budget going where it narrows the average most per unit of "
              "cost, and stops when the average's interval is at most --epsilon wide "
-             "(docs/methods.md §9 'Suites'; the format: `bayeval.cli.evaluate_suite`). "
-             "--journal is then a folder.")] = None,
+             "(docs/methods.md §9 'Suites'). The file's [[tasks]] take dataset or "
+             "reference (with task, metric, filter), weight, cost, target, command, "
+             "inspect_task; top-level epsilon, task_epsilon, method (README 'Suites and "
+             "harness groups'). --journal is then a folder, --max-items a budget over all "
+             "tasks.")] = None,
     subtasks: Annotated[bool, typer.Option(
         "--subtasks", help="For a harness group (e.g. --dataset musr): estimate each "
                            "subtask with its own design-valid run and interval, and the "
