@@ -265,7 +265,11 @@ class SuiteRun:
             raise BayevalError("a suite needs one evaluator per task")
         while (k := self.next_task()) >= 0:
             session, evaluator = self.sessions[k], evaluators[k]
-            asked = session.ask(batch)
+            size = batch
+            if self.rule.max_items is not None:  # the last batch within the budget
+                size = min(batch, self.rule.max_items - sum(s.n_observed
+                                                            for s in self.sessions))
+            asked = session.ask(size)
             if not asked:  # nothing it can still ask (every item used or held back)
                 self._stuck.add(k)
                 continue

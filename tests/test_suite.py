@@ -114,10 +114,10 @@ def two_tasks():
     return out
 
 
-@pytest.mark.parametrize("batch", [1, 4])
-def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch):
+@pytest.mark.parametrize(("batch", "budget"), [(1, None), (4, None), (4, 22)])
+def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch, budget):
     method = make_method("active-pai", epsilon=NEVER, n_min=8)
-    rule = SuiteRule(epsilon=0.2, n_min=8)
+    rule = SuiteRule(epsilon=0.2, n_min=8, max_items=budget)
     weights, costs = [1.0, 2.0], [1.0, 1.5]
     for seed in (0, 1):
         sessions, evaluators, runs = [], [], []
@@ -132,7 +132,7 @@ def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch):
         done = compose([r.estimate for r in runs], [r.lower for r in runs],
                        [r.upper for r in runs], weights, rule, costs, batch)
         assert [s.n_observed for s in sessions] == list(done.n[0])
-        assert 8 < sum(done.n[0]) < 140  # stopped on the width, not at the end
+        assert 8 < sum(done.n[0]) < 140  # stopped on the width or the budget, not at the end
         for k, s in enumerate(sessions):
             value, lower, upper = s.estimate()
             assert (value, lower, upper) == pytest.approx(
@@ -140,7 +140,10 @@ def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch):
         assert live.average() == pytest.approx(
             (done.average[0], done.average_lower[0], done.average_upper[0]), abs=1e-12)
         assert live.result()["cost"] == pytest.approx(done.cost[0])
-        assert live.stop_reason.startswith("average's interval at most 0.2")
+        # with a budget of 22 (the warm-up takes 16), the last batch of 4 is cut to fit
+        assert live.stop_reason.startswith("budget of 22 items" if budget else
+                                           "average's interval at most 0.2")
+        assert budget is None or sum(done.n[0]) == budget
 
 
 def _suite_file(path, text: str):
