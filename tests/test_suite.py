@@ -230,3 +230,23 @@ def test_subtasks_of_the_bundled_musr_are_estimated_each(cli):
     assert [t["weight"] for t in equal["tasks"]] == pytest.approx([1 / 3] * 3)
     one = cli("evaluate", "--dataset", "ifeval", "--subtasks", "-q")
     assert one.returncode == 2 and "not a harness group" in one.stderr
+
+
+def test_a_suite_runs_a_command_per_task_with_its_name(tmp_path, cli):
+    # --evaluator command: {task} in --command is the task's name, so one command serves
+    # every task; each item's call is logged by the command itself
+    log = tmp_path / "calls.txt"
+    suite = _suite_file(tmp_path / "s.toml", "[[tasks]]\ndataset = 'rte'\n"
+                                             "[[tasks]]\ndataset = 'mrpc'\n")
+    done = cli("evaluate", "--suite", suite, "--evaluator", "command", "--target", "new",
+               "--command", f"echo {{task}} {{item}} >> {log}; echo 1", "--max-items", "12",
+               "--method", "active-pai(n_min=4)", "--journal", tmp_path / "run", "--json",
+               "-q")
+    assert done.returncode == 0, done.stderr
+    r = json.loads(done.stdout)
+    calls = [line.split() for line in log.read_text().splitlines()]
+    assert len(calls) == r["items_used"] == 12
+    for t in r["tasks"]:
+        asked = [item for task, item in calls if task == t["task"]]
+        assert len(asked) == t["items_used"] and all(i.startswith(t["task"]) for i in asked)
+        assert t["true_score"] is None  # a live target: nothing to judge against
