@@ -215,6 +215,12 @@ class Session(SessionJournal, DrawOrder):
         return self._draw_rounds(available, k)
 
     @property
+    def unanswered(self) -> int:
+        """Items asked before a resume whose scores the journal does not hold: the next
+        :meth:`ask` returns them first."""
+        return len(self._reissue)
+
+    @property
     def n_drawn(self) -> int:
         """Items asked so far (drawn and sent to evaluation), whether or not their scores
         are in or were applied before the stop."""

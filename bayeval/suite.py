@@ -263,12 +263,18 @@ class SuiteRun:
 
         if len(evaluators) != len(self.sessions):
             raise BayevalError("a suite needs one evaluator per task")
-        while (k := self.next_task()) >= 0:
+        # a resumed task's items asked before the interruption are answered first, as the
+        # interrupted run would have: then the allocation goes on from the same states
+        owed = [(k, s.unanswered) for k, s in enumerate(self.sessions) if s.unanswered]
+        while owed or (k := self.next_task()) >= 0:
+            if owed:
+                k, size = owed.pop(0)
+            else:
+                size = batch
+                if self.rule.max_items is not None:  # the last batch within the budget
+                    size = min(batch, self.rule.max_items - sum(s.n_observed
+                                                                for s in self.sessions))
             session, evaluator = self.sessions[k], evaluators[k]
-            size = batch
-            if self.rule.max_items is not None:  # the last batch within the budget
-                size = min(batch, self.rule.max_items - sum(s.n_observed
-                                                            for s in self.sessions))
             asked = session.ask(size)
             if not asked:  # nothing it can still ask (every item used or held back)
                 self._stuck.add(k)

@@ -250,3 +250,61 @@ def test_a_suite_runs_a_command_per_task_with_its_name(tmp_path, cli):
         asked = [item for task, item in calls if task == t["task"]]
         assert len(asked) == t["items_used"] and all(i.startswith(t["task"]) for i in asked)
         assert t["true_score"] is None  # a live target: nothing to judge against
+
+
+def _tells(folder) -> dict[str, list[tuple[str, float]]]:
+    """Each task journal's (item, score) told, in order."""
+    out = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        rows = [json.loads(line) for line in path.read_text().splitlines()[1:] if line.strip()]
+        out[path.name] = [(r["item"], r["score"]) for r in rows if r.get("event") == "tell"]
+    return out
+
+
+def test_a_suite_killed_mid_run_resumes_to_the_uninterrupted_result(tmp_path, cli):
+    # a live suite (a command that looks each answer up, slowly) SIGKILLed after its first
+    # scores, then resumed: nothing journaled is lost and the result is the one an
+    # uninterrupted run gives (the allocation reads only the tasks' journaled states)
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    answers = tmp_path / "answers.txt"
+    rows = []
+    for name in ("rte", "mrpc"):
+        m = load_dataset(name)
+        rows += [f"{i} {s:g}" for i, s in zip(m.items, m.row(f"{name}-model-003"), strict=True)]
+    answers.write_text("\n".join(rows) + "\n")
+    suite = _suite_file(tmp_path / "s.toml", "epsilon = 0.1\n[[tasks]]\ndataset = 'rte'\n"
+                                             "[[tasks]]\ndataset = 'mrpc'\n")
+    args = ["evaluate", "--suite", str(suite), "--evaluator", "command", "--target", "new",
+            "--command", f"sleep 0.02; awk -v i={{item}} '$1 == i {{print $2}}' {answers}",
+            "--method", "active-pai(n_min=10)", "--json", "-q"]
+    whole = cli(*args, "--journal", tmp_path / "a")
+    assert whole.returncode == 0, whole.stderr
+    a = json.loads(whole.stdout)
+    proc = subprocess.Popen([sys.executable, "-m", "bayeval.cli", *args, "--journal",
+                             str(tmp_path / "b")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while (sum(map(len, _tells(tmp_path / "b").values())) if (tmp_path / "b").exists()
+               else 0) < 25 and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()[1][-800:]
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.kill()
+        proc.communicate()
+    before = _tells(tmp_path / "b")
+    assert 25 <= sum(map(len, before.values())) < a["items_used"]  # killed mid-run
+    again = cli("evaluate", "--resume", "--journal", tmp_path / "b", "--json", "-q")
+    assert again.returncode == 0, again.stderr
+    b = json.loads(again.stdout)
+    after = _tells(tmp_path / "b")
+    for name, told in before.items():
+        assert after[name][:len(told)] == told  # nothing lost or changed
+    assert after == _tells(tmp_path / "a")  # the uninterrupted run's items and scores
+    for key in ("estimate", "lower", "upper", "items_used"):
+        assert b[key] == a[key]
