@@ -309,6 +309,18 @@ def write_report(runs: pd.DataFrame, out: Path, min_coverage: float = 0.94) -> P
     return report
 
 
+def _short(names: Sequence[str]) -> list[str]:
+    """Axis labels: a subtask's name without its dataset and the prefix its suite's
+    tasks share (``musr:leaderboard_musr_team_allocation`` → ``team_allocation``)."""
+    tails = [n.split(":")[-1] for n in names]
+    words = [t.split("_") for t in tails if t != "average"]
+    shared = 0  # leading words every task shares, each keeping one of its own
+    while len(words) > 1 and all(len(w) > shared + 1 and w[shared] == words[0][shared]
+                                 for w in words):
+        shared += 1
+    return [t if t == "average" else "_".join(t.split("_")[shared:]) for t in tails]
+
+
 def _plot(table: pd.DataFrame, tasks: Sequence[str], path: Path) -> None:
     import matplotlib
 
@@ -316,7 +328,7 @@ def _plot(table: pd.DataFrame, tasks: Sequence[str], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     suites = list(dict.fromkeys(table.suite))
-    fig, axes = plt.subplots(len(suites), 2, figsize=(11, 3.6 * len(suites)), squeeze=False)
+    fig, axes = plt.subplots(len(suites), 2, figsize=(11, 4.6 * len(suites)), squeeze=False)
     for row, label in zip(axes, suites, strict=True):
         part = table[table.suite == label]
         names = ["average"] + [t for t in tasks if part[f"{t}_coverage"].notna().any()]
@@ -333,10 +345,10 @@ def _plot(table: pd.DataFrame, tasks: Sequence[str], path: Path) -> None:
                             label=scheme, color=f"C{i}")
         row[0].axhline(NOMINAL, color="grey", lw=0.8)
         row[0].axhline(0.94, color="grey", lw=0.8, ls="--")
-        row[0].set_xticks(range(len(names)), names)
+        row[0].set_xticks(range(len(names)), _short(names))
         row[0].set_ylabel("coverage at the stop (± SE)")
         row[0].set_title(label)
-        row[0].legend(fontsize=7)
+        row[0].legend(fontsize=6, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.1))
         row[1].set_xlabel("ε (width of the average's interval)")
         row[1].set_ylabel("items over the suite (± SE)")
         row[1].set_yscale("log")
