@@ -465,8 +465,13 @@ class LmEvalInProcess(HarnessEvaluator):
             self._tracker.general_config_tracker.model_name_sanitized
         summary = {k: v for k, v in result.items() if k != "samples"}
         summary["model_name"] = self._tracker.general_config_tracker.model_name
-        summary["n-samples"] = {k: {"original": len(self.loaded["tasks"][k].eval_docs),
-                                    "effective": n} for k, n in self._logged.items()}
+        tasks = self.loaded["tasks"]
+        kept = list(self._logged)
+        if list(tasks) != [self.task]:  # a group: listed as the harness lists a group's run,
+            kept = list(tasks)          # so that the kept output reads back as the group
+            summary["group_subtasks"] = {self.task: kept, **{k: [] for k in kept}}
+        summary["n-samples"] = {k: {"original": len(tasks[k].eval_docs),
+                                    "effective": self._logged.get(k, 0)} for k in kept}
         summary["bayeval"] = {"note": "documents chosen by bayeval; a partial run"}
         path = folder / f"results_{self._tracker.date_id}.json"
         write_file(path, json.dumps(summary, indent=2, default=handle_non_serializable))

@@ -36,9 +36,10 @@ TASK = "toy_add"
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
-def _harness_logs(folder: Path, models: int) -> None:
-    """Reference logs written by the harness itself (its EvaluationTracker, as the CLI's
-    --log_samples does), in process so that eight models cost one harness start."""
+def _harness_logs(folder: Path, models: int, task: str = TASK) -> None:
+    """Reference logs of ``task`` (a task or a group) written by the harness itself (its
+    EvaluationTracker, as the CLI's --log_samples does), in process so that eight models
+    cost one harness start."""
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
     from lm_eval.tasks import TaskManager
@@ -47,11 +48,12 @@ def _harness_logs(folder: Path, models: int) -> None:
     for k in range(models):
         tracker = EvaluationTracker(output_path=str(folder / "logs"))
         result = simple_evaluate(model="dummy", model_args=f"pretrained=org/model-{k}",
-                                 tasks=[TASK], log_samples=True, task_manager=manager,
+                                 tasks=[task], log_samples=True, task_manager=manager,
                                  evaluation_tracker=tracker, random_seed=k)
         samples = result.pop("samples")
         tracker.save_results_aggregated(results=result, samples=samples)
-        tracker.save_results_samples(task_name=TASK, samples=samples[TASK])
+        for name, rows in samples.items():  # a group's: each subtask's
+            tracker.save_results_samples(task_name=name, samples=rows)
 
 
 @pytest.fixture(scope="module")
@@ -323,6 +325,48 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, cli):
     assert [t["true_score"] for t in both["tasks"]] == pytest.approx(
         [t["true_score"] for t in r["tasks"]])
     assert both["true_score"] == pytest.approx(np.mean([row[:25].mean(), row[25:].mean()]))
+
+
+def test_a_groups_subtasks_run_live_with_the_harness(tmp_path, cli):
+    # a real harness group of two tasks (toy_a: toy_add's first 25 documents, toy_b its last
+    # 15), its reference logs written by the harness; evaluate --subtasks runs the new model
+    # with the harness in process, each subtask's batches on its own documents
+    lines = (FIXTURE / "toy_add.jsonl").read_text().splitlines()
+    config = (FIXTURE / "toy_add.yaml").read_text()
+    for name, part in (("toy_a", lines[:25]), ("toy_b", lines[25:])):
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(part) + "\n")
+        (tmp_path / f"{name}.yaml").write_text(config.replace("toy_add", name))
+    (tmp_path / "toy_group.yaml").write_text(
+        "group: toy_group\ntask:\n  - toy_a\n  - toy_b\naggregate_metric_list:\n"
+        "  - metric: acc\n    weight_by_size: true\n")
+    os.environ.update(OFFLINE)
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # the harness reads the data files relative to where it runs
+    try:
+        _harness_logs(tmp_path, 6, "toy_group")
+    finally:
+        os.chdir(cwd)
+    done = cli("evaluate", "--reference", "lm-eval:logs", "--task", "toy_group", "--subtasks",
+               "--evaluator", "lm-eval", "--lm-eval-args",
+               "--model dummy --model_args pretrained=org/new --include_path .",
+               "--target", "org/new", "--method", "active-pai(n_min=5)", "--epsilon", "0.4",
+               "--batch", "5", "--journal", "run", "--output-path", "kept", "--json", "-q",
+               cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-800:]
+    r = json.loads(done.stdout)
+    assert [t["task"] for t in r["tasks"]] == ["toy_a", "toy_b"] and r["group"] == "toy_group"
+    assert [t["weight"] for t in r["tasks"]] == pytest.approx([25 / 40, 15 / 40])
+    for t in r["tasks"]:
+        assert t["items_used"] >= 5 and t["lower"] <= t["estimate"] <= t["upper"]
+    # the harness's own output of the new model holds each subtask's asked documents
+    kept = read_lm_eval_samples(tmp_path / "kept", "toy_group")
+    told = {}
+    for path in sorted((tmp_path / "run").glob("*.jsonl")):
+        for row in map(json.loads, path.read_text().splitlines()[1:]):
+            if row.get("event") == "tell":
+                told[row["item"]] = row["score"]
+    assert sorted(told) == sorted(i for i, v in zip(kept.items, kept.row("org/new"),
+                                                    strict=True) if not np.isnan(v))
 
 
 def test_the_bundled_musr_exports_to_its_three_subtasks():
