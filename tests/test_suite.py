@@ -119,7 +119,7 @@ def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch, budget):
     method = make_method("active-pai", epsilon=NEVER, n_min=8)
     rule = SuiteRule(epsilon=0.2, n_min=8, max_items=budget)
     weights, costs = [1.0, 2.0], [1.0, 1.5]
-    for seed in (0, 1):
+    for seed in (batch,):  # a seed per case
         sessions, evaluators, runs = [], [], []
         for k, (_, m, target) in enumerate(two_tasks):
             ref = m.drop_models([target])
@@ -225,9 +225,7 @@ def test_subtasks_of_the_bundled_musr_are_estimated_each(cli):
         assert t["true_score"] == pytest.approx(part.mean())
     assert r["true_score"] == pytest.approx(row.mean())  # size-weighted: all documents
     assert r["upper"] - r["lower"] <= 0.12
-    equal = json.loads(cli("evaluate", "--dataset", "musr", "--subtasks", "--group-mean",
-                           "equal", "--epsilon", "0.12", "--json", "-q").stdout)
-    assert [t["weight"] for t in equal["tasks"]] == pytest.approx([1 / 3] * 3)
+    # (--group-mean equal: tests/test_lm_eval_harness.py, on a local group)
     one = cli("evaluate", "--dataset", "ifeval", "--subtasks", "-q")
     assert one.returncode == 2 and "not a harness group" in one.stderr
 
