@@ -343,7 +343,7 @@ def test_a_groups_subtasks_run_live_with_the_harness(tmp_path, cli):
     cwd = os.getcwd()
     os.chdir(tmp_path)  # the harness reads the data files relative to where it runs
     try:
-        _harness_logs(tmp_path, 6, "toy_group")
+        _harness_logs(tmp_path, 7, "toy_group")  # the group test's reference shapes
     finally:
         os.chdir(cwd)
     done = cli("evaluate", "--reference", "lm-eval:logs", "--task", "toy_group", "--subtasks",

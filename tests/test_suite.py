@@ -146,6 +146,12 @@ def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch, budget):
         assert budget is None or sum(done.n[0]) == budget
 
 
+# two GLUE tasks, each with its target held out of its reference (the CLI tests share
+# these shapes, so their programs compile once)
+GLUE = ("[[tasks]]\ndataset = 'rte'\ntarget = 'rte-model-003'\n"
+        "[[tasks]]\ndataset = 'mrpc'\ntarget = 'mrpc-model-003'\n")
+
+
 def _suite_file(path, text: str):
     path.write_text(text)
     return path
@@ -209,23 +215,8 @@ def test_a_suite_from_the_command_line_resumes_with_a_larger_budget(tmp_path, cl
     assert record["groups"]["glue"]["accuracy,none"] == pytest.approx(a["estimate"])
 
 
-def test_subtasks_of_the_bundled_musr_are_estimated_each(cli):
-    done = cli("evaluate", "--dataset", "musr", "--subtasks", "--epsilon", "0.12",
-               "--method", "active-pai(n_min=10)", "--json", "-q")
-    assert done.returncode == 0, done.stderr
-    r = json.loads(done.stdout)
-    assert r["group"] == "leaderboard_musr" and r["group_mean"] == "size"
-    assert [t["task"] for t in r["tasks"]] == [
-        "leaderboard_musr_murder_mysteries", "leaderboard_musr_object_placements",
-        "leaderboard_musr_team_allocation"]
-    assert [t["weight"] for t in r["tasks"]] == pytest.approx([250 / 756, 256 / 756, 250 / 756])
-    musr = load_dataset("musr")
-    row = musr.scores[musr.model_index(r["tasks"][0]["target"])]
-    for t, part in zip(r["tasks"], (row[:250], row[250:506], row[506:]), strict=True):
-        assert t["true_score"] == pytest.approx(part.mean())
-    assert r["true_score"] == pytest.approx(row.mean())  # size-weighted: all documents
-    assert r["upper"] - r["lower"] <= 0.12
-    # (--group-mean equal: tests/test_lm_eval_harness.py, on a local group)
+def test_subtasks_of_a_task_that_is_no_group_is_one_line(cli):
+    # (--subtasks itself: tests/test_lm_eval_harness.py, on a local group's logs and live)
     one = cli("evaluate", "--dataset", "ifeval", "--subtasks", "-q")
     assert one.returncode == 2 and "not a harness group" in one.stderr
 
@@ -234,9 +225,8 @@ def test_a_suite_runs_a_command_per_task_with_its_name(tmp_path, cli):
     # --evaluator command: {task} in --command is the task's name, so one command serves
     # every task; each item's call is logged by the command itself
     log = tmp_path / "calls.txt"
-    suite = _suite_file(tmp_path / "s.toml", "[[tasks]]\ndataset = 'rte'\n"
-                                             "[[tasks]]\ndataset = 'mrpc'\n")
-    done = cli("evaluate", "--suite", suite, "--evaluator", "command", "--target", "new",
+    suite = _suite_file(tmp_path / "s.toml", GLUE)
+    done = cli("evaluate", "--suite", suite, "--evaluator", "command",
                "--command", f"echo {{task}} {{item}} >> {log}; echo 1", "--max-items", "12",
                "--method", "active-pai(n_min=4)", "--journal", tmp_path / "run", "--json",
                "-q")
@@ -247,7 +237,7 @@ def test_a_suite_runs_a_command_per_task_with_its_name(tmp_path, cli):
     for t in r["tasks"]:
         asked = [item for task, item in calls if task == t["task"]]
         assert len(asked) == t["items_used"] and all(i.startswith(t["task"]) for i in asked)
-        assert t["true_score"] is None  # a live target: nothing to judge against
+        assert t["true_score"] is None  # a command's scores: nothing to judge against
 
 
 def _tells(folder) -> dict[str, list[tuple[str, float]]]:
@@ -274,9 +264,8 @@ def test_a_suite_killed_mid_run_resumes_to_the_uninterrupted_result(tmp_path, cl
         m = load_dataset(name)
         rows += [f"{i} {s:g}" for i, s in zip(m.items, m.row(f"{name}-model-003"), strict=True)]
     answers.write_text("\n".join(rows) + "\n")
-    suite = _suite_file(tmp_path / "s.toml", "epsilon = 0.1\n[[tasks]]\ndataset = 'rte'\n"
-                                             "[[tasks]]\ndataset = 'mrpc'\n")
-    args = ["evaluate", "--suite", str(suite), "--evaluator", "command", "--target", "new",
+    suite = _suite_file(tmp_path / "s.toml", "epsilon = 0.1\n" + GLUE)
+    args = ["evaluate", "--suite", str(suite), "--evaluator", "command",
             "--command", f"sleep 0.02; awk -v i={{item}} '$1 == i {{print $2}}' {answers}",
             "--method", "active-pai(n_min=10)", "--json", "-q"]
     whole = cli(*args, "--journal", tmp_path / "a")
