@@ -77,6 +77,27 @@ def test_the_allocation_is_neymans_and_stops_at_the_width():
     assert short.items[0] == 100
 
 
+def test_a_task_epsilon_holds_every_task_to_its_width_too():
+    # the same trajectories with a per-task width: the run goes on past the average's stop
+    # until every task's interval is at most task_epsilon wide, and no further
+    sigma = np.array([0.5, 0.1, 0.4])
+    N = 5000
+    n = np.arange(1, N + 1)
+    half = [np.broadcast_to(Z * s / np.sqrt(n), (1, N)) for s in sigma]
+    est = [np.full((1, N), 0.5)] * 3
+    low, high = [0.5 - h for h in half], [0.5 + h for h in half]
+    plain = compose(est, low, high, [1, 1, 1], SuiteRule(epsilon=0.05, n_min=5))
+    both = compose(est, low, high, [1, 1, 1],
+                   SuiteRule(epsilon=0.05, task_epsilon=0.06, n_min=5))
+    widths = both.upper[0] - both.lower[0]
+    assert np.all(widths <= 0.06) and both.average_upper[0] - both.average_lower[0] <= 0.05
+    assert (plain.upper[0] - plain.lower[0]).max() > 0.06  # the average alone stops sooner
+    # each task stops at the first n whose width is ≤ 0.06, unless the average asked more
+    first = np.ceil((2 * Z * sigma / 0.06) ** 2).astype(int)
+    assert np.all(both.n[0] >= np.minimum(first, plain.n[0]))
+    assert np.all(both.n[0] <= np.maximum(first, plain.n[0]) + 1)
+
+
 def test_uniform_sampling_composed_covers_the_average():
     # 2000 suites of three tasks sampled uniformly without replacement, each task's interval
     # Wilson–FPC (RS-Mean's): the MOVER average at the adaptive stop covers at the nominal
