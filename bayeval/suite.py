@@ -91,6 +91,13 @@ class SuiteRule:
             raise BayevalError(f"suite max_items must be ≥ 1, got {self.max_items}")
         z_value(self.level)  # refuses a level outside (0, 1)
 
+    def room(self, used, batch: int):
+        """Items the next choice may take after ``used`` items (a count, or an array of
+        them): ``batch``, cut to what is left of the budget (0 once it is spent)."""
+        if self.max_items is None:
+            return np.full_like(np.asarray(used), batch)
+        return np.clip(self.max_items - np.asarray(used), 0, batch)
+
 
 def average_interval(estimate: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                      weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -111,8 +118,8 @@ def choose_task(n: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                 costs: np.ndarray, rule: SuiteRule) -> np.ndarray:
     """The task the next item goes to, or -1 where the suite stops (module docstring),
     for ``(..., K)`` arrays of each task's items so far ``n``, its interval and estimate
-    (read only where ``n ≥ rule.n_min``) and whether it has items ``left``. The budget is
-    the caller's (it knows what an item costs in its run)."""
+    (read only where ``n ≥ rule.n_min``) and whether it has items ``left``; -1 too once
+    the budget (``rule.max_items`` over all tasks) is spent."""
     n = np.asarray(n)
     z = z_value(rule.level)
     warm = (n < rule.n_min) & left
@@ -130,7 +137,8 @@ def choose_task(n: np.ndarray, lower: np.ndarray, upper: np.ndarray,
     best = np.argmax(gain, -1)
     needy = np.argmax(np.where(task_wide, gain, -np.inf), -1)
     pick = np.where(wide & left.any(-1), best, np.where(task_wide.any(-1), needy, -1))
-    return np.where(warm.any(-1), first, pick)
+    pick = np.where(warm.any(-1), first, pick)
+    return np.where(rule.room(n.sum(-1), 1) > 0, pick, -1)
 
 
 @dataclass
@@ -183,15 +191,10 @@ def compose(estimates: Sequence[np.ndarray], lowers: Sequence[np.ndarray],
                              "simulate its runs further (until_stop=False)")
         left = n < sizes
         pick = choose_task(n, low, high, est, left, w, c, rule)
-        if rule.max_items is not None:
-            pick = np.where(n.sum(1) >= rule.max_items, -1, pick)
         going &= pick >= 0
         take = rows[going]
         k = pick[going]
-        step = np.minimum(batch, sizes[k] - n[take, k])
-        if rule.max_items is not None:
-            step = np.minimum(step, rule.max_items - n[take].sum(1))
-        n[take, k] += step
+        n[take, k] += np.minimum(rule.room(n[take].sum(1), batch), sizes[k] - n[take, k])
     est, low, high = at(estimates, np.nan), at(lowers, np.nan), at(uppers, np.nan)
     value, lo, hi = average_interval(est, np.clip(low, 0, 1), np.clip(high, 0, 1), w)
     return SuiteResult(n, est, np.clip(low, 0, 1), np.clip(high, 0, 1), value, lo, hi,
@@ -231,8 +234,6 @@ class SuiteRun:
     def next_task(self) -> int:
         """The task the next item goes to, or -1 once the suite is done."""
         n, est, low, high, left = self._state()
-        if self.rule.max_items is not None and n.sum() >= self.rule.max_items:
-            return -1
         return int(choose_task(n, low, high, est, left, self.weights, self.costs,
                                self.rule))
 
@@ -242,7 +243,7 @@ class SuiteRun:
         if self.next_task() >= 0:
             return None
         n, *_, left = self._state()
-        if self.rule.max_items is not None and n.sum() >= self.rule.max_items:
+        if self.rule.room(n.sum(), 1) == 0:
             return f"budget of {self.rule.max_items} items"
         if not left.any():
             return "every task evaluated or stopped"
@@ -269,11 +270,8 @@ class SuiteRun:
         while owed or (k := self.next_task()) >= 0:
             if owed:
                 k, size = owed.pop(0)
-            else:
-                size = batch
-                if self.rule.max_items is not None:  # the last batch within the budget
-                    size = min(batch, self.rule.max_items - sum(s.n_observed
-                                                                for s in self.sessions))
+            else:  # the last batch within the budget
+                size = int(self.rule.room(sum(s.n_observed for s in self.sessions), batch))
             session, evaluator = self.sessions[k], evaluators[k]
             asked = session.ask(size)
             if not asked:  # nothing it can still ask (every item used or held back)
