@@ -298,12 +298,18 @@ def test_a_group_is_one_matrix_and_exports_per_subtask(workdir, tmp_path, cli):
 
     # evaluate --subtasks: each subtask its own design-valid run and interval, the group's
     # score the equal mean its YAML asks for, written in the harness's layout as well
-    r = json.loads(_in_process(
-        cli, tmp_path, "evaluate", "--reference", f"lm-eval:{logs}", "--task", "toy_group",
-        "--subtasks", "--target", "org/model-1", "--method", "active-pai(n_min=5)",
-        "--epsilon", "0.3", "--group-mean", "equal", "--harness-results", "ev.json",
-        "--json", "-q"))
+    group_run = ("evaluate", "--reference", f"lm-eval:{logs}", "--task", "toy_group",
+                 "--subtasks", "--target", "org/model-1", "--method", "active-pai(n_min=5)",
+                 "--epsilon", "0.3", "--group-mean", "equal", "--json", "-q")
+    r = json.loads(_in_process(cli, tmp_path, *group_run, "--harness-results", "ev.json"))
     assert r["group"] == "toy_group" and r["group_mean"] == "equal"
+    # cut by a budget, then resumed (each subtask's journal, the group's logs read once,
+    # its evaluator shared): the same result
+    _in_process(cli, tmp_path, *group_run, "--journal", "cut", "--max-items", "8")
+    resumed = json.loads(_in_process(cli, tmp_path, "evaluate", "--resume", "--journal",
+                                     "cut", "--max-items", "1000", "--json", "-q"))
+    for key in ("estimate", "lower", "upper", "items_used"):
+        assert resumed[key] == r[key]
     assert [t["task"] for t in r["tasks"]] == ["toy_a", "toy_b"]
     for t, (lo, hi) in zip(r["tasks"], ((0, 25), (25, 40)), strict=True):
         assert t["true_score"] == pytest.approx(row[lo:hi].mean())

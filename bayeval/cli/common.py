@@ -233,16 +233,18 @@ def evaluator_kind(evaluator: EvaluatorKind | None, command: str | None, timeout
     return kind
 
 
-def resume_session(session_class, journal: Path, given: dict[str, Any]):
+def resume_session(session_class, journal: Path, given: dict[str, Any], reference=None):
     """The session ``journal`` records, its repair warnings printed; options that the
-    journal fixes must not be given again."""
+    journal fixes must not be given again. ``reference``: its reference matrix when the
+    caller has it already (else read from the header's source)."""
     clash = [k for k, v in given.items() if v is not None]
     if clash:
         raise BayevalError(f"--resume reads the settings from {journal}; drop "
                            f"{', '.join(clash)}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        session = session_class.resume(journal)
+        session = (session_class.resume(journal) if reference is None
+                   else session_class.resume(journal, reference))
     for w in caught:
         err.print(f"[yellow]warning:[/] {w.message}", highlight=False)
     return session
@@ -498,26 +500,32 @@ HarnessResultsOption = Annotated[Path | None, typer.Option(
 
 def result_estimate(result: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """One target's estimate in ``evaluate``'s JSON ``result`` as a
-    :class:`~bayeval.harness_results.TaskEstimate`, and what says how it was made (the
-    method, its parameters, the seed, the stop, the journal, the reference), for the
-    files written in other tools' formats."""
+    :class:`~bayeval.harness_results.TaskEstimate` — a suite's (or a group's by subtask)
+    with its ``tasks`` as its subtasks — and what says how it was made (the method, its
+    parameters, the seed, the stop, the journal, the reference), for the files written in
+    other tools' formats."""
     from bayeval.harness_results import TaskEstimate
 
-    estimate = TaskEstimate(result["task"], result["estimate"], result["lower"],
-                            result["upper"], result["items_used"], result["n_items"],
-                            result["level"])
+    level = result["level"]
+    tasks = tuple(TaskEstimate(t["task"], t["estimate"], t["lower"], t["upper"],
+                               t["items_used"], t["n_items"], level)
+                  for t in result.get("tasks", ()))
+    estimate = TaskEstimate(result["suite"] if tasks else result["task"],
+                            result["estimate"], result["lower"], result["upper"],
+                            result["items_used"], result["n_items"], level, tasks)
     info = {k: result[k] for k in ("method", "params", "seed", "stopped", "journal",
                                    "reference") if result.get(k) is not None}
-    return estimate, info
+    return estimate, {**info, "suite": True} if tasks else info
 
 
 def write_estimate_results(result: dict[str, Any], path: Path) -> None:
     """``--harness-results PATH``: one target's estimate (``result``: the command's JSON
-    result) written in the harness's results layout (:mod:`bayeval.harness_results`; a
-    file that cannot be written is the command's one-line file error)."""
+    result; a suite's tasks under ``results`` and the suite under ``groups``) written in
+    the harness's results layout (:mod:`bayeval.harness_results`; a file that cannot be
+    written is the command's one-line file error)."""
     from bayeval.harness_results import harness_results, write_harness_results
 
     estimate, info = result_estimate(result)
+    model = result["target"] if "target" in result else result["tasks"][0]["target"]
     write_harness_results(harness_results(estimate, result.get("metric"),
-                                          result.get("filter"), result["target"], info),
-                          path)
+                                          result.get("filter"), model, info), path)

@@ -464,27 +464,8 @@ def _evaluate_suite(suite, subtasks, group_mean, dataset, reference, harness, ta
                             command, timeout, retries, method, epsilon, max_items, seed,
                             journal, resume, quiet, batch, live)
     if harness_results is not None:
-        _write_suite_results(result, harness_results)
+        write_estimate_results(result, harness_results)
     return result
-
-
-def _write_suite_results(result: dict[str, Any], path: Path) -> None:
-    """A suite's (or group's) estimate in the harness's results layout: each task under
-    ``results``, the average (the group) under ``groups``."""
-    from bayeval.harness_results import TaskEstimate, harness_results, write_harness_results
-
-    level = result["level"]
-    tasks = tuple(TaskEstimate(t["task"], t["estimate"], t["lower"], t["upper"],
-                               t["items_used"], t["n_items"], level)
-                  for t in result["tasks"])
-    whole = TaskEstimate(result["suite"], result["estimate"], result["lower"],
-                         result["upper"], result["items_used"], result["n_items"], level,
-                         tasks)
-    info = {k: result[k] for k in ("method", "params", "seed", "stopped", "journal")
-            if result.get(k) is not None}
-    model = result["tasks"][0]["target"]
-    write_harness_results(harness_results(whole, result.get("metric"), None, model,
-                                          {**info, "suite": True}), path)
 
 
 def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool = False

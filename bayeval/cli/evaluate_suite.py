@@ -348,7 +348,10 @@ def _start(label, tasks, names, kind, command, timeout, retries, method_name, pa
                                 extra=s.to_json()))
     run = SuiteRun([t["name"] for t in tasks], sessions, [t["weight"] for t in tasks], rule,
                    [t["cost"] for t in tasks])
-    truths = [_truth(t["matrix"], n, kind) for t, n in zip(tasks, names, strict=True)]
+    from bayeval.cli.evaluate import _true_score
+
+    truths = [_true_score(t["matrix"], n, st) for t, n, st in zip(tasks, names, settings,
+                                                                 strict=True)]
     return _run(run, evaluators, batch, quiet, label, journal, truths, group,
                 tasks[0].get("group_mean"))
 
@@ -378,24 +381,43 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
         write_file(path, json.dumps({**record, "max_items": max_items}, indent=1),
                    durable=True)
     setup_jax()
-    sessions, evaluators, truths = [], [], []
+    from bayeval.cli.evaluate import _true_score
+    from bayeval.data.lm_eval import subtask_matrix
+
+    read: dict[str, Any] = {}  # each source's matrix, read once for all the tasks it holds
+
+    def whole(source: dict[str, Any], file: Path):
+        base = {k: v for k, v in source.items() if k not in ("subtask", "held_out")}
+        key = json.dumps(base, sort_keys=True)
+        if key not in read:
+            read[key] = load_source(base, file)
+        return read[key]
+
+    sessions, settings, matrices = [], [], []
     for entry in entries:
         file = Path(journal) / entry["journal"]
-        session = resume_session(Session, file, {})
-        settings = EvaluatorSettings.from_json(session.extra, f"journal {file}")
-        source = session.reference_source or {}
-        matrix = load_source(source, file)
+        source = _journal_source(file)
+        matrix = reference = None
+        if source is not None:
+            matrix = whole(source, file)
+            if "subtask" in source:
+                matrix = subtask_matrix(matrix, source["subtask"])
+            held = [m for m in source.get("held_out", []) if m in set(matrix.models)]
+            reference = matrix.drop_models(held) if held else matrix
+        session = resume_session(Session, file, {}, reference)
         sessions.append(session)
-        truths.append(_truth(matrix, session.target_id, settings.evaluator))
-        if record.get("group"):  # the group's evaluator, shared (module docstring)
-            if not evaluators:
-                whole = load_source({k: v for k, v in source.items() if k != "subtask"}, file)
-                evaluators.append(settings.evaluator_for(whole, [session.target_id]))
-            evaluators.append(evaluators[0])
-        else:
-            evaluators.append(settings.evaluator_for(matrix, [session.target_id]))
-    if record.get("group"):
-        evaluators = evaluators[1:]
+        settings.append(EvaluatorSettings.from_json(session.extra, f"journal {file}"))
+        matrices.append(matrix if matrix is not None else
+                        load_source(session.reference_source or {}, file))
+    truths = [_true_score(m, s.target_id, st)
+              for m, s, st in zip(matrices, sessions, settings, strict=True)]
+    if record.get("group"):  # the group's evaluator, shared (module docstring)
+        first = sessions[0]
+        group = whole(first.reference_source or {}, first.journal_path)
+        evaluators = [settings[0].evaluator_for(group, [first.target_id])] * len(sessions)
+    else:
+        evaluators = [st.evaluator_for(m, [s.target_id])
+                      for st, m, s in zip(settings, matrices, sessions, strict=True)]
     run = SuiteRun([e["name"] for e in entries], sessions, [e["weight"] for e in entries],
                    rule, [e["cost"] for e in entries])
     batch = batch or record.get("batch", 1)  # how many at once may change; not the estimate
@@ -403,13 +425,15 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
                 bool(record.get("group")), record.get("group_mean"))
 
 
-def _truth(matrix, target: str, kind: str) -> float | None:
-    """The target's full score on a task where the run simulates it (oracle)."""
-    import numpy as np
-
-    if kind != EvaluatorKind.oracle.value or target not in set(matrix.models):
+def _journal_source(file: Path) -> dict[str, Any] | None:
+    """The reference source a task's journal header names (None where its first line
+    says none: the resume then reads and reports it as for one task)."""
+    try:
+        with open(file, encoding="utf-8") as f:
+            source = json.loads(f.readline())["reference"]["source"]
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    return float(np.nanmean(matrix.scores[matrix.model_index(target)]))
+    return source if isinstance(source, dict) and source else None
 
 
 def _run(run, evaluators, batch, quiet, label, journal, truths, group,
