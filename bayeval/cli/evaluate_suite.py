@@ -244,7 +244,7 @@ def _group_tasks(dataset, reference, harness, live) -> list[dict[str, Any]]:
     tasks = []
     for sub, columns in parts:
         tasks.append({"name": sub, "source": {**source, "subtask": sub},
-                      "matrix": subtask_matrix(group, sub),
+                      "matrix": subtask_matrix(group, sub, columns),
                       "weight": float(columns.size) if mean == "size" else 1.0, "cost": 1.0,
                       "group": harness_task(group) or group.name, "group_mean": mean,
                       "group_matrix": group})

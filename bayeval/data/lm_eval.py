@@ -447,14 +447,18 @@ def subtask_columns(matrix: ScoreMatrix) -> list[tuple[str, np.ndarray]]:
             if (keys == name).any()]
 
 
-def subtask_matrix(matrix: ScoreMatrix, subtask: str) -> ScoreMatrix:
-    """The columns of one ``subtask`` of a harness group's matrix. Its metadata stays the
+def subtask_matrix(matrix: ScoreMatrix, subtask: str,
+                   columns: np.ndarray | None = None) -> ScoreMatrix:
+    """The columns of one ``subtask`` of a harness group's matrix (``columns``: those
+    :func:`subtask_columns` gave it, when the caller has them). Its metadata stays the
     group's (the item ids resolve to documents through it) with ``subtask`` added."""
-    columns = dict(subtask_columns(matrix))
-    if subtask not in columns:
-        raise DataError(f"{matrix.name}: no subtask {subtask!r} (subtasks: "
-                        f"{', '.join(columns) or 'none'})")
-    part = matrix.select_items(columns[subtask])
+    if columns is None:
+        every = dict(subtask_columns(matrix))
+        if subtask not in every:
+            raise DataError(f"{matrix.name}: no subtask {subtask!r} (subtasks: "
+                            f"{', '.join(every) or 'none'})")
+        columns = every[subtask]
+    part = matrix.select_items(columns)
     return ScoreMatrix(part.scores, part.models, part.items, name=f"{matrix.name}:{subtask}",
                        metadata={**matrix.metadata, "subtask": subtask})
 
