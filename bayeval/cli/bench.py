@@ -149,6 +149,9 @@ SeedsOption = Annotated[int, typer.Option(
 ReferenceFractionOption = Annotated[float, typer.Option(
     help="Share of the pool used as reference models.")]
 SplitSeedOption = Annotated[int, typer.Option(help="Seed of the target draw.")]
+# the validity and suite benches' draws: seeds of (targets, references), runs per target
+DrawsOption = Annotated[int, typer.Option(min=1, help="Draws of targets and reference models.")]
+RepsOption = Annotated[int, typer.Option(min=1, help="Runs per target (selection seeds).")]
 
 
 @bench_app.command("estimation", cls=CheckedCommand)
@@ -554,11 +557,9 @@ def bench_validity(
     methods: Annotated[str, typer.Option(
         help="Comma-separated method specs; 'random' (RS-Mean) is the reference of the "
              "saving and is always run.")] = "active-pai,active-pai(anytime=true),random",
-    seeds: Annotated[int, typer.Option(
-        min=1, help="Draws of targets and reference models.")] = 10,
+    seeds: DrawsOption = 10,
     targets: Annotated[int, typer.Option(min=2, help="Targets per draw.")] = 20,
-    reps: Annotated[int, typer.Option(
-        min=1, help="Runs per target (selection seeds).")] = 5,
+    reps: RepsOption = 5,
     reference_fraction: ReferenceFractionOption = 0.5,
     faq: Annotated[bool, typer.Option(
         help="Also run FAQ with the first method's mean stopping n as its budget.")] = True,
@@ -633,11 +634,9 @@ def bench_suite(
              "stop.")] = "0.02,0.05,0.1",
     method: Annotated[str, typer.Option(
         help="The design-valid method each task runs.")] = "active-pai",
-    seeds: Annotated[int, typer.Option(
-        min=1, help="Draws of targets and reference models.")] = 10,
+    seeds: DrawsOption = 10,
     targets: Annotated[int, typer.Option(min=1, help="Targets per draw.")] = 20,
-    reps: Annotated[int, typer.Option(
-        min=1, help="Runs per target (selection seeds).")] = 5,
+    reps: RepsOption = 5,
     reference_fraction: ReferenceFractionOption = 0.5,
     executor: ExecutorOption = "local",
     workers: WorkersOption = 1,
