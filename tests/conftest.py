@@ -98,6 +98,31 @@ def cli(capsys):
     return run
 
 
+@pytest.fixture
+def killed_when():
+    """``killed_when(args, ready, timeout)``: start ``bayeval ARGS`` as a process, wait
+    until ``ready()`` holds (while it still runs, at most ``timeout`` seconds), then
+    SIGKILL it; it must not have ended by itself (its stderr says why if it did)."""
+    import subprocess
+    import sys
+    import time
+
+    def run(args, ready, timeout: float) -> None:
+        proc = subprocess.Popen([sys.executable, "-m", "bayeval.cli", *map(str, args)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.time() + timeout
+            while not ready() and proc.poll() is None and time.time() < deadline:
+                time.sleep(0.05)
+            assert proc.poll() is None, proc.communicate()[1][-800:]
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.communicate()
+
+    return run
+
+
 @pytest.fixture(scope="session")
 def ifeval() -> ScoreMatrix:
     return load_dataset("ifeval")

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -179,27 +176,18 @@ def _told(journal: Path) -> list[tuple[str, float]]:
     return [(r["item"], r["score"]) for r in records if r.get("event") == "tell"]
 
 
-def test_cli_runs_the_target_with_inspect_and_resumes_after_sigkill(logs, tmp_path):
+def test_cli_runs_the_target_with_inspect_and_resumes_after_sigkill(logs, tmp_path,
+                                                                   killed_when):
     # `bayeval evaluate --evaluator inspect`: Inspect runs the local task on the target
     # (skilled/0.7, a provider the task file registers) one batch of asked samples at a
     # time; SIGKILL after the first scores, then --resume: nothing journaled is lost,
     # Inspect's own logs hold exactly the samples asked, and the estimate holds the full
     # run's score (exact once every sample is scored)
     journal, out = tmp_path / "run.jsonl", tmp_path / "target-logs"
-    argv = [sys.executable, "-m", "bayeval.cli", "evaluate", "--reference", f"inspect:{logs}",
-            "--evaluator", "inspect", "--inspect-task", f"{TASK_FILE}@doubling",
-            "--target", "skilled/0.7", "--batch", "4", "--output-path", str(out),
-            "--journal", str(journal), "-q", "--json"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 300  # start-up compiles from a cold cache
-        while not _told(journal) and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.communicate()[1][-800:]
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.communicate()
+    argv = ["evaluate", "--reference", f"inspect:{logs}", "--evaluator", "inspect",
+            "--inspect-task", f"{TASK_FILE}@doubling", "--target", "skilled/0.7", "--batch",
+            "4", "--output-path", out, "--journal", journal, "-q", "--json"]
+    killed_when(argv, lambda: bool(_told(journal)), 300)  # a cold cache compiles first
     before = _told(journal)
     assert before
     # the resume in this process (what it reads is the killed process's journal and logs)

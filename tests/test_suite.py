@@ -270,15 +270,11 @@ def _tells(folder) -> dict[str, list[tuple[str, float]]]:
     return out
 
 
-def test_a_suite_killed_mid_run_resumes_to_the_uninterrupted_result(tmp_path, cli):
+def test_a_suite_killed_mid_run_resumes_to_the_uninterrupted_result(tmp_path, cli,
+                                                                    killed_when):
     # a live suite (a command that looks each answer up, slowly) SIGKILLed after its first
     # scores, then resumed: nothing journaled is lost and the result is the one an
     # uninterrupted run gives (the allocation reads only the tasks' journaled states)
-    import signal
-    import subprocess
-    import sys
-    import time
-
     answers = tmp_path / "answers.txt"
     rows = []
     for name in ("rte", "mrpc"):
@@ -292,19 +288,9 @@ def test_a_suite_killed_mid_run_resumes_to_the_uninterrupted_result(tmp_path, cl
     whole = cli(*args, "--journal", tmp_path / "a")
     assert whole.returncode == 0, whole.stderr
     a = json.loads(whole.stdout)
-    proc = subprocess.Popen([sys.executable, "-m", "bayeval.cli", *args, "--journal",
-                             str(tmp_path / "b")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.time() + 120
-        while (sum(map(len, _tells(tmp_path / "b").values())) if (tmp_path / "b").exists()
-               else 0) < 25 and proc.poll() is None and time.time() < deadline:
-            time.sleep(0.05)
-        assert proc.poll() is None, proc.communicate()[1][-800:]
-        proc.send_signal(signal.SIGKILL)
-    finally:
-        proc.kill()
-        proc.communicate()
+    killed_when([*args, "--journal", tmp_path / "b"],
+                lambda: (tmp_path / "b").exists()
+                and sum(map(len, _tells(tmp_path / "b").values())) >= 25, 120)
     before = _tells(tmp_path / "b")
     assert 25 <= sum(map(len, before.values())) < a["items_used"]  # killed mid-run
     again = cli("evaluate", "--resume", "--journal", tmp_path / "b", "--json", "-q")
