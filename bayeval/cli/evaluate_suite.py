@@ -20,7 +20,9 @@ A suite file (TOML, or YAML where PyYAML is installed) names the tasks::
     # inspect_task = "f.py@t" # this task's --inspect-task
 
 The run keeps a folder (``--journal DIR``): ``suite.json`` (the suite and its settings) and
-one journal per task, so ``--resume --journal DIR`` continues it with nothing lost.
+one journal per task, so ``--resume --journal DIR`` continues it with nothing lost; with
+``--evaluator inspect`` each task's Inspect logs go to ``NAME.inspect`` there (or under
+``--output-path``).
 """
 
 from __future__ import annotations
@@ -106,7 +108,7 @@ def read_suite_file(path: Path) -> dict[str, Any]:
             else:
                 entry["reference"] = str((path.parent / ref).resolve())
         entry["name"] = str(entry.get("name") or entry.get("task") or entry.get("dataset")
-                            or Path(ref).stem)
+                            or Path(entry["reference"]).stem)
         for key in ("weight", "cost"):
             if key in entry and not (isinstance(entry[key], int | float)
                                      and not isinstance(entry[key], bool)
@@ -292,14 +294,12 @@ def _settings(kind: str, task: dict[str, Any], command, timeout, retries, journa
             lm_eval_mode=live.get("lm_eval_mode"),
             output_path=None if live.get("output_path") is None
             else str(live["output_path"]))
-    if kind == EvaluatorKind.inspect.value:
-        folder = (journal_dir / f"{task['name']}.inspect" if journal_dir is not None
-                  else None)
+    if kind == EvaluatorKind.inspect.value:  # each task's logs a folder of their own
+        base = live.get("output_path") or journal_dir
         settings = settings.replace(
             task=task["source"].get("task"), metric=task["source"].get("metric"),
             inspect_task=task.get("inspect_task") or live.get("inspect_task"),
-            output_path=str(live.get("output_path") or folder) if (
-                live.get("output_path") or folder) else None)
+            output_path=None if base is None else str(Path(base) / f"{task['name']}.inspect"))
     return settings
 
 
@@ -339,10 +339,9 @@ def _start(label, tasks, names, kind, command, timeout, retries, method_name, pa
         write_file(journal / SUITE_FILE, json.dumps(record, indent=1), durable=True)
     sessions = []
     for k, (t, n, s, f) in enumerate(zip(tasks, names, settings, files, strict=True)):
-        ref = t["matrix"].drop_models([n]) if n in set(t["matrix"].models) else t["matrix"]
-        source = dict(t["source"])
-        if n in set(t["matrix"].models):
-            source["held_out"] = [n]
+        held = n in set(t["matrix"].models)  # the oracle's target, out of its reference
+        ref = t["matrix"].drop_models([n]) if held else t["matrix"]
+        source = {**t["source"], **({"held_out": [n]} if held else {})}
         sessions.append(Session(ref, n, method_name, method_params=params,
                                 seed=task_seed(seed, k), journal=f, reference_source=source,
                                 extra=s.to_json()))
