@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
@@ -12,6 +14,14 @@ def covers(lower, upper, truth, tol: float = COVER_TOLERANCE):
     """Whether [lower, upper] holds ``truth``, up to ``tol`` of float rounding (an interval
     that closes on the truth at n = N can miss it by 1e-17 otherwise)."""
     return (np.asarray(lower) - tol <= truth) & (np.asarray(truth) <= np.asarray(upper) + tol)
+
+
+def coverage(covered) -> tuple[float, float]:
+    """(share of runs whose interval covered, its binomial SE) of a boolean series; the
+    SE's variance is floored at 1e-12 so that a cell where every run covers has a
+    (tiny) positive SE."""
+    share = float(np.mean(covered))
+    return share, math.sqrt(max(share * (1 - share), 1e-12) / max(len(covered), 1))
 
 
 def rmse_curve(estimate: np.ndarray, truth: np.ndarray) -> np.ndarray:

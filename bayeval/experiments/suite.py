@@ -36,9 +36,10 @@ from bayeval.data import ScoreMatrix
 from bayeval.data.bundled import load_dataset
 from bayeval.data.lm_eval import subtask_matrix
 from bayeval.errors import DataError
-from bayeval.experiments.metrics import covers
+from bayeval.experiments.metrics import coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
+from bayeval.experiments.validity import NOMINAL, STRATA
 from bayeval.methods import make_method, parse_method_spec
 from bayeval.simulate import simulate
 from bayeval.suite import (
@@ -58,8 +59,6 @@ SUITES = {"leaderboard": ("ifeval", "musr", "arc_challenge"),
           "musr_subtasks": tuple(f"musr:leaderboard_musr_{s}" for s in _MUSR)}
 SUITE_WEIGHTS = {"musr_subtasks": (250.0, 256.0, 250.0)}
 SCHEMES = ("suite", "independent", "uniform")
-STRATA = (("< 5%", -np.inf, 0.05), ("5–95%", 0.05, 0.95), ("> 95%", 0.95, np.inf))
-NOMINAL = 0.95
 
 
 def task_matrix(name: str) -> ScoreMatrix:
@@ -166,11 +165,6 @@ def compose_schemes(tasks: Sequence[str], active: Sequence[dict], uniform: Seque
     return pd.concat(out, ignore_index=True).assign(epsilon=epsilon)
 
 
-def _coverage(x: pd.Series) -> tuple[float, float]:
-    c = float(x.mean())
-    return c, math.sqrt(max(c * (1 - c), 1e-12) / max(len(x), 1))
-
-
 def summarise(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
     """Per (suite, ε, scheme): coverage ± SE of the average and of each task, mean items
     (per task too), and the suite scheme's saving against the others."""
@@ -178,11 +172,11 @@ def summarise(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
     for (label, eps, scheme), part in runs.groupby(["suite", "epsilon", "scheme"],
                                                    sort=False):
         row = {"suite": label, "epsilon": eps, "scheme": scheme, "runs": len(part)}
-        row["average_coverage"], row["average_se"] = _coverage(part.average_covered)
+        row["average_coverage"], row["average_se"] = coverage(part.average_covered)
         for task in tasks:
             if f"{task}/covered" not in part:
                 continue
-            row[f"{task}_coverage"], row[f"{task}_se"] = _coverage(part[f"{task}/covered"])
+            row[f"{task}_coverage"], row[f"{task}_se"] = coverage(part[f"{task}/covered"])
             row[f"{task}_items"] = float(part[f"{task}/n"].mean())
         row["items"] = float(part["items"].mean())
         row["items_se"] = float(part["items"].std(ddof=1) / math.sqrt(len(part)))
@@ -210,7 +204,7 @@ def strata_table(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
                 cell = part[(truth >= lo) & (truth < hi)]
                 if cell.empty:
                     continue
-                cov, se = _coverage(cell[f"{task}/covered"])
+                cov, se = coverage(cell[f"{task}/covered"])
                 rows.append({"suite": label, "epsilon": eps, "scheme": scheme,
                              "task": task, "stratum": name, "runs": len(cell),
                              "coverage": cov, "coverage_se": se,

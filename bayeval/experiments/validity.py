@@ -48,7 +48,7 @@ from bayeval.errors import DataError
 from bayeval.estimators.domain import domain_check
 from bayeval.estimators.interval import z_value
 from bayeval.experiments.estimation import capacity_setting
-from bayeval.experiments.metrics import covers
+from bayeval.experiments.metrics import coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.methods import (
@@ -232,10 +232,9 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
         for name, part in strata:
             if part.empty:
                 continue
-            cov = float(part.covered.mean())
+            cov, se = coverage(part.covered)
             rows.append({**dict(zip(keys, key, strict=True)), "stratum": name,
-                         "runs": len(part), "coverage": cov,
-                         "coverage_se": math.sqrt(max(cov * (1 - cov), 1e-12) / len(part)),
+                         "runs": len(part), "coverage": cov, "coverage_se": se,
                          "mean_items": float(part["items"].mean()),
                          "mean_drawn": float(part["drawn"].mean()) if "drawn" in part
                          else float(part["items"].mean()),
