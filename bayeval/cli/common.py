@@ -429,6 +429,10 @@ REFERENCE_HELP = ("A score matrix file (.npz, .csv or .parquet, wide or long) in
 ReferenceOption = Annotated[Path | None, typer.Option(help=REFERENCE_HELP)]
 
 
+# a suite's journal folder holds this record beside its tasks' journals (evaluate --suite)
+SUITE_FILE = "suite.json"
+
+
 class GroupMean(StrEnum):
     """How a harness group's score combines its subtasks (the values of
     bayeval.compression.estimate.GROUP_MEANS, kept here so the CLI's imports stay light)."""

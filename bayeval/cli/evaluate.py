@@ -17,6 +17,7 @@ from bayeval.cli.common import (
     JOINT_METHOD,
     JOINT_METHODS,
     SUBPROCESS,
+    SUITE_FILE,
     TOOL_EVALUATORS,
     EvaluatorKind,
     FilterOption,
@@ -194,8 +195,8 @@ def evaluate(
                 raise BayevalError("give --suite FILE or several --task, not both")
             suite = _tasks_suite(tasks, reference, metric, filter_name)
         if suite is not None or subtasks or (resume and journal is not None
-                                             and (journal / "suite.json").is_file()):
-            result = _evaluate_suite(suite, subtasks, group_mean, dataset, reference,
+                                             and (journal / SUITE_FILE).is_file()):
+            result = _evaluate_suite(suite, subtasks, dataset, reference,
                                      (task, metric, filter_name), target, targets,
                                      evaluator, command, timeout, retries, method, epsilon,
                                      max_items, seed, journal, resume, quiet, batch,
@@ -442,7 +443,7 @@ def _tasks_suite(tasks: list[str], reference: Path | None, metric: str | None,
                       for t in tasks]}
 
 
-def _evaluate_suite(suite, subtasks, group_mean, dataset, reference, harness, target,
+def _evaluate_suite(suite, subtasks, dataset, reference, harness, target,
                     targets, evaluator, command, timeout, retries, method, epsilon,
                     max_items, seed, journal, resume, quiet, batch, live, harness_results,
                     inspect_log) -> dict[str, Any]:
@@ -458,7 +459,7 @@ def _evaluate_suite(suite, subtasks, group_mean, dataset, reference, harness, ta
     if inspect_log is not None:
         raise BayevalError("--inspect-log writes one task's log; a suite keeps each "
                            "Inspect task's logs in its --journal folder")
-    if group_mean is not None and not subtasks:
+    if live["group_mean"] is not None and not subtasks:
         raise BayevalError("--group-mean is for --subtasks (a harness group's score)")
     result = evaluate_suite(suite, subtasks, dataset, reference, harness, target, evaluator,
                             command, timeout, retries, method, epsilon, max_items, seed,

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bayeval.cli.common import (
+    SUITE_FILE,
     EvaluatorKind,
     err,
     evaluator_kind,
@@ -48,7 +49,6 @@ from bayeval.cli.common import (
 from bayeval.cli.evaluator_settings import EvaluatorSettings
 from bayeval.errors import BayevalError, EvaluationError
 
-SUITE_FILE = "suite.json"
 _TOP = {"name", "epsilon", "task_epsilon", "method", "tasks"}
 _TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
          "target", "command", "inspect_task"}
