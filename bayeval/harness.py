@@ -466,9 +466,9 @@ class LmEvalInProcess(HarnessEvaluator):
         summary = {k: v for k, v in result.items() if k != "samples"}
         summary["model_name"] = self._tracker.general_config_tracker.model_name
         tasks = self.loaded["tasks"]
-        kept = list(self._logged)
-        if list(tasks) != [self.task]:  # a group: listed as the harness lists a group's run,
-            kept = list(tasks)          # so that the kept output reads back as the group
+        group = list(tasks) != [self.task]
+        kept = list(tasks) if group else list(self._logged)
+        if group:  # listed as the harness lists a group's run: it reads back as the group
             summary["group_subtasks"] = {self.task: kept, **{k: [] for k in kept}}
         summary["n-samples"] = {k: {"original": len(tasks[k].eval_docs),
                                     "effective": self._logged.get(k, 0)} for k in kept}
