@@ -87,10 +87,11 @@ class DrawOrder:
             self._apply_skip(c, answer[1])
 
     def _drain(self) -> None:
-        """Apply the answered rounds at the head of the draw order, until the stopping
-        rule fires: the estimate is the one at the stop (scores that arrive later stay
-        in the journal, unapplied), as in the simulator."""
-        while self._applied_rounds < len(self._rounds) and not np.all(self._stop):
+        """Apply the answered rounds at the head of the draw order. After the stop no
+        round is drawn, and the rounds drawn before it (the rest of a batch, the
+        evaluations in flight) are still applied as their scores arrive: every scored
+        draw enters the estimate, as in the simulator (docs/methods.md §9 "Batches")."""
+        while self._applied_rounds < len(self._rounds):
             c = self._rounds[self._applied_rounds]
             answer = self._arrived.pop(c, None)
             if answer is None:

@@ -13,6 +13,7 @@ session then leaves the item unevaluated and journals why. It is never recorded 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -331,6 +332,22 @@ class ChildProcesses:
             running = list(self._running)
         for proc in running:
             end_group(proc)
+
+
+@contextlib.contextmanager
+def closing(evaluators: Sequence[object]) -> Iterator[None]:
+    """Close each evaluator that has ``close()`` (once each, in order) however the block
+    ends: an evaluator that keeps output writes its summary at the end of a run and on
+    its interruption (:meth:`bayeval.harness.LmEvalInProcess.close`)."""
+    try:
+        yield
+    finally:
+        seen: set[int] = set()
+        for evaluator in evaluators:
+            close = getattr(evaluator, "close", None)
+            if close is not None and id(evaluator) not in seen:
+                seen.add(id(evaluator))
+                close()
 
 
 class BatchEvaluator:

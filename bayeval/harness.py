@@ -9,8 +9,10 @@ those documents, and each document's per-sample metric is read back as the item'
 
 * :class:`LmEvalCommand` launches ``lm_eval run`` once per batch (any model the harness
   runs; the model is loaded at every launch);
-* :class:`LmEvalInProcess` calls ``lm_eval.simple_evaluate(..., samples=...)`` in this
-  process and keeps the model loaded between batches.
+* :class:`LmEvalInProcess` runs in this process: the model and the task loaded, and
+  every document's requests built, once; each batch is only the model's calls on the
+  asked documents' requests and their scoring (:mod:`bayeval.harness_requests`), so a
+  document costs what it costs in a full run.
 
 Both expose ``evaluate_batch(items) -> list[float | EvaluationError]`` (which
 :meth:`Session.run` uses when ``batch > 1``) and ``__call__(item)`` for one item. A failed
@@ -29,6 +31,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -44,6 +47,7 @@ from bayeval.data.matrix import validate_score
 from bayeval.errors import DataError, EvaluationError
 from bayeval.evaluators import BatchEvaluator, ChildProcesses
 from bayeval.files import write_file
+from bayeval.harness_requests import BUILD_SETTINGS, PreparedTask, run_documents
 
 # options bayeval sets on every launch; a user's --lm-eval-args must not set them
 RESERVED = ("--tasks", "--samples", "-E", "--output_path", "-o", "--log_samples", "-s",
@@ -286,11 +290,13 @@ def local_task_manager(include_path: Any, task: str, metadata: dict | None = Non
                           metadata=metadata or {})
     return manager if task in manager.all_subtasks else None
 
-
 class LmEvalInProcess(HarnessEvaluator):
-    """lm-evaluation-harness in this process, the model and the task loaded once: each
-    batch builds and runs only the asked documents (``lm_eval.evaluator.evaluate`` with
-    ``samples=``) on the model and task objects made at the start.
+    """lm-evaluation-harness in this process, the model and the task loaded once and every
+    document's requests built once at the start (:class:`~bayeval.harness_requests.
+    PreparedTask`, with the prompts a full run gives them); each batch runs only the
+    model calls of the asked documents, packed as a full run packs them (one call per
+    request type: the model sorts them by length and batches them by its batch size), and
+    scores them (the task's filters and per-document metrics).
 
     ``model`` is an ``lm_eval.api.model.LM`` or a registered model name (``"hf"``,
     ``"local-completions"``, ``"dummy"``, …) built with ``model_args``; ``include_path``
@@ -298,13 +304,17 @@ class LmEvalInProcess(HarnessEvaluator):
     ``lm_eval.tasks.TaskManager``, is used as it is). ``evaluate_kwargs`` are
     ``simple_evaluate``'s settings: ``num_fewshot``, ``gen_kwargs``, ``batch_size``,
     ``max_batch_size``, ``device``, the four seeds (``random_seed``, …; set once, at the
-    start), and what ``lm_eval.evaluator.evaluate`` takes (``apply_chat_template``,
-    ``system_instruction``, …). The task is looked up at once: an unknown one is a
-    one-line error before any model is loaded. ``output_path``: the harness's own
-    per-document output of the target is kept there (``samples_<task>_<time>.jsonl``
-    and a ``results_<time>.json``, as ``--log_samples --output_path`` writes them), so
-    the new model can join the reference later, under ``name`` (default: the harness's
-    name for the model)."""
+    start), and how requests are built (``apply_chat_template``, ``system_instruction``,
+    ``fewshot_as_multiturn``, ``confirm_run_unsafe_code``). The task is looked up at once:
+    an unknown one is a one-line error before any model is loaded. ``output_path``: the
+    harness's own per-document output of the target is kept there
+    (``samples_<task>_<time>.jsonl``, appended after each batch, and a
+    ``results_<time>.json`` summary written by :meth:`close`, at the end of a run and on
+    its interruption), so the new model can join the reference later, under ``name``
+    (default: the harness's name for the model).
+
+    ``model_seconds`` (time in the model's calls), ``build_seconds`` (the requests'
+    building) and ``launches`` (calls) say where the evaluator's time went."""
 
     def __init__(self, model: Any, task: str, subtasks: Sequence[tuple[str, int]] = (),
                  metric: str | None = None, filter_name: str | None = None,
@@ -313,65 +323,38 @@ class LmEvalInProcess(HarnessEvaluator):
                  name: str | None = None, **evaluate_kwargs: Any) -> None:
         super().__init__(task, subtasks, metric, filter_name)
         try:
-            from lm_eval.api.registry import get_model
-            from lm_eval.evaluator import evaluate
             from lm_eval.tasks import TaskManager
         except ImportError:
             raise EvaluationError("lm-evaluation-harness is not installed (pip install "
                                   "lm-eval)") from None
-        self._evaluate = evaluate
         settings = dict(evaluate_kwargs)
         seeds = {k: settings.pop(k, v) for k, v in HARNESS_SEEDS.items()}
         num_fewshot = settings.pop("num_fewshot", None)
         gen_kwargs = settings.pop("gen_kwargs", None)
         build = {k: settings.pop(k, None) for k in ("batch_size", "max_batch_size", "device")}
+        requests = {k: settings.pop(k) for k in BUILD_SETTINGS if k in settings}
+        if settings:
+            raise EvaluationError(f"LmEvalInProcess: unknown harness setting(s) "
+                                  f"{', '.join(sorted(settings))}")
         folder = None if include_path is None else str(include_path)
         self.tasks = (task_manager or local_task_manager(folder, task)
                       or TaskManager(include_path=folder))
         self.loaded = self._load_task(task)
         self._seed(seeds)
-        if isinstance(model, str):
-            try:
-                maker = get_model(model)
-            except (KeyError, ValueError) as exc:
-                raise EvaluationError(f"the harness has no model {model!r} ({exc})") from None
-            except ImportError as exc:  # its backend's package (torch for hf, …) is missing
-                raise EvaluationError(f"the harness's model {model!r} needs a package that "
-                                      f"is not installed: {exc}") from None
-            try:
-                self.lm = (maker.create_from_arg_obj(model_args, build) if isinstance(
-                    model_args, dict) else maker.create_from_arg_string(model_args, build))
-            except Exception as exc:  # a model's loader raises anything
-                raise EvaluationError(f"the harness could not load model {model!r} with "
-                                      f"{model_args!r}: {type(exc).__name__}: "
-                                      f"{str(exc)[:160]}") from None
-        else:
-            self.lm = model
-        for task_obj in self.loaded["tasks"].values():
+        self.lm = self._model(model, model_args, build) if isinstance(model, str) else model
+        began = time.perf_counter()
+        self.prepared: dict[str, PreparedTask] = {}
+        for key, task_obj in self.loaded["tasks"].items():
             _configure_task(task_obj, num_fewshot, gen_kwargs, seeds["fewshot_random_seed"])
-        self.evaluate_kwargs = settings
+            self.prepared[key] = PreparedTask(key, task_obj, self.lm, requests)
+        self.build_seconds = time.perf_counter() - began
+        self.model_seconds = 0.0
         self.model_name = model if isinstance(model, str) else type(model).__name__
-        self.model_args = model_args
-        self._tracker = None
-        if output_path is not None:
-            from lm_eval.loggers import EvaluationTracker
-
-            self._tracker = EvaluationTracker(output_path=str(output_path))
-            # the stamp of this run's files, named as the harness names its own runs'
-            self._tracker.date_id = datetime.now().isoformat().replace(":", "-")
-            from lm_eval.utils import sanitize_model_name
-
-            config = self._tracker.general_config_tracker
-            config.log_experiment_args(
-                model_source=self.model_name,
-                model_args=model_args if isinstance(model_args, str) else ",".join(
-                    f"{k}={v}" for k, v in model_args.items()),
-                system_instruction=settings.get("system_instruction"),
-                chat_template=None, fewshot_as_multiturn=False)
-            if name is not None:  # the run's files under the target's name
-                config.model_name = name
-                config.model_name_sanitized = sanitize_model_name(name)
-        self._logged: dict[str, int] = {}
+        self.model_args = model_args if isinstance(model_args, str) else ",".join(
+            f"{k}={v}" for k, v in model_args.items())
+        self.batch_size = build["batch_size"]
+        self._tracker = None if output_path is None else self._kept_output(
+            output_path, name, requests.get("system_instruction"))
 
     @classmethod
     def from_args(cls, args: str | Sequence[str], task: str,
@@ -382,9 +365,7 @@ class LmEvalInProcess(HarnessEvaluator):
         pretrained=… --include_path …``, as ``lm_eval run`` takes them)."""
         cfg, manager = check_harness_task(args, task)
         seeds = dict(zip(HARNESS_SEEDS, cfg.seed, strict=True)) if cfg.seed else {}
-        extra = {k: getattr(cfg, k) for k in ("apply_chat_template", "system_instruction",
-                                             "fewshot_as_multiturn",
-                                             "confirm_run_unsafe_code") if getattr(cfg, k)}
+        extra = {k: getattr(cfg, k) for k in BUILD_SETTINGS if getattr(cfg, k)}
         return cls(cfg.model, task, subtasks, metric, filter_name,
                    model_args=cfg.model_args or "", task_manager=manager,
                    output_path=output_path, name=name, num_fewshot=cfg.num_fewshot,
@@ -403,6 +384,44 @@ class LmEvalInProcess(HarnessEvaluator):
         if not loaded.get("tasks"):
             raise EvaluationError(f"the harness task {task!r} holds no task to run")
         return loaded
+
+    @staticmethod
+    def _model(model: str, model_args: str | dict, build: dict[str, Any]) -> Any:
+        """The harness's model ``model`` built with ``model_args`` (one-line errors)."""
+        from lm_eval.api.registry import get_model
+
+        try:
+            maker = get_model(model)
+        except (KeyError, ValueError) as exc:
+            raise EvaluationError(f"the harness has no model {model!r} ({exc})") from None
+        except ImportError as exc:  # its backend's package (torch for hf, …) is missing
+            raise EvaluationError(f"the harness's model {model!r} needs a package that "
+                                  f"is not installed: {exc}") from None
+        try:
+            return (maker.create_from_arg_obj(model_args, build) if isinstance(
+                model_args, dict) else maker.create_from_arg_string(model_args, build))
+        except Exception as exc:  # a model's loader raises anything
+            raise EvaluationError(f"the harness could not load model {model!r} with "
+                                  f"{model_args!r}: {type(exc).__name__}: "
+                                  f"{str(exc)[:160]}") from None
+
+    def _kept_output(self, output_path: str | Path, name: str | None,
+                     system_instruction: str | None) -> Any:
+        """The harness's tracker of the kept output, its files stamped and named as the
+        harness names its own runs' (under ``name`` when given)."""
+        from lm_eval.loggers import EvaluationTracker
+        from lm_eval.utils import sanitize_model_name
+
+        tracker = EvaluationTracker(output_path=str(output_path))
+        tracker.date_id = datetime.now().isoformat().replace(":", "-")
+        config = tracker.general_config_tracker
+        config.log_experiment_args(model_source=self.model_name, model_args=self.model_args,
+                                   system_instruction=system_instruction,
+                                   chat_template=None, fewshot_as_multiturn=False)
+        if name is not None:
+            config.model_name = name
+            config.model_name_sanitized = sanitize_model_name(name)
+        return tracker
 
     @staticmethod
     def _seed(seeds: dict[str, int | None]) -> None:
@@ -424,57 +443,63 @@ class LmEvalInProcess(HarnessEvaluator):
             torch.manual_seed(seeds["torch_random_seed"])
 
     def _run(self, samples: dict[str, list[int]]) -> dict[str, dict[int, float]]:
-        tasks = self.loaded["tasks"]
-        unknown = [k for k in samples if k not in tasks]
+        unknown = [k for k in samples if k not in self.prepared]
         if unknown:
             raise EvaluationError(f"the harness task {self.task!r} has no subtask "
-                                  f"{unknown[0]!r} (it has {', '.join(tasks)})")
-        try:
-            result = self._evaluate(lm=self.lm, task_dict={"tasks": {k: tasks[k]
-                                                                      for k in samples},
-                                                           "groups": {}},
-                                    samples=samples, log_samples=True, bootstrap_iters=0,
-                                    **self.evaluate_kwargs)
-        except Exception as exc:  # the harness and the model raise anything
-            raise EvaluationError(f"lm_eval.evaluator.evaluate failed: "
-                                  f"{type(exc).__name__}: {str(exc)[:160]}") from None
-        logged = (result or {}).get("samples", {})
-        scores = {}
-        for key in samples:
-            records = [(f"{key} sample {i}", r) for i, r in enumerate(logged.get(key, []))]
+                                  f"{unknown[0]!r} (it has {', '.join(self.prepared)})")
+        batch = {k: (self.prepared[k], docs) for k, docs in samples.items()}
+        self.model_seconds += run_documents(self.lm, batch)
+        scores, logged = {}, {}
+        for key, (prepared, docs) in batch.items():
+            records = prepared.records(docs)
             try:
-                log = parse_sample_records(records, key, self.metric, self.filter_name)
+                log = parse_sample_records(
+                    [(f"{key} doc {r['doc_id']}", r) for r in records], key, self.metric,
+                    self.filter_name)
             except DataError as exc:
                 raise EvaluationError(str(exc)) from None
             self.metric = self.metric or log.metric
             scores[key] = log.scores
-        self._keep(result, logged)
+            logged[key] = records
+        if self._tracker is not None:  # the batch's documents, appended
+            for key, records in logged.items():
+                self._tracker.save_results_samples(task_name=key, samples=records)
         return scores
 
-    def _keep(self, result: dict | None, logged: dict[str, list]) -> None:
-        """Append the batch's per-document output to the kept harness output, and
-        rewrite its results file with the documents kept so far."""
-        if self._tracker is None or not result:
+    def close(self) -> None:
+        """Write the kept output's summary (``results_<time>.json``) of the documents
+        run so far by this evaluator, as the harness aggregates them; nothing without
+        ``output_path`` or before the first document. Called at the end of a run and on
+        its interruption; calling it again rewrites the summary."""
+        scored = {k: p for k, p in self.prepared.items() if p.scored}
+        if self._tracker is None or not scored:
             return
+        from lm_eval.evaluator_utils import _process_results
         from lm_eval.utils import handle_non_serializable
 
-        for key, records in logged.items():
-            self._tracker.save_results_samples(task_name=key, samples=records)
-            self._logged[key] = self._logged.get(key, 0) + len(records)
-        folder = Path(self._tracker.output_path) / \
-            self._tracker.general_config_tracker.model_name_sanitized
-        summary = {k: v for k, v in result.items() if k != "samples"}
-        summary["model_name"] = self._tracker.general_config_tracker.model_name
-        tasks = self.loaded["tasks"]
-        group = list(tasks) != [self.task]
-        kept = list(tasks) if group else list(self._logged)
+        accs = {k: {"task": p.task, "raw_metrics": p.raw_metrics, "logged_samples": []}
+                for k, p in scored.items()}
+        summary = dict(_process_results(accs, {}, bootstrap_iters=0)._to_eval_results())
+        config = self._tracker.general_config_tracker
+        summary["model_name"] = config.model_name
+        summary["config"] = {"model": self.model_name, "model_args": self.model_args,
+                             "batch_size": self.batch_size}
+        group = list(self.prepared) != [self.task]
+        kept = list(self.prepared) if group else list(scored)
         if group:  # listed as the harness lists a group's run: it reads back as the group
             summary["group_subtasks"] = {self.task: kept, **{k: [] for k in kept}}
-        summary["n-samples"] = {k: {"original": len(tasks[k].eval_docs),
-                                    "effective": self._logged.get(k, 0)} for k in kept}
+        summary["n-samples"] = {k: {"original": self.prepared[k].n_docs,
+                                    "effective": self.prepared[k].scored} for k in kept}
         summary["bayeval"] = {"note": "documents chosen by bayeval; a partial run"}
-        path = folder / f"results_{self._tracker.date_id}.json"
+        path = (Path(self._tracker.output_path) / config.model_name_sanitized
+                / f"results_{self._tracker.date_id}.json")
         write_file(path, json.dumps(summary, indent=2, default=handle_non_serializable))
+
+    def __enter__(self) -> LmEvalInProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _configure_task(task: Any, num_fewshot: int | None, gen_kwargs: Any,

@@ -73,7 +73,7 @@ def _serial(session: Any, evaluator: Callable[..., float], batch: int,
             on_step: Callable[..., None] | None, max_failures: int | None) -> None:
     clock = session.times
     batched = getattr(evaluator, "evaluate_batch", None)
-    while not session.done:
+    while not session.done or session.unanswered:  # (asked before a resume: answered)
         asked = session.ask(1 if session.several else batch)
         if not asked:
             break
@@ -103,7 +103,10 @@ def _streaming(session: Any, evaluator: Callable[..., float], concurrency: int,
     flying: dict[Any, str] = {}
     try:
         while True:
-            while not session.done and len(flying) < concurrency:
+            # after the stop nothing new is drawn; what is in flight is waited for, and
+            # its scores enter the estimate (docs/methods.md §9 "Batches")
+            while ((not session.done or session.unanswered)
+                   and len(flying) < concurrency):
                 asked = session.ask(1)
                 if not asked:
                     break
@@ -119,8 +122,6 @@ def _streaming(session: Any, evaluator: Callable[..., float], concurrency: int,
                 item = flying.pop(future)
                 evaluate_or_skip(session, _answer(future.result()[0]), (item,), on_step,
                                  max_failures)
-            if session.done:
-                return
     finally:
         cancel = getattr(evaluator, "cancel", None)
         if flying and cancel is not None:

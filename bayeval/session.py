@@ -162,7 +162,8 @@ class Session(SessionJournal, DrawOrder):
     @property
     def done(self) -> bool:
         """True once the stopping rule fired (for every target), the budget is spent or
-        no item is left."""
+        no item is left: nothing more is drawn. Items drawn before the stop and not yet
+        told are still applied when told (the rest of a batch, evaluations in flight)."""
         return self.stop_reason is not None
 
     @property
@@ -301,7 +302,8 @@ class Session(SessionJournal, DrawOrder):
             _fold_in(self._refit_key, n))
         stop = np.asarray(stop)
         self.stopped_at[(np.atleast_1d(stop) & ~np.atleast_1d(self._stop))] = n
-        self._stop = stop
+        # rounds drawn before a stop are applied after it: the stop holds
+        self._stop = stop | self._stop if self._streams else stop
         if bool(info.refitted):
             self.refits.append(info.refit_record(n))
             if not self.refits[-1]["accepted"]:
@@ -387,8 +389,11 @@ class Session(SessionJournal, DrawOrder):
         ``concurrency`` K > 1 keeps K evaluations in flight, each in a thread: when one
         finishes its score is told and the next item is asked from the latest state
         (docs/methods.md §9 "Streaming"), so a slow item never holds the others back. At the
-        stop the evaluations still in flight are abandoned (an evaluator with
-        ``cancel()`` is asked to end them). :attr:`times` says where the time went."""
+        stop nothing more is drawn; the evaluations in flight are waited for and their
+        scores enter the estimate, as the rest of a batch does (§9 "Batches"), so that
+        every evaluation run is used. On an error or an interruption those in flight are
+        abandoned (an evaluator with ``cancel()`` is asked to end them). :attr:`times`
+        says where the time went."""
         if concurrency < 1:
             raise SessionError(f"concurrency must be ≥ 1, got {concurrency}")
         if concurrency > 1 and not self._streams:

@@ -229,10 +229,15 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
             refits=zeros, failed=zeros)
 
         def live(c):
+            # after the stop no round is drawn, and every round drawn before it is
+            # applied once its score is in (docs/methods.md §9 "Batches")
             going = c["applied"] < n_steps
             if until_stop:
-                going &= c["stop_n"] == 0
+                going &= (c["stop_n"] == 0) | (c["applied"] < c["drawn"])
             return going
+
+        def drawing(c):
+            return live(c) & (c["stop_n"] == 0) if until_stop else live(c)
 
         def next_ready(c):
             head = jnp.minimum(c["applied"], n_steps - 1)
@@ -252,7 +257,7 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
             if batch > 1:  # a new batch once the last one is applied
                 c = {**c, "batch_end": jnp.where(c["applied"] == c["drawn"],
                                                  c["drawn"] + batch, c["batch_end"])}
-            return live(c) & (c["drawn"] < n_steps) & slot_free(c), c
+            return drawing(c) & (c["drawn"] < n_steps) & slot_free(c), c
 
         def body(c):
             on = live(c)
@@ -305,7 +310,9 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
             return jnp.any(live(c))
 
         c = jax.lax.while_loop(cond, body, carry)
-        return (c["records"], c["stop_n"], c["applied"], c["refits"], c["failed"],
+        # a run reports once every round drawn before its stop is applied
+        reported = jnp.where(c["stop_n"] > 0, c["drawn_at_stop"], 0)
+        return (c["records"], reported, c["applied"], c["refits"], c["failed"],
                 c["drawn_at_stop"])
 
     return run
@@ -345,7 +352,11 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
         scales the completion delays of a streaming run.
 
     With ``concurrency`` or ``batch`` above 1 the result's ``drawn_at_stop`` says how many
-    items had been drawn (started) when the stopping rule fired.
+    items had been drawn (started) when the stopping rule fired. No item is drawn after
+    the stop, and every one drawn before it is applied once its score is in (a batch is
+    used whole; the evaluations in flight are waited for), so a run reports at
+    ``stop_n`` = ``drawn_at_stop``: no evaluation is run for nothing (docs/methods.md §9
+    "Batches").
     """
     targets = np.asarray(targets, dtype=np.float64)
     if targets.ndim not in (2, 3) or np.isnan(targets).any():

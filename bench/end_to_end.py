@@ -1,41 +1,56 @@
-"""End to end: wall-clock time to bayeval's answer against one full lm-evaluation-harness
-run, on the same machine, in one script.
+"""End to end, version two: wall-clock time to bayeval's answer against one full
+lm-evaluation-harness run of the same model, on the same machine, in one script.
 
-The bench makes everything it needs (no hub): two local harness tasks — a 400-document
-multiple-choice task (``e2e_mc``: which of four numbers is a + b) and a 200-document
-generative task (``e2e_gen``: continue a counting sequence, exact match) — a word-level
-tokenizer, and small GPT-2-style causal LMs trained for different numbers of steps (so
-they differ in skill, and easy items are learned first by all of them). The harness logs
-the reference models (``--log_samples``); then, per task and repeat, alternating the order:
+The world (``bench/e2e_world.py``, nothing from a hub): local harness tasks drawn from
+generators, small GPT-2-style models from five training runs, and a target of 85M
+parameters (a run-0 checkpoint widened to GPT-2-small size without changing its outputs),
+so that documents, not start-up, dominate a full run. Three settings:
 
-* ``full``: ``lm_eval run`` on every document of the new model (the reference time);
-* ``in-process``: ``bayeval evaluate --evaluator lm-eval`` (the default route: the model
-  and the task loaded once, the chosen documents run in batches) to the ε answer;
-* ``subprocess`` (with ``--subprocess``): the same with ``--lm-eval-mode subprocess``, one
-  ``lm_eval run`` per batch;
-* ``server`` (with ``--server 1,4``): the new model behind a local OpenAI-compatible
-  completions server started by the bench (``serve``), reached through the harness's
-  ``local-completions`` model with that many concurrent requests: a full ``lm_eval run``
-  through the server and bayeval's in-process route through it, both against the same
-  running server (its start-up is in neither).
+* ``among``: the target among the references (13 checkpoints of runs 1–4, early to late);
+* ``better``: the target better than every reference (run 0 late; the references are
+  early checkpoints of the other runs, above chance);
+* ``large``: ``among``'s models on a 5,000-document multiple-choice task;
+* ``small``: ``among``'s models on tasks of 500 and 300 documents, where a full run is
+  short and bayeval needs most documents (where it is weak);
 
-Each bayeval run is a fresh ``bayeval`` process (its start-up and JAX compilation
-counted; the compile cache is warmed by one untimed run first, as a user's second run
-would find it). Reported per route: wall time (median and range over repeats), items,
-the interval and whether it holds the full run's score, bayeval's own seconds per item,
-and the ratio to the full run's wall time.
+``among`` and ``better`` on a multiple-choice task (``e2e_mc``) and a generative one
+(``e2e_gen``, ``max_gen_toks`` 24). Per cell the references are logged by the harness
+(``--log_samples``); then full runs and bayeval runs alternate, ``--repeats`` times, the
+order reversed every other repeat, each bayeval run with its own seed (the repeat's):
+
+* ``full``: ``lm_eval run`` on every document (``bench/e2e_full_run.py``: the harness's
+  own command line, which also records its start-up, its ``evaluate()`` and its model's
+  calls);
+* ``in-process``: ``bayeval evaluate --evaluator lm-eval`` to the ε answer, a fresh process
+  (start-up and JAX counted; the compile cache warmed by one untimed run per cell);
+* with ``--server K``: the target behind a local completions server
+  (``bench/completions_server.py``), reached through the harness's ``local-completions``
+  model with K concurrent requests, a full run and bayeval's run against the same server.
+
+Every process gets the same thread count (``--threads``, OMP_NUM_THREADS) and the same
+harness batch size. Reported per cell and route: wall time, median [range], and its ratio
+to the full run's median; documents run and items used; the interval and whether it holds
+the full run's score in each repeat; per document, the cost in the full run
+(``evaluate()`` / documents, and its model calls alone) and in bayeval's loop (the
+evaluator's time / documents run, and its model calls alone); bayeval's per-call overhead
+(evaluator time outside the model's calls, per call); the machine's load (1-minute load
+average before each run, and each run's CPU seconds per wall second). A figure puts each
+run's time ratio against the share of documents it ran, with each cell's line
+(start-ups and per-document costs as measured): when bayeval is worth it.
 
 Needs ``pip install -e '.[bench]'`` (torch and transformers)::
 
-    python bench/end_to_end.py --work /tmp/e2e --repeats 3 --subprocess --server 1,4
+    python bench/end_to_end.py --work /tmp/e2e --repeats 3          # docs/results/end_to_end.md
+    python bench/end_to_end.py --work /tmp/e2e --device cuda        # where a GPU is lent
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
+import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -46,113 +61,93 @@ from typing import NamedTuple
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).parent))
+import e2e_world as world
+
 OFFLINE = {"HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "TRANSFORMERS_VERBOSITY": "error"}
-DEVICE = os.environ.get("BAYEVAL_E2E_DEVICE", "cpu")  # "cuda" where one is lent
-WORDS = [str(k) for k in range(200)] + ["+", "=", "next", ":", ","]
+FULL_RUN = Path(__file__).parent / "e2e_full_run.py"
+METRIC = {"mc": "acc", "gen": "exact_match"}
+CELLS = [("among", "e2e_mc"), ("among", "e2e_gen"), ("better", "e2e_mc"),
+         ("better", "e2e_gen"), ("large", "e2e_mc_large"), ("small", "e2e_mc_small"),
+         ("small", "e2e_gen_small")]
 
 
-def make_tasks(folder: Path, n_mc: int, n_gen: int, seed: int = 0) -> None:
-    """The two local tasks' data and YAMLs."""
-    rng = np.random.default_rng(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = []
-    for _ in range(n_mc):
-        a, b = (int(x) for x in rng.integers(0, 50, 2))
-        wrong = set()
-        while len(wrong) < 3:
-            w = int(a + b + rng.choice([-3, -2, -1, 1, 2, 3]) * int(rng.integers(1, 4)))
-            if w != a + b and 0 <= w < 200:
-                wrong.add(w)
-        choices = [str(a + b), *map(str, wrong)]
-        order = rng.permutation(4)
-        rows.append({"question": f"{a} + {b} =", "choices": [choices[i] for i in order],
-                     "answer": int(np.flatnonzero(order == 0)[0])})
-    (folder / "e2e_mc.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    rows = []
-    for _ in range(n_gen):
-        start, step = int(rng.integers(0, 120)), int(rng.integers(1, 5))
-        seq = [start + step * k for k in range(7)]
-        rows.append({"prompt": "next : " + " , ".join(map(str, seq[:4])) + " ,",
-                     "target": " , ".join(map(str, seq[4:]))})
-    (folder / "e2e_gen.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / "e2e_mc.yaml").write_text(
-        "task: e2e_mc\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
-        f"    test: {folder / 'e2e_mc.jsonl'}\ntest_split: test\n"
-        "output_type: multiple_choice\ndoc_to_text: \"{{question}}\"\n"
-        "doc_to_choice: \"{{choices}}\"\ndoc_to_target: \"{{answer}}\"\n"
-        "metric_list:\n  - metric: acc\n    aggregation: mean\n    higher_is_better: true\n")
-    (folder / "e2e_gen.yaml").write_text(
-        "task: e2e_gen\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
-        f"    test: {folder / 'e2e_gen.jsonl'}\ntest_split: test\n"
-        "output_type: generate_until\ndoc_to_text: \"{{prompt}}\"\n"
-        "doc_to_target: \"{{target}}\"\ngeneration_kwargs:\n  until: [\"<eos>\"]\n"
-        "  max_gen_toks: 12\n  do_sample: false\n"
-        "metric_list:\n  - metric: exact_match\n    aggregation: mean\n"
-        "    higher_is_better: true\n    ignore_case: true\n    ignore_punctuation: false\n")
+class Route(NamedTuple):
+    """How the target is run: the harness's model and arguments, and whether bayeval runs
+    it (False: the full run); ``full``: the full run this route is compared with."""
+
+    name: str
+    model: str
+    model_args: str
+    bayeval: bool
+    full: str
+
+    def harness_args(self, tasks: Path, batch: int, device: str) -> list[str]:
+        extra = ["--device", device] if self.model == "hf" else []
+        return ["--model", self.model, "--model_args", self.model_args, "--include_path",
+                str(tasks), "--batch_size", str(batch), *extra]
 
 
-def make_tokenizer(folder: Path) -> None:
-    """A word-level tokenizer over the tasks' words, saved for transformers."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+class Cell(NamedTuple):
+    setting: str
+    task: str
 
-    vocab = {w: i for i, w in enumerate(["<unk>", "<eos>", *WORDS])}
-    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>",
-                                   eos_token="<eos>", pad_token="<eos>")
-    fast.save_pretrained(str(folder))
+    @property
+    def models(self) -> str:  # the settings whose models the cell uses
+        return "better" if self.setting == "better" else "among"
 
-
-def train_models(tasks: Path, tok_dir: Path, out: Path, noise: list[float], width: int,
-                 layers: int, steps: int) -> list[Path]:
-    """One GPT-2-style model trained on the tasks' own answers for ``steps`` steps, then
-    one copy per ``noise`` scale with Gaussian noise of that scale (relative to each
-    weight's spread) added to its weights: models that differ in skill and find the same
-    items easy, as models of one family do."""
-    import torch
-    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
-
-    tok = PreTrainedTokenizerFast.from_pretrained(str(tok_dir))
-    texts = []
-    for line in (tasks / "e2e_mc.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        texts.append(f"{r['question']} {r['choices'][r['answer']]} <eos>")
-    for line in (tasks / "e2e_gen.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        texts.append(f"{r['prompt']} {r['target']} <eos>")
-    enc = tok(texts, padding=True, return_tensors="pt")
-    torch.manual_seed(0)
-    config = GPT2Config(vocab_size=len(tok), n_positions=64, n_embd=width, n_layer=layers,
-                        n_head=4, bos_token_id=tok.eos_token_id, eos_token_id=tok.eos_token_id)
-    base = GPT2LMHeadModel(config)
-    opt = torch.optim.AdamW(base.parameters(), lr=2e-3)
-    rng = np.random.default_rng(0)
-    for _ in range(steps):
-        idx = torch.as_tensor(rng.choice(len(texts), 64, replace=False))
-        ids, mask = enc["input_ids"][idx], enc["attention_mask"][idx]
-        loss = base(input_ids=ids, attention_mask=mask,
-                    labels=ids.masked_fill(mask == 0, -100)).loss
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-    paths = []
-    for k, scale in enumerate(noise):
-        model = GPT2LMHeadModel(config)
-        model.load_state_dict(base.state_dict())
-        gen = torch.Generator().manual_seed(1000 + k)
-        with torch.no_grad():
-            for p in model.parameters():
-                p.add_(torch.randn(p.shape, generator=gen) * scale * p.std())
-        path = out / f"model-{k:02d}"
-        model.save_pretrained(str(path))
-        tok.save_pretrained(str(path))
-        paths.append(path)
-    return paths
+    @property
+    def name(self) -> str:
+        return f"{self.setting}/{self.task}"
 
 
-def log_references(models: list[Path], tasks: Path, logs: Path, task: str) -> None:
+def environment(threads: int) -> dict[str, str]:
+    return {**os.environ, **OFFLINE, "OMP_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads)}
+
+
+def measured(argv: list[str], env: dict[str, str], cwd: Path) -> dict:
+    """Run ``argv``: its wall seconds, the 1-minute load average before it, its CPU
+    seconds per wall second, and its output."""
+    load = os.getloadavg()[0]
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    began = time.perf_counter()
+    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - began
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
+    if done.returncode != 0:
+        raise SystemExit(f"{argv[:4]} failed ({done.returncode}): {done.stderr[-1500:]}")
+    return {"wall": wall, "load": load, "cores_used": cpu / wall, "stdout": done.stdout}
+
+
+def build_world(work: Path, sizes: dict[str, int]) -> dict[str, Path]:
+    """Tasks, tokenizer, training runs and each setting's widened target (kept in
+    ``work``): {setting: target path}."""
+    tasks, tok, models = work / "tasks", work / "tokenizer", work / "models"
+    if not all((tasks / f"{t}.yaml").exists() for t in sizes):
+        world.make_tasks(tasks, sizes)
+    if not tok.exists():
+        world.make_tokenizer(tok)
+    world.train_runs(tok, models)
+    targets = {}
+    for setting, (step, _) in world.SETTINGS.items():
+        path = work / "targets" / setting
+        if not path.exists():
+            params = world.widen(world.checkpoint(models, 0, step), path)
+            print(f"target of {setting}: run 0 after {step} steps, widened to {params:,} "
+                  "parameters", flush=True)
+        targets[setting] = path
+    return targets
+
+
+def references(work: Path, setting: str) -> list[Path]:
+    return [world.checkpoint(work / "models", s, t) for s, t in world.SETTINGS[setting][1]]
+
+
+def log_references(models: list[Path], tasks: Path, logs: Path, task: str, batch: int,
+                   device: str) -> None:
     """The reference models' harness logs (in this process: one harness start)."""
     from lm_eval import simple_evaluate
     from lm_eval.loggers import EvaluationTracker
@@ -162,372 +157,350 @@ def log_references(models: list[Path], tasks: Path, logs: Path, task: str) -> No
     for path in models:
         tracker = EvaluationTracker(output_path=str(logs))
         result = simple_evaluate(model="hf", model_args=f"pretrained={path}", tasks=[task],
-                                 log_samples=True, task_manager=manager, batch_size=32,
-                                 device=DEVICE, evaluation_tracker=tracker)
+                                 log_samples=True, task_manager=manager, batch_size=batch,
+                                 device=device, evaluation_tracker=tracker)
         samples = result.pop("samples")
         tracker.save_results_aggregated(results=result, samples=samples)
         tracker.save_results_samples(task_name=task, samples=samples[task])
 
 
-def serve(model_path: Path, port: int) -> None:
-    """An OpenAI-compatible ``/v1/completions`` server of one model (what the harness's
-    ``local-completions`` model talks to; greedy only): token-id or text prompts; with
-    ``echo`` and ``logprobs`` it returns every prompt token's log-probability and the
-    greedy token's (the harness's loglikelihood requests), else a greedy continuation of
-    at most ``max_tokens`` tokens cut at the first ``stop`` string. Prints the port, then
-    serves until killed."""
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    import torch
-    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
-
-    tok = PreTrainedTokenizerFast.from_pretrained(str(model_path))
-    model = AutoModelForCausalLM.from_pretrained(str(model_path)).to(DEVICE).eval()
-    lock = threading.Lock()  # one forward pass at a time on the model
-
-    def ids_of(prompt) -> list[int]:
-        return list(prompt) if isinstance(prompt, list) else tok(prompt)["input_ids"]
-
-    def padded(rows: list[list[int]], left: bool) -> tuple:
-        width = max(map(len, rows))
-        pad = [[tok.pad_token_id] * (width - len(r)) for r in rows]
-        ids = [p + r if left else r + p for r, p in zip(rows, pad, strict=True)]
-        mask = [[0] * len(p) + [1] * len(r) if left else [1] * len(r) + [0] * len(p)
-                for r, p in zip(rows, pad, strict=True)]
-        return (torch.tensor(ids, device=DEVICE), torch.tensor(mask, device=DEVICE))
-
-    def logprobs(rows: list[list[int]]) -> list[dict]:
-        ids, mask = padded(rows, left=False)
-        with lock, torch.no_grad():
-            logp = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits.float(),
-                                     dim=-1)
-        out = []
-        for r, row in enumerate(rows):
-            n = len(row)
-            best = logp[r, :n].max(dim=-1)
-            token_lp = [None] + [float(logp[r, i - 1, row[i]]) for i in range(1, n)]
-            top = [None] + [{tok.convert_ids_to_tokens(int(best.indices[i - 1])):
-                             float(best.values[i - 1])} for i in range(1, n)]
-            token_lp.append(float(best.values[n - 1]))  # the one greedy token asked for
-            top.append({tok.convert_ids_to_tokens(int(best.indices[n - 1])):
-                        float(best.values[n - 1])})
-            out.append({"token_logprobs": token_lp, "top_logprobs": top})
-        return out
-
-    def generate(rows: list[list[int]], max_tokens: int, stop: list[str]) -> list[str]:
-        ids, mask = padded(rows, left=True)
-        with lock, torch.no_grad():
-            new = model.generate(input_ids=ids, attention_mask=mask, do_sample=False,
-                                 max_new_tokens=max_tokens, pad_token_id=tok.pad_token_id,
-                                 eos_token_id=None)[:, ids.shape[1]:]
-        texts = []
-        for row in new.tolist():  # as a server does: up to the end-of-text token
-            end = row.index(tok.eos_token_id) if tok.eos_token_id in row else len(row)
-            text = tok.decode(row[:end])
-            cut = min((text.find(s) for s in stop if s and s in text), default=len(text))
-            texts.append(text[:cut])
-        return texts
-
-    class Completions(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            prompt = body["prompt"]
-            prompts = (prompt if isinstance(prompt, list) and prompt and not
-                       isinstance(prompt[0], int) else [prompt])
-            rows = [ids_of(p) for p in prompts]
-            if body.get("echo") and body.get("logprobs"):
-                choices = [{"index": i, "text": "", "logprobs": lp}
-                           for i, lp in enumerate(logprobs(rows))]
-            else:
-                stop = body.get("stop") or []
-                stop = [stop] if isinstance(stop, str) else list(stop)
-                choices = [{"index": i, "text": t} for i, t in enumerate(
-                    generate(rows, int(body.get("max_tokens", 16)), stop))]
-            data = json.dumps({"choices": choices}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Completions)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
-
-
-class Server:
-    """``serve`` in a child process for the duration of a ``with`` block."""
-
-    def __init__(self, model_path: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, __file__, "--serve", str(model_path)],
-                                     stdout=subprocess.PIPE, text=True,
-                                     env={**os.environ, **OFFLINE})
-        line = self.proc.stdout.readline()
-        if not line.strip().isdigit():
-            self.proc.kill()
-            raise SystemExit("the completions server did not start")
-        self.url = f"http://127.0.0.1:{int(line)}/v1/completions"
-
-    def model_args(self, tokenizer: Path, concurrent: int) -> str:
-        """The harness's ``local-completions`` arguments for this server (its batch size is
-        the harness's ``--batch_size``)."""
-        return (f"model=served,base_url={self.url},tokenizer_backend=huggingface,"
-                f"tokenizer={tokenizer},tokenized_requests=True,"
-                f"num_concurrent={concurrent},max_retries=1")
-
-    def __enter__(self) -> Server:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.proc.kill()
-        self.proc.wait()
-
-
-def timed(argv: list[str], cwd: Path) -> tuple[float, subprocess.CompletedProcess]:
-    began = time.perf_counter()
-    done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **OFFLINE})
-    return time.perf_counter() - began, done
-
-
-class Route(NamedTuple):
-    """How the new model is run: the harness's model and its arguments, and for bayeval
-    the ``--lm-eval-mode`` (None: the full run)."""
-
-    name: str
-    model: str
-    model_args: str
-    mode: str | None
-    full: str  # the name of the full run this route is compared with
-
-    def harness_args(self, tasks: Path, batch: int) -> str:
-        device = f" --device {DEVICE}" if self.model == "hf" else ""
-        return (f"--model {self.model} --model_args {self.model_args} --include_path {tasks} "
-                f"--batch_size {batch}{device}")
-
-
-def full_run(route: Route, tasks: Path, task: str, work: Path, batch: int
-             ) -> tuple[float, float]:
-    """(wall seconds, score) of one full ``lm_eval run`` of the new model."""
-    out = work / "full"
+def full_run(route: Route, cell: Cell, work: Path, args: argparse.Namespace) -> dict:
+    out, times = work / "full", work / "full-times.json"
     shutil.rmtree(out, ignore_errors=True)
-    seconds, done = timed([sys.executable, "-m", "lm_eval", "run", "--tasks", task,
-                           *route.harness_args(tasks, batch).split(),
-                           "--log_samples", "--output_path", str(out)], work)
-    if done.returncode != 0:
-        raise SystemExit(f"lm_eval failed: {done.stderr[-400:]}")
-    [samples] = out.rglob(f"samples_{task}_*.jsonl")
-    records = [json.loads(x) for x in samples.read_text().splitlines()]
-    metric = "acc" if task == "e2e_mc" else "exact_match"
-    return seconds, float(np.mean([r[metric] for r in records]))
+    run = measured([sys.executable, str(FULL_RUN), str(times), "run", "--tasks", cell.task,
+                    *route.harness_args(work / "tasks", args.harness_batch, args.device),
+                    "--log_samples", "--output_path", str(out)],
+                   environment(args.threads), work)
+    [samples] = out.rglob(f"samples_{cell.task}_*.jsonl")
+    metric = METRIC[world.kind(cell.task)]
+    scores = [float(json.loads(x)[metric]) for x in samples.read_text().splitlines()]
+    return {**run, "score": float(np.mean(scores)), "item_scores": scores,
+            "times": json.loads(times.read_text())}
 
 
-def bayeval_run(route: Route, tasks: Path, task: str, logs: Path, work: Path,
-                epsilon: float, batch: int, seed: int, harness_batch: int
-                ) -> tuple[float, dict]:
-    journal = work / f"run-{route.name}-{seed}.jsonl"
+def bayeval_run(route: Route, cell: Cell, work: Path, args: argparse.Namespace, seed: int
+                ) -> dict:
+    journal = work / f"run-{cell.setting}-{cell.task}-{seed}.jsonl"
     journal.unlink(missing_ok=True)
-    seconds, done = timed([
-        sys.executable, "-m", "bayeval.cli", "evaluate", "--reference", f"lm-eval:{logs}",
-        "--task", task, "--evaluator", "lm-eval", "--lm-eval-mode", route.mode,
-        "--lm-eval-args", route.harness_args(tasks, harness_batch), "--target", "new",
-        "--epsilon", str(epsilon), "--batch", str(batch), "--seed", str(seed),
-        "--journal", str(journal), "--json", "-q"], work)
-    if done.returncode != 0:
-        raise SystemExit(f"bayeval failed: {done.stderr[-600:]}")
-    return seconds, json.loads(done.stdout)
+    harness = " ".join(route.harness_args(work / "tasks", args.harness_batch, args.device))
+    run = measured([sys.executable, "-m", "bayeval.cli", "evaluate", "--reference",
+                    f"lm-eval:{work / f'logs-{cell.models}-{cell.task}'}", "--task",
+                    cell.task, "--evaluator", "lm-eval", "--lm-eval-args", harness,
+                    "--target", "new", "--epsilon", str(args.epsilon), "--batch",
+                    str(args.batch), "--seed", str(seed), "--journal", str(journal), "--json",
+                    "-q"], environment(args.threads), work)
+    return {**run, "result": json.loads(run.pop("stdout"))}
+
+
+def time_cell(cell: Cell, routes: list[Route], work: Path, args: argparse.Namespace
+              ) -> tuple[list[dict], dict]:
+    """Every route on one cell, ``args.repeats`` times, alternating the order: the
+    rows of the report, and the cell's facts (sizes, the references' scores)."""
+    logs = work / f"logs-{cell.models}-{cell.task}"
+    if not logs.exists():
+        print(f"logging the references of {cell.name} …", flush=True)
+        log_references(references(work, cell.models), work / "tasks", logs, cell.task,
+                       args.harness_batch, args.device)
+    bayeval_run(routes[1], cell, work, args, 999)  # warms the compile cache, untimed
+    runs: dict[str, list[dict]] = {r.name: [] for r in routes}
+    for rep in range(args.repeats):
+        for route in routes if rep % 2 == 0 else routes[::-1]:
+            run = (bayeval_run(route, cell, work, args, rep) if route.bayeval
+                   else full_run(route, cell, work, args))
+            runs[route.name].append(run)
+            print(f"{cell.name} repeat {rep} {route.name}: {run['wall']:.1f} s", flush=True)
+    return [row(cell, route, runs) for route in routes], facts(cell, work, runs)
+
+
+def facts(cell: Cell, work: Path, runs: dict[str, list[dict]]) -> dict:
+    """The cell's target score, the references' scores and how well their mean predicts
+    the target's documents (the per-item signal the estimate can use)."""
+    from bayeval.data import read_lm_eval_samples
+
+    reference = read_lm_eval_samples(work / f"logs-{cell.models}-{cell.task}", cell.task)
+    target = np.array(runs["full"][0]["item_scores"])
+    doc_ids = [int(i.rsplit("-", 1)[1]) for i in reference.items]
+    mean = np.nanmean(reference.scores, axis=0)
+    return {"cell": cell.name, "documents": reference.n_items,
+            "target_score": float(target.mean()),
+            "reference_scores": [float(x) for x in np.nanmean(reference.scores, axis=1)],
+            "signal": float(np.corrcoef(mean, target[doc_ids])[0, 1])}
+
+
+def _median(values) -> float:
+    values = [v for v in values if v is not None]
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def row(cell: Cell, route: Route, runs: dict[str, list[dict]]) -> dict:
+    done, full = runs[route.name], runs[route.full]
+    walls = [r["wall"] for r in done]
+    truth = full[0]["score"]
+    out = {"cell": cell.name, "setting": cell.setting, "task": cell.task,
+           "route": route.name, "repeats": len(done), "wall_median": _median(walls),
+           "wall_min": min(walls), "wall_max": max(walls),
+           "ratio": _median(walls) / _median(r["wall"] for r in full),
+           "ratios": [w / f["wall"] for w, f in zip(walls, full, strict=True)],
+           "load": [r["load"] for r in done], "cores_used": [r["cores_used"] for r in done],
+           "truth": truth}
+    if not route.bayeval:
+        n = len(done[0]["item_scores"])
+        out.update(documents=n, ms_per_doc=1e3 * _median(
+            r["times"]["evaluate_seconds"] / n for r in done),
+            model_ms_per_doc=1e3 * _median(r["times"].get("model_seconds", 0) / n
+                                           for r in done),
+            startup_s=_median(r["times"]["startup_seconds"] for r in done))
+        return out
+    results = [r["result"] for r in done]
+    docs = [r["documents_run"] for r in results]
+    n = results[0]["n_items"]
+    full_per_doc = _median(r["times"]["evaluate_seconds"] / n for r in full)
+    out.update(
+        documents=results[0]["n_items"], docs_run=docs,
+        items_used=[r["items_used"] for r in results],
+        share=_median(d / results[0]["n_items"] for d in docs),
+        width=_median(r["upper"] - r["lower"] for r in results),
+        estimates=[r["estimate"] for r in results],
+        intervals=[[r["lower"], r["upper"]] for r in results],
+        covered=sum(r["lower"] <= truth <= r["upper"] for r in results),
+        ms_per_doc=1e3 * _median(r["times"]["evaluator_seconds"] / d
+                                 for r, d in zip(results, docs, strict=True)),
+        model_ms_per_doc=1e3 * _median(r["harness_model_seconds"] / d
+                                       for r, d in zip(results, docs, strict=True)),
+        # a call's cost beyond its documents at the full run's price per document
+        call_overhead_ms=1e3 * _median(
+            (r["times"]["evaluator_seconds"] - d * full_per_doc) / r["harness_launches"]
+            for r, d in zip(results, docs, strict=True)),
+        # the evaluator's time outside the model's calls (its documents' scoring too)
+        outside_model_ms_per_call=1e3 * _median(
+            (r["times"]["evaluator_seconds"] - r["harness_model_seconds"])
+            / r["harness_launches"] for r in results),
+        calls=_median(r["harness_launches"] for r in results),
+        build_s=_median(r["harness_build_seconds"] for r in results),
+        own_ms_per_item=1e3 * _median(r["times"]["own_seconds_per_item"] for r in results),
+        loop_s=_median(r["times"]["wall_seconds"] for r in results),
+        startup_s=_median(w - r["times"]["wall_seconds"]
+                          for w, r in zip(walls, results, strict=True)))
+    return out
+
+
+def break_even(full: dict, ours: dict) -> dict:
+    """The cell's time ratio as a function of the share s of documents bayeval runs,
+    from the measured start-ups and per-document costs: r(s) = (S_b + s N c_loop + own) /
+    (S_f + N c_full) with S the wall time outside the documents; and s* where r = 1."""
+    n = ours["documents"]
+    fixed_full = full["wall_median"] - n * full["ms_per_doc"] / 1e3
+    per_doc = (ours["ms_per_doc"] + ours["own_ms_per_item"]) / 1e3
+    fixed_ours = ours["wall_median"] - ours["share"] * n * per_doc
+    return {"fixed_full": fixed_full, "fixed_ours": fixed_ours, "per_doc_full":
+            full["ms_per_doc"] / 1e3, "per_doc_ours": per_doc,
+            "share_break_even": (full["wall_median"] - fixed_ours) / (n * per_doc)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--work", type=Path, help="working folder (required)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--references", type=int, default=13)
     parser.add_argument("--epsilon", type=float, default=0.05)
     parser.add_argument("--batch", type=int, default=32, help="bayeval's --batch")
-    parser.add_argument("--harness-batch", type=int, default=32, help="the harness's "
-                        "--batch_size (the same in every route)")
-    parser.add_argument("--width", type=int, default=128)
-    parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=800, help="training steps of the "
-                        "base model")
-    parser.add_argument("--subprocess", action="store_true",
-                        help="also time --lm-eval-mode subprocess (one repeat)")
-    parser.add_argument("--server", default="",
-                        help="also time the server route (the harness's local-completions "
-                        "model against a local completions server of the new model) at "
-                        "these numbers of concurrent requests, e.g. 1,4")
-    parser.add_argument("--tasks", default="e2e_mc,e2e_gen")
+    parser.add_argument("--harness-batch", type=int, default=32,
+                        help="the harness's --batch_size (the same in every route)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of each process's model (OMP_NUM_THREADS)")
+    parser.add_argument("--device", default="cpu", help="the model's device (cuda on a GPU)")
+    parser.add_argument("--mc", type=int, default=1000, help="documents of e2e_mc")
+    parser.add_argument("--gen", type=int, default=1000, help="documents of e2e_gen")
+    parser.add_argument("--large", type=int, default=5000, help="documents of e2e_mc_large")
+    parser.add_argument("--small", default="500,300",
+                        help="documents of e2e_mc_small and e2e_gen_small")
+    parser.add_argument("--cells", default=",".join(c.name for c in map(Cell._make, CELLS)),
+                        help="setting/task cells to run")
+    parser.add_argument("--server", type=int, default=0, help="also the server route with "
+                        "this many concurrent requests (among and better cells)")
     parser.add_argument("--out", type=Path, default=Path("docs/results/end_to_end.md"))
-    parser.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--rewrite", action="store_true", help="only rewrite --out from "
-                        "the rows of its .json (no runs), with the options given")
+    parser.add_argument("--rewrite", action="store_true", help="only rewrite --out from its "
+                        ".json (no runs)")
     args = parser.parse_args()
-    if args.serve:
-        serve(args.serve, 0)
-        return
     if args.rewrite:
-        write(json.loads(args.out.with_suffix(".json").read_text()), args)
+        saved = json.loads(args.out.with_suffix(".json").read_text())
+        write(saved["rows"], saved["facts"], saved["machine"], args)
         return
     if args.work is None:
         parser.error("--work is required")
+    os.environ["BAYEVAL_E2E_DEVICE"] = args.device
     work = args.work.resolve()
-    tasks, tok, models_dir = work / "tasks", work / "tokenizer", work / "models"
-    if not (models_dir / f"model-{args.references:02d}").exists():
-        print("making the tasks, the tokenizer and the models …", flush=True)
-        make_tasks(tasks, 400, 200)
-        make_tokenizer(tok)
-        noise = list(np.linspace(0.0, 0.6, args.references + 1))
-        target_index = args.references // 2  # a new model of middling skill
-        noise = noise[:target_index] + noise[target_index + 1:] + [noise[target_index]]
-        train_models(tasks, tok, models_dir, noise, args.width, args.layers, args.steps)
-    models = sorted(models_dir.glob("model-*"))
-    references, target = models[:-1], models[-1]
-    hf = f"pretrained={target}"
-    routes = [Route("full", "hf", hf, None, "full"),
-              Route("in-process", "hf", hf, "in-process", "full")]
-    if args.subprocess:
-        routes.append(Route("subprocess", "hf", hf, "subprocess", "full"))
-    concurrency = [int(c) for c in args.server.split(",") if c]
-    with contextlib.ExitStack() as stack:
-        server = stack.enter_context(Server(target)) if concurrency else None
-        for c in concurrency:
-            served = server.model_args(tok, c)
-            routes += [Route(f"server full, {c} concurrent", "local-completions", served,
-                             None, f"server full, {c} concurrent"),
-                       Route(f"server, {c} concurrent", "local-completions", served,
-                             "in-process", f"server full, {c} concurrent")]
-        rows = []
-        for task in args.tasks.split(","):
-            rows += time_task(task, routes, target, references, tasks, work, args)
-    write(rows, args)
+    work.mkdir(parents=True, exist_ok=True)
+    small_mc, small_gen = (int(x) for x in args.small.split(","))
+    targets = build_world(work, {"e2e_mc": args.mc, "e2e_gen": args.gen,
+                                 "e2e_mc_large": args.large, "e2e_mc_small": small_mc,
+                                 "e2e_gen_small": small_gen})
+    machine = {"cores": os.cpu_count(), "cpu": _cpu_name(), "python": platform.python_version(),
+               "threads": args.threads, "device": args.device, "packages": _versions()}
+    rows, cell_facts = [], []
+    for name in args.cells.split(","):
+        cell = Cell(*name.split("/"))
+        target = targets[cell.models]
+        routes = [Route("full", "hf", f"pretrained={target}", False, "full"),
+                  Route("in-process", "hf", f"pretrained={target}", True, "full")]
+        if args.server and cell.setting in ("among", "better"):
+            from completions_server import Server
+
+            with Server(target, environment(args.threads)) as server:
+                served = server.model_args(work / "tokenizer", args.server)
+                routes += [Route("server full", "local-completions", served, False,
+                                 "server full"),
+                           Route("server", "local-completions", served, True, "server full")]
+                more, fact = time_cell(cell, routes, work, args)
+        else:
+            more, fact = time_cell(cell, routes, work, args)
+        rows += more
+        cell_facts.append(fact)
+        write(rows, cell_facts, machine, args)  # after every cell: nothing lost
 
 
-def time_task(task: str, routes: list[Route], target: Path, references: list[Path],
-              tasks: Path, work: Path, args: argparse.Namespace) -> list[dict]:
-    """Every route on one task, ``args.repeats`` times (subprocess once), the order of the
-    routes reversed every other repeat."""
-    logs = work / f"logs-{task}"
-    if not logs.exists():
-        print(f"logging {len(references)} reference models on {task} …", flush=True)
-        log_references(references, tasks, logs, task)
-    bayeval_run(routes[1], tasks, task, logs, work, args.epsilon, args.batch, 99,
-                args.harness_batch)  # warms the compile cache, untimed
-    runs: dict[str, list] = {r.name: [] for r in routes}
-    truth: dict[str, float] = {}
-    for rep in range(args.repeats):
-        order = [r for r in routes if r.mode != "subprocess" or rep == 0]
-        for route in order if rep % 2 == 0 else order[::-1]:
-            if route.mode is None:
-                seconds, truth[route.name] = full_run(route, tasks, task, work,
-                                                      args.harness_batch)
-                runs[route.name].append((seconds, None))
-            else:
-                seconds, result = bayeval_run(route, tasks, task, logs, work, args.epsilon,
-                                              args.batch, rep, args.harness_batch)
-                runs[route.name].append((seconds, result))
-            print(f"{task} repeat {rep} {route.name}: {seconds:.1f} s", flush=True)
-    rows = []
-    for route in routes:
-        done = runs[route.name]
-        seconds = [s for s, _ in done]
-        full_median = statistics.median(s for s, _ in runs[route.full])
-        row = {"task": task, "route": route.name, "repeats": len(done),
-               "wall_median": statistics.median(seconds), "wall_min": min(seconds),
-               "wall_max": max(seconds),
-               "ratio_to_full": statistics.median(seconds) / full_median,
-               "truth": truth[route.full]}
-        results = [r for _, r in done if r is not None]
-        if results:
-            row.update(
-                items=statistics.median(r["items_drawn"] for r in results),
-                n_items=results[0]["n_items"],
-                covered=sum(r["lower"] <= row["truth"] <= r["upper"] for r in results),
-                width=statistics.median(r["upper"] - r["lower"] for r in results),
-                estimate=statistics.median(r["estimate"] for r in results),
-                own_ms_per_item=1e3 * statistics.median(
-                    r["times"]["own_seconds_per_item"] for r in results),
-                evaluator_s=statistics.median(r["times"]["evaluator_seconds"]
-                                              for r in results),
-                loop_s=statistics.median(r["times"]["wall_seconds"] for r in results),
-                launches=statistics.median(r["harness_launches"] for r in results))
-        rows.append(row)
-    return rows
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
 
 
-def harness_index_seconds(repeats: int = 3) -> float:
-    """Median seconds the harness takes to index its own task YAMLs (what ``lm_eval run``
-    does at every start, and bayeval skips for a task under ``--include_path``)."""
-    code = ("import time, lm_eval.tasks as t; s = time.perf_counter(); t.TaskManager(); "
-            "print(time.perf_counter() - s)")
-    times = [float(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                  text=True, check=True).stdout) for _ in range(repeats)]
-    return statistics.median(times)
+def _versions() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {p: version(p) for p in ("lm_eval", "torch", "transformers", "jax", "bayeval")}
 
 
-def where_the_time_goes(rows: list[dict], index_s: float) -> list[str]:
-    """A paragraph per task: how much of the default route's time is its loop, and how
-    much of the full run's is the harness's task index."""
-    text = []
-    for task in dict.fromkeys(r["task"] for r in rows):
-        full = next(r for r in rows if r["task"] == task and r["route"] == "full")
-        ours = next(r for r in rows if r["task"] == task and r["route"] == "in-process")
-        rest = full["wall_median"] - index_s
-        text.append(
-            f"{task}: bayeval's loop (first ask to answer, {ours['items']:.0f} documents) "
-            f"took {ours['loop_s']:.1f} s of its {ours['wall_median']:.1f} s, the harness "
-            f"{ours['evaluator_s']:.1f} s of it; the rest is start-up (Python, JAX, the "
-            "harness's import and the model's load, as in the full run). The full run "
-            f"spends {index_s:.1f} s of its {full['wall_median']:.1f} s indexing the "
-            "harness's own task YAMLs, which bayeval skips for a task found under "
-            f"`--include_path`; without that index the ratio would be "
-            f"{ours['wall_median'] / rest:.2f}.")
-        text.append("")
-    return text
+def _fmt(values: list[float], digits: int = 2) -> str:
+    return ", ".join(f"{v:.{digits}f}" for v in values)
 
 
-def write(rows: list[dict], args: argparse.Namespace) -> None:
-    server = f" --server {args.server}" if args.server else ""
-    lines = ["# End to end: time to bayeval's answer against a full harness run", "",
-             f"`python bench/end_to_end.py --work DIR --repeats {args.repeats} --width "
-             f"{args.width} --layers {args.layers} --steps {args.steps}"
-             f"{' --subprocess' if args.subprocess else ''}{server}` on this machine "
-             f"({os.cpu_count()} cores, device {DEVICE}), lm-evaluation-harness with `--model "
-             f"hf` (and `local-completions` against a local completions server of the same "
-             f"model for the server routes), GPT-2-style models of width {args.width} and "
-             f"{args.layers} layers made by the bench (one trained {args.steps} steps, "
-             f"copies with weight noise); {args.references} reference models, "
-             f"ε = {args.epsilon}, bayeval batches of {args.batch}, the harness's batch size "
-             f"{args.harness_batch} everywhere. Wall time of each route's whole process "
-             "(start-up, model load and, for bayeval, JAX with a warm compile cache), "
-             "median [min, max] over repeats, and its ratio to the full run of the same "
-             "model route; items drawn at the stop; the interval's coverage of the full "
-             "run's score over the repeats; of bayeval's run: the loop's wall time (first "
-             "ask to answer, the rest is start-up), the harness's part of it, and bayeval's "
-             "own milliseconds per item.", "",
-             "| task | route | wall s, median [range] | × full run | items | width | "
-             "covered | loop s | harness s | bayeval ms/item | launches |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+def write(rows: list[dict], cell_facts: list[dict], machine: dict,
+          args: argparse.Namespace) -> None:
+    """The report (markdown), its rows (json) and its figure (png)."""
+    lines = [
+        "# End to end: time to bayeval's answer against a full harness run (version two)", "",
+        f"`python bench/end_to_end.py --work DIR --repeats {args.repeats} --threads "
+        f"{args.threads} --device {args.device} --mc {args.mc} --gen {args.gen} --large "
+        f"{args.large} --small {args.small}"
+        f"{f' --server {args.server}' if args.server else ''}` — "
+        f"{machine['cores']} cores ({machine['cpu']}), {machine['threads']} model thread(s) "
+        f"per process, device {machine['device']}; "
+        + ", ".join(f"{k} {v}" for k, v in machine["packages"].items()) + ".", "",
+        "The target: 85M parameters (a trained 2-layer width-128 model widened to 12 layers "
+        "of width 768, same outputs); 13 reference models from four other training runs "
+        f"(bench/e2e_world.py). ε = {args.epsilon}, bayeval batches of {args.batch}, the "
+        f"harness's batch size {args.harness_batch} in every run. Each run is a fresh "
+        "process; full and bayeval runs alternate, each bayeval run with its own seed.", "",
+        "## The cells", "",
+        "| cell | documents | target (full run) | references' scores | corr(reference mean, "
+        "target) per document |", "|---|---|---|---|---|"]
+    for f in cell_facts:
+        refs = f["reference_scores"]
+        lines.append(f"| {f['cell']} | {f['documents']} | {f['target_score']:.3f} | "
+                     f"{min(refs):.3f}–{max(refs):.3f} | {f['signal']:.2f} |")
+    lines += ["", "## Time to the answer", "",
+              "| cell | route | wall s, median [range] | × full run (per repeat) | documents "
+              "run (items used) / N | width | covered | load before | cores used |",
+              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        items = f"{r['items']:.0f}/{r['n_items']}" if "items" in r else "all"
-        covered = f"{r['covered']}/{r['repeats']}" if "covered" in r else "–"
-        nan = float("nan")
+        if "docs_run" in r:
+            docs = ", ".join(f"{d} ({u})" for d, u in zip(r["docs_run"], r["items_used"],
+                                                          strict=True))
+            docs += f" / {r['documents']}"
+            width, covered = f"{r['width']:.3f}", f"{r['covered']}/{r['repeats']}"
+        else:
+            docs, width, covered = f"all {r['documents']}", "–", "–"
         lines.append(
-            f"| {r['task']} | {r['route']} | {r['wall_median']:.1f} [{r['wall_min']:.1f}, "
-            f"{r['wall_max']:.1f}] | {r['ratio_to_full']:.2f} | {items} | "
-            f"{r.get('width', nan):.3f} | {covered} | {r.get('loop_s', nan):.1f} | "
-            f"{r.get('evaluator_s', nan):.1f} | {r.get('own_ms_per_item', nan):.0f} | "
-            f"{r.get('launches', '–')} |")
-    lines += ["", *where_the_time_goes(rows, harness_index_seconds())]
+            f"| {r['cell']} | {r['route']} | {r['wall_median']:.1f} [{r['wall_min']:.1f}, "
+            f"{r['wall_max']:.1f}] | {r['ratio']:.2f} ({_fmt(r['ratios'])}) | {docs} | "
+            f"{width} | {covered} | {_fmt(r['load'])} | {_fmt(r['cores_used'])} |")
+    lines += ["", "## A document's cost", "",
+              "Full run: its `evaluate()` (building every request, the model's calls, "
+              "filters, metrics) per document, and the model's calls alone. bayeval's "
+              "loop: the evaluator's time per document run, and the model's calls alone "
+              "(the requests of every document are built once at the start: build s). "
+              "Per-call overhead: what a call costs beyond its documents at the full run's "
+              "price per document; outside the model: the evaluator's time outside the "
+              "model's calls per call (its documents' filters and metrics included).", "",
+              "| cell | route | full ms/doc (model) | loop ms/doc (model) | loop / full | "
+              "per-call overhead ms | outside the model ms/call | calls | build s | "
+              "start-up s full / bayeval |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "docs_run" not in r:
+            continue
+        full = next(x for x in rows if x["cell"] == r["cell"] and x["route"] ==
+                    ("full" if r["route"] == "in-process" else "server full"))
+        lines.append(
+            f"| {r['cell']} | {r['route']} | {full['ms_per_doc']:.1f} "
+            f"({full['model_ms_per_doc']:.1f}) | {r['ms_per_doc']:.1f} "
+            f"({r['model_ms_per_doc']:.1f}) | {r['ms_per_doc'] / full['ms_per_doc']:.2f} | "
+            f"{r['call_overhead_ms']:.1f} | {r['outside_model_ms_per_call']:.1f} | "
+            f"{r['calls']:.0f} | {r['build_s']:.2f} | "
+            f"{full['startup_s']:.1f} / {r['startup_s']:.1f} |")
+    lines += ["", "## When bayeval is worth it", "",
+              "From the same runs: a run's time is its fixed part (start-up, the requests' "
+              "building) plus its documents times their cost, so the ratio to the full run "
+              "is r(s) = (F_b + s·N·c_b) / (F_f + N·c_f) for a share s of the N documents "
+              "(c_b includes bayeval's own time per item). bayeval is faster when s is below "
+              "the break-even share:", "",
+              "| cell | route | N | F_f s | c_f ms | F_b s | c_b ms | share run | break-even "
+              "share |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "docs_run" not in r:
+            continue
+        full = next(x for x in rows if x["cell"] == r["cell"] and x["route"] == (
+            "full" if r["route"] == "in-process" else "server full"))
+        b = break_even(full, r)
+        lines.append(
+            f"| {r['cell']} | {r['route']} | {r['documents']} | {b['fixed_full']:.1f} | "
+            f"{1e3 * b['per_doc_full']:.1f} | {b['fixed_ours']:.1f} | "
+            f"{1e3 * b['per_doc_ours']:.1f} | {r['share']:.2f} | "
+            f"{b['share_break_even']:.2f} |")
+    lines += ["", "![time ratio against the share of documents run](end_to_end.png)", ""]
     text = "\n".join(lines) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    (args.out.with_suffix(".json")).write_text(json.dumps(rows, indent=1))
+    args.out.with_suffix(".json").write_text(json.dumps(
+        {"rows": rows, "facts": cell_facts, "machine": machine}, indent=1))
+    figure(rows, args.out.with_suffix(".png"))
     print(text)
+
+
+def figure(rows: list[dict], path: Path) -> None:
+    """Each bayeval run's time ratio against its share of documents, and each cell's
+    line r(s)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    shares = np.linspace(0, 1, 101)
+    for k, r in enumerate(x for x in rows if "docs_run" in x):
+        full = next(x for x in rows if x["cell"] == r["cell"] and x["route"] == (
+            "full" if r["route"] == "in-process" else "server full"))
+        b = break_even(full, r)
+        color = f"C{k}"
+        line = (b["fixed_ours"] + shares * r["documents"] * b["per_doc_ours"]) / \
+            full["wall_median"]
+        ax.plot(shares, line, color=color, lw=1, alpha=0.7)
+        ax.scatter([d / r["documents"] for d in r["docs_run"]], r["ratios"], color=color,
+                   label=f"{r['cell']} ({r['route']})", zorder=3)
+    ax.axhline(1, color="k", lw=0.8, ls="--")
+    ax.set_xlabel("share of the task's documents bayeval ran")
+    ax.set_ylabel("wall time / full run's")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.4)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.set_title("Time to the answer against a full harness run")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

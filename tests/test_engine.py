@@ -116,7 +116,7 @@ LAYERS = [
     {"methods"},
     {"journal", "runner", "session", "session_journal", "draw_order", "cells", "simulate",
      "inspect_evaluator", "harness_results",
-     "evaluators", "harness", "selection", "suite"},
+     "evaluators", "harness", "harness_requests", "selection", "suite"},
     {"experiments", "diagnose"},
     {"cli"},
 ]

@@ -105,7 +105,8 @@ def _event_loop(session: Session, target: np.ndarray, seed: int, concurrency: in
                 batch: int = 1) -> int:
     """Run ``session`` with the simulator's clock: each round finishes after
     ``completion_delay`` (a batch after 1 together), scores are told as they finish and
-    a new item is asked as a slot frees. Returns the items drawn when it stopped."""
+    a new item is asked as a slot frees. Returns the items drawn by the end (every one
+    told: after the stop, what is in flight is waited for)."""
     key = jax.random.key(seed)
     now, order, flying = 0.0, 0, []
     while True:
@@ -120,7 +121,7 @@ def _event_loop(session: Session, target: np.ndarray, seed: int, concurrency: in
                 order += 1
             if asked and batch == 1 and len(flying) < concurrency:
                 continue
-        if not flying or session.done:
+        if not flying:  # after the stop, what is in flight is still told
             return order
         flying.sort()
         now, _, item = flying.pop(0)
@@ -138,14 +139,16 @@ def test_session_is_the_simulator_with_completion_delays(world, concurrency, bat
         session = Session(reference, "new", method, seed=seed)
         drawn = _event_loop(session, target, seed, concurrency, batch)
         n = session.n_observed
-        assert n == sim.stop_n[r] and drawn == sim.drawn_at_stop[r]
+        # every round drawn before the stop is applied: the run reports at the last
+        assert n == sim.stop_n[r] == drawn == sim.drawn_at_stop[r]
         assert [reference.item_index(i) for i, _ in session.observations] == \
             list(sim.items[r, :n])
         history = np.array([h[1:] for h in session.history])
         np.testing.assert_allclose(history[:, 0], sim.estimate[r, :n], rtol=0, atol=1e-10)
         np.testing.assert_allclose(history[:, 1], sim.lower[r, :n], rtol=0, atol=1e-9)
         np.testing.assert_allclose(history[:, 2], sim.upper[r, :n], rtol=0, atol=1e-9)
-        assert drawn > n or (concurrency == 1 and batch == 1)  # items were in flight at the stop
+        # items were in flight when the rule fired, and their scores entered the estimate
+        assert session.stopped_at[0] < n
 
 
 def test_one_in_flight_is_the_one_at_a_time_run(world):
@@ -219,7 +222,9 @@ def test_run_with_concurrency_tells_as_evaluations_finish(world):
     session = Session(reference, "new", method, seed=1)
     value, lower, upper = session.run(evaluate, concurrency=4)
     assert session.done and lower <= value <= upper
+    # nothing was in flight at the end: every drawn item's score is in the estimate
+    assert session.n_drawn == session.n_observed and not session.outstanding()
     times = session.times.summary(reference.n_items)
-    assert times["items_timed"] >= session.n_observed
+    assert times["items_timed"] == session.n_observed
     assert times["evaluator_seconds"] > 0 and times["wall_seconds"] > 0
     assert times["full_run_lower"] <= times["full_run_seconds"] <= times["full_run_upper"]

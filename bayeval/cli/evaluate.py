@@ -410,6 +410,8 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "items_used": session.n_observed,
             "items_evaluated": session.n_evaluated,
             "items_drawn": session.n_drawn,
+            # what the model ran (the user's cost): every drawn item's evaluation
+            "documents_run": session.n_drawn,
             "random_items_for_width": _random_items(value, upper - lower, session),
             "items_skipped": len(session.skipped),
             "skipped_items": skipped_note(session.method.estimator.name, len(session.skipped)),
@@ -417,6 +419,10 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "failures": failure_summary(session.skipped),
             "items": [item for item, _ in session.observations],
             "harness_launches": _launches(session, evaluate_fn),
+            # of the in-process harness: seconds in the model's calls, and building the
+            # task's requests at the start (the rest of its time is per-call overhead)
+            "harness_model_seconds": getattr(evaluate_fn, "model_seconds", None),
+            "harness_build_seconds": getattr(evaluate_fn, "build_seconds", None),
             "evaluator": settings.evaluator,
             "task": settings.task or harness_task(matrix) or session.reference.name,
             "metric": settings.metric or matrix.metadata.get("metric"),
@@ -645,6 +651,15 @@ def _print_joint_result(r: dict[str, Any]) -> None:
 
 def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None,
                        batch: int = 1, concurrency: int = 1) -> None:
+    from bayeval.evaluators import closing
+
+    with closing([evaluate_fn]):
+        _run_shown(session, evaluate_fn, quiet, limit, batch, concurrency)
+
+
+def _run_shown(session, evaluate_fn, quiet: bool, limit: int | None, batch: int,
+               concurrency: int) -> None:
+    """``session.run`` with a progress bar on a terminal, a line per batch otherwise."""
     run = {"batch": batch, "max_failures": limit, "concurrency": concurrency}
     if quiet:
         session.run(evaluate_fn, **run)
@@ -708,10 +723,12 @@ def _print_result(r: dict[str, Any]) -> None:
         used += f" draws, {r['items_evaluated']} distinct items evaluated"
     if r["items_skipped"]:
         used += f", {r['items_skipped']} left unevaluated after failures"
-    late = r.get("items_drawn", 0) - r["items_used"] - r["items_skipped"]
-    if late > 0:
-        used += f" (+{late} drawn before the stop, in flight or in its batch)"
     table.add_row("items used", used)
+    if r.get("evaluator") != EvaluatorKind.oracle.value and "documents_run" in r:
+        late = r["documents_run"] - r["items_used"] - r["items_skipped"]
+        table.add_row("documents run", f"{r['documents_run']}" + (
+            " (every one in the estimate)" if late <= 0 else
+            f" ({late} not in the estimate: in flight when the run ended)"))
     rs = r.get("random_items_for_width")
     if rs is not None and r["method"] != "random":
         saved = 1.0 - r["items_evaluated"] / rs if rs else 0.0
@@ -769,8 +786,11 @@ def time_rows(times: dict[str, Any] | None, n_items: int) -> list[tuple[str, str
                      f"bayeval {times['own_seconds']:.1f} s "
                      f"({times['own_seconds_per_item'] * 1e3:.0f} ms per item)")]
     if times.get("full_run_seconds") is not None:
-        rows.append(("full run", f"≈ {times['full_run_seconds']:.0f} s for all {n_items} items "
-                                 f"one after another [{times['full_run_lower']:.0f}, "
-                                 f"{times['full_run_upper']:.0f}] at the measured "
-                                 f"{times['item_seconds_mean']:.2f} s per item"))
+        rows.append(("full run", f"≈ {times['full_run_seconds']:.0f} s "
+                                 f"[{times['full_run_lower']:.0f}, "
+                                 f"{times['full_run_upper']:.0f}] for the documents of all "
+                                 f"{n_items} items at the measured "
+                                 f"{times['item_seconds_mean']:.3f} s per document (plus a "
+                                 "full run's start-up); this run's documents took "
+                                 f"{times['evaluator_seconds']:.0f} s"))
     return rows

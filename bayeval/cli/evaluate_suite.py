@@ -476,7 +476,15 @@ def _run(run, evaluators, batch, quiet, label, journal, truths, group,
 
 
 def _with_progress(run, evaluators, batch: int, quiet: bool) -> None:
-    """``run.run`` with a progress bar on a terminal, one line per 10 items otherwise."""
+    """``run.run`` with a progress bar on a terminal, one line per 10 items otherwise;
+    the evaluators closed however it ends (:func:`bayeval.evaluators.closing`)."""
+    from bayeval.evaluators import closing
+
+    with closing(evaluators):
+        _shown(run, evaluators, batch, quiet)
+
+
+def _shown(run, evaluators, batch: int, quiet: bool) -> None:
     total = sum(s.n_items for s in run.sessions)
     if run.rule.max_items is not None:
         total = min(total, run.rule.max_items)

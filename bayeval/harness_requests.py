@@ -1,0 +1,160 @@
+"""A harness task's requests built once, and a batch of its documents run on a model as a
+full ``lm_eval`` run runs them.
+
+A full run (``lm_eval.evaluator.evaluate``) builds every document's requests
+(``Task.build_all_requests``: the prompt with its few-shot examples, one
+``Instance`` per choice or generation), hands all requests of a type to the model in one
+call (``lm.loglikelihood``, ``lm.generate_until``; the model sorts them by length, packs
+them into batches of its batch size and shares a context among the choices of a
+multiple-choice document), then applies the task's filters and scores each document
+(``Task.process_results``).
+
+:class:`PreparedTask` does the same in two parts. At the start it builds the requests of
+**all** documents, in document order, as the full run does: the few-shot sampler draws
+from one random stream document after document, so a document's prompt is the one the
+full run gives it only when every document is built in that order. Per batch,
+:func:`run_documents` hands the chosen documents' requests (of every task of the batch)
+to the model in one call per request type, applies the filters to those requests, and
+scores each document; :meth:`PreparedTask.records` gives the per-document records the
+harness logs with ``--log_samples`` (the same fields, the same hashes). No per-batch
+``evaluate()``: nothing is rebuilt, aggregated or re-read.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from bayeval.errors import EvaluationError
+
+# what lm_eval.evaluator.evaluate takes that changes how requests are built
+BUILD_SETTINGS = ("system_instruction", "apply_chat_template", "fewshot_as_multiturn",
+                  "confirm_run_unsafe_code")
+
+
+class PreparedTask:
+    """One harness task (``task``: an ``lm_eval.api.task.Task``) named ``name``, its
+    requests built for every document (module docstring). ``settings``: the request
+    settings of :data:`BUILD_SETTINGS` and ``lm``, the model whose chat template is
+    applied when ``apply_chat_template`` is set."""
+
+    def __init__(self, name: str, task: Any, lm: Any, settings: dict[str, Any]) -> None:
+        if getattr(task, "UNSAFE_CODE", False) and not settings.get("confirm_run_unsafe_code"):
+            raise EvaluationError(f"the harness task {name!r} runs untrusted code: give "
+                                  "--confirm_run_unsafe_code in --lm-eval-args to run it")
+        if getattr(task, "MULTIMODAL", False) and not getattr(lm, "MULTIMODAL", False):
+            raise EvaluationError(f"the harness task {name!r} needs a multimodal model "
+                                  "(hf-multimodal, vllm-vlm)")
+        chat = bool(settings.get("apply_chat_template"))
+        try:
+            task.build_all_requests(
+                rank=0, world_size=1, system_instruction=settings.get("system_instruction"),
+                apply_chat_template=chat,
+                fewshot_as_multiturn=bool(settings.get("fewshot_as_multiturn")),
+                chat_template=getattr(lm, "apply_chat_template", None) if chat else None,
+                tokenizer_name=getattr(lm, "tokenizer_name", "") if chat else "")
+        except Exception as exc:  # a task's templates raise anything
+            raise EvaluationError(f"the harness could not build the requests of {name!r}: "
+                                  f"{type(exc).__name__}: {str(exc)[:160]}") from None
+        self.name = name
+        self.task = task
+        self.n_docs = len(task.eval_docs)
+        self.requests: dict[int, list[Any]] = defaultdict(list)
+        for instance in task.instances:
+            self.requests[instance.doc_id].append(instance)
+        for instances in self.requests.values():
+            instances.sort(key=lambda x: x.idx)
+        self.filters = list(getattr(task, "_filters", []))
+        # per (metric, filter) the values of every document scored so far (the summary)
+        self.raw_metrics: dict[tuple[str, str], list] = defaultdict(list)
+        self.scored = 0
+
+    def instances(self, docs: Sequence[int]) -> list[Any]:
+        """The requests of ``docs`` (each document's in the harness's order), cleared of
+        any earlier answers."""
+        out = []
+        for doc in docs:
+            if doc not in self.requests:
+                raise EvaluationError(f"the harness task {self.name!r} has no document "
+                                      f"{doc} ({self.n_docs} documents)")
+            for instance in self.requests[doc]:
+                instance.resps = []
+                instance.filtered_resps = {}
+                out.append(instance)
+        return out
+
+    def records(self, docs: Sequence[int]) -> list[dict[str, Any]]:
+        """After the model answered ``docs``' requests: filter them and score each
+        document; the harness's per-document records (``--log_samples``), every filter's,
+        documents in index order."""
+        from lm_eval.utils import handle_non_serializable, hash_string
+
+        docs = sorted(docs)
+        batch = [i for d in docs for i in self.requests[d]]
+        try:
+            for ensemble in self.filters:
+                ensemble.apply(batch)
+        except Exception as exc:  # a task's filters raise anything
+            raise EvaluationError(f"the harness's filters of {self.name!r} failed: "
+                                  f"{type(exc).__name__}: {str(exc)[:160]}") from None
+        out = []
+        for key in batch[0].filtered_resps:
+            for doc_id in docs:
+                requests = self.requests[doc_id]
+                doc = requests[0].doc
+                try:
+                    metrics = self.task.process_results(
+                        doc, [r.filtered_resps[key] for r in requests])
+                    target = self.task.doc_to_target(doc)
+                except Exception as exc:  # a task's scoring raises anything
+                    raise EvaluationError(f"the harness could not score document {doc_id} "
+                                          f"of {self.name!r}: {type(exc).__name__}: "
+                                          f"{str(exc)[:160]}") from None
+                record = {
+                    "doc_id": doc_id, "doc": doc, "target": target,
+                    "arguments": [r.args for r in requests],
+                    "resps": [r.resps for r in requests],
+                    "filtered_resps": [r.filtered_resps[key] for r in requests],
+                    "filter": key, "metrics": list(metrics),
+                    "doc_hash": hash_string(json.dumps(
+                        doc, indent=2, default=handle_non_serializable, ensure_ascii=False)),
+                    "prompt_hash": hash_string(requests[0].arguments[0]),
+                    "target_hash": hash_string(str(target)),
+                    **metrics}
+                out.append(record)
+                for metric, value in metrics.items():
+                    self.raw_metrics[(metric, key)].append(value)
+        self.scored += len(docs)
+        return out
+
+
+def run_documents(lm: Any, batch: dict[str, tuple[PreparedTask, list[int]]]) -> float:
+    """Run the requests of every ``(task, docs)`` of ``batch`` on ``lm``: one call per
+    request type for all of them (each request repeated ``repeats`` times, as the full run
+    does), the answers put on the requests. Returns the seconds spent in the model's
+    calls."""
+    by_type: dict[str, list[Any]] = defaultdict(list)
+    for prepared, docs in batch.values():
+        for instance in prepared.instances(docs):
+            by_type[instance.request_type].extend([instance] * instance.repeats)
+    spent = 0.0
+    for kind, requests in by_type.items():
+        began = time.perf_counter()
+        try:
+            answers = getattr(lm, kind)(requests)
+        except Exception as exc:  # the model raises anything
+            raise EvaluationError(f"the model's {kind} failed: {type(exc).__name__}: "
+                                  f"{str(exc)[:160]}") from None
+        spent += time.perf_counter() - began
+        if len(answers) != len(requests):
+            raise EvaluationError(f"the model's {kind} answered {len(answers)} of "
+                                  f"{len(requests)} requests")
+        for request, answer in zip(requests, answers, strict=True):
+            request.resps.append(answer)
+    return spent
+
+
+__all__ = ["BUILD_SETTINGS", "PreparedTask", "run_documents"]
