@@ -31,3 +31,17 @@ class EvaluatorFailedError(EvaluationError):
 
 class SessionError(BayevalError):
     """An ask/tell call that the session cannot accept."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: the command ends as on Ctrl-C (journal closed, evaluator processes ended),
+    with exit status 143 (128 + SIGTERM) instead of 130."""
+
+
+def interrupt_status(exc: BaseException | None) -> int:
+    """The exit status of an interruption: 143 for SIGTERM, 130 for Ctrl-C."""
+    while exc is not None:
+        if isinstance(exc, Terminated):
+            return 143
+        exc = exc.__cause__ or exc.__context__
+    return 130

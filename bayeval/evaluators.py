@@ -171,8 +171,13 @@ class CommandEvaluator:
             raise EvaluationError(str(exc)) from None
 
     def cancel(self) -> None:
-        """Kill the commands running now (with their process groups)."""
+        """Kill the commands running now (with their process groups) and start no other
+        until :meth:`restart`."""
         self._children.cancel()
+
+    def restart(self) -> None:
+        """Let commands start again after :meth:`cancel` (a new run)."""
+        self._children.cancelled = False
 
     def __call__(self, item: str, target: str | None = None) -> float:
         command = self.command_for(item, target)  # refuses unsafe ids before any attempt
@@ -180,7 +185,11 @@ class CommandEvaluator:
         for _ in range(self.retries + 1):
             try:
                 return self._attempt(command, item)
+            except CancelledError:
+                raise
             except EvaluationError as exc:
+                if self._children.cancelled:  # killed because the run stopped: no retry
+                    raise CancelledError(f"item {item!r}: the run was stopped") from None
                 reason = str(exc)
         raise EvaluationError(f"{reason} (after {self.retries + 1} attempt(s))")
 
@@ -305,15 +314,19 @@ class ChildProcesses:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen] = set()
+        self.cancelled = False
 
     def run(self, argv: str | list[str], timeout: float, **kwargs) -> tuple[
             subprocess.Popen, str, str]:
         """Run ``argv`` to its end (its group killed at ``timeout`` seconds, raising
-        subprocess.TimeoutExpired, or on any exception): (process, stdout, stderr)."""
-        proc = start_child(argv, **kwargs)
-        _watchdog.say(f"+{proc.pid}")
+        subprocess.TimeoutExpired, or on any exception): (process, stdout, stderr).
+        After :meth:`cancel` nothing starts: :class:`CancelledError` is raised instead."""
         with self._lock:
+            if self.cancelled:
+                raise CancelledError("the run was stopped: no evaluator process starts")
+            proc = start_child(argv, **kwargs)
             self._running.add(proc)
+        _watchdog.say(f"+{proc.pid}")
         try:
             stdout, stderr = communicate_in_slices(proc, timeout)
         except BaseException:
@@ -327,8 +340,10 @@ class ChildProcesses:
         return proc, stdout, stderr
 
     def cancel(self) -> None:
-        """Kill every running process group."""
+        """Kill every running process group, and start no other (the run stopped: an
+        interruption, an error)."""
         with self._lock:
+            self.cancelled = True
             running = list(self._running)
         for proc in running:
             end_group(proc)
@@ -348,6 +363,11 @@ def closing(evaluators: Sequence[object]) -> Iterator[None]:
             if close is not None and id(evaluator) not in seen:
                 seen.add(id(evaluator))
                 close()
+
+
+class CancelledError(EvaluationError):
+    """An evaluation ended because the run stopped (its process killed, or none started):
+    never retried."""
 
 
 class BatchEvaluator:

@@ -71,3 +71,23 @@ def write_file(path: str | os.PathLike, data: bytes | str, *, durable: bool = Fa
 
 
 __all__ = ["fsync_folder", "is_regular_or_absent", "write_file"]
+
+
+def read_text(path: str | os.PathLike, what: str) -> str:
+    """The UTF-8 text of the file ``path`` a user handed over (``what``: how the message
+    names it, e.g. ``--items FILE``): a path that is not a regular file (a folder, a FIFO
+    that would block) or bytes that are not UTF-8 are a one-line DataError naming the
+    file (and the byte's offset)."""
+    from bayeval.errors import DataError
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{what}: no such file")
+    if not path.is_file():
+        raise DataError(f"{what}: not a regular file")
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{what}: not UTF-8 text (byte {exc.start} is "
+                        f"{raw[exc.start]:#04x})") from None

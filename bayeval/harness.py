@@ -157,8 +157,13 @@ class LmEvalCommand(HarnessEvaluator):
         sweep_folders()  # once a run: what killed runs left behind
 
     def cancel(self) -> None:
-        """Kill a harness launch running now (with its process group)."""
+        """Kill a harness launch running now (with its process group) and start no other
+        until :meth:`restart`."""
         self._children.cancel()
+
+    def restart(self) -> None:
+        """Let launches start again after :meth:`cancel` (a new run)."""
+        self._children.cancelled = False
 
     def argv(self, samples: dict[str, list[int]], output: Path) -> list[str]:
         """The launch's command line."""

@@ -108,11 +108,19 @@ def harness_results(estimate: TaskEstimate, metric: str | None, filter_name: str
 
 def write_harness_results(record: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """Write ``record`` as the harness writes its results (indented JSON): to ``path``,
-    or, when ``path`` is a folder, to ``path/results_<date>.json``."""
+    or, when ``path`` is a folder (or ends with a slash: a folder made for it), to
+    ``path/results_<date>.json``. A failure is a one-line error naming the file."""
+    from bayeval.errors import BayevalError
     from bayeval.files import write_file
 
     target = Path(path)
-    if target.is_dir():
-        stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
-        target = target / f"results_{stamp}.json"
-    return write_file(target, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    try:
+        if str(path).endswith(("/", os.sep)):
+            target.mkdir(parents=True, exist_ok=True)
+        if target.is_dir():
+            stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
+            target = target / f"results_{stamp}.json"
+        return write_file(target, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    except OSError as exc:
+        raise BayevalError(f"--harness-results {target}: cannot be written "
+                           f"({exc.strerror or exc})") from None

@@ -30,6 +30,8 @@ from bayeval.errors import (
 )
 from bayeval.files import is_regular_or_absent, write_file
 from bayeval.journal_check import (
+    CHECK,
+    RUN,
     header_altered,
     record_altered,
     run_of,
@@ -38,7 +40,10 @@ from bayeval.journal_check import (
 )
 
 JOURNAL_FORMAT = "bayeval-journal"
-JOURNAL_VERSION = 1
+# 2: every journal carries its checks (bayeval.journal_check); 1: checks optional (a
+# journal of version 1 without them was written before they existed)
+JOURNAL_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 class JournalWarning(UserWarning):
@@ -281,9 +286,10 @@ class JournalFile:
         header = records[0]
         if header.get("format") != JOURNAL_FORMAT:
             raise JournalError(f"journal {path} line 1: not a bayeval journal header")
-        if header.get("version") != JOURNAL_VERSION:
+        if header.get("version") not in READABLE_VERSIONS:
             raise JournalError(f"journal {path}: version {header.get('version')} is not "
                                f"supported (this bayeval writes version {JOURNAL_VERSION})")
+        _checks_present(path, header, records[1:], numbers[1:])
         if header_altered(header):
             raise JournalError(f"journal {path} line 1: the header was altered (it does not "
                                "match its check)")
@@ -307,6 +313,30 @@ class JournalFile:
                     fh.write(b"\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+
+def _checks_present(path: Path, header: dict[str, Any], records: list[dict[str, Any]],
+                    numbers: list[int]) -> None:
+    """Refuse a journal whose checks were taken away: a header with a run id and no
+    check (or the reverse), records with checks under a header without one, and a journal
+    of this version without them. A journal written before the checks existed (version 1,
+    no check anywhere) is read with a warning naming it."""
+    if (CHECK in header) != (RUN in header):
+        lost = CHECK if RUN in header else RUN
+        raise JournalError(f"journal {path} line 1: the header lost its {lost!r} (a "
+                           "journal's header holds both its run id and its check)")
+    if CHECK in header:
+        return
+    checked = next((n for n, r in zip(numbers, records, strict=True) if CHECK in r), None)
+    if checked is not None:
+        raise JournalError(f"journal {path} line {checked}: the record carries a check "
+                           "but the header has none (the header's check was removed)")
+    if header.get("version") != 1:
+        raise JournalError(f"journal {path} line 1: a version {header.get('version')} "
+                           "journal without its checks (they were removed)")
+    warnings.warn(f"journal {path} was written without integrity checks (by an earlier "
+                  "bayeval): an edit of its lines cannot be detected", JournalWarning,
+                  stacklevel=4)
 
 
 class PairJournal(JournalFile):

@@ -26,6 +26,9 @@ def run_session(session: Any, evaluator: Callable[..., float], batch: int = 1,
     """Run ``evaluator`` over ``session`` until it is done (see
     :meth:`bayeval.session.Session.run`, whose checks come first)."""
     clock = session.times
+    restart = getattr(evaluator, "restart", None)
+    if restart is not None:  # an evaluator cancelled by an earlier run may start again
+        restart()
     clock.start()
     try:
         if concurrency > 1:

@@ -67,6 +67,13 @@ class SessionJournal(JournalFile):
 
     def _replay(self, event: dict[str, Any], where: str) -> None:
         kind = event.get("event")
+        if kind == "budget":  # a budget given on a resume: the latest one holds
+            budget = event.get("max_items")
+            if budget is not None and (not isinstance(budget, int) or isinstance(
+                    budget, bool) or budget < 1):
+                raise JournalError(f"{where}: budget {budget!r} is not a whole number ≥ 1")
+            self.max_items = budget
+            return
         with self._record_errors(where):
             item = str(event["item"])
             target = event.get("target") if self.several else None
@@ -116,6 +123,14 @@ class SessionJournal(JournalFile):
         if isinstance(call, int) and call >= self._calls:
             self._calls = call + 1
             self.ask_calls_replayed = self._calls
+
+    def set_budget(self, max_items: int | None) -> None:
+        """Stop after ``max_items`` observations from now on (None: no budget), journaled
+        so that a later resume keeps it (``--resume --max-items N``)."""
+        if max_items is not None and max_items < 1:
+            raise JournalError(f"max_items must be ≥ 1, got {max_items}")
+        self._append({"event": "budget", "max_items": max_items})
+        self.max_items = max_items
 
     def _ask_record(self, c: int, q: float, design: float) -> dict[str, Any]:
         return {"event": "ask", "order": len(self._rounds), "call": self._calls,

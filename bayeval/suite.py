@@ -59,9 +59,14 @@ def task_seed(seed: int, k: int) -> int:
 
 def normalised_weights(weights: Sequence[float]) -> np.ndarray:
     """The tasks' weights divided by their sum (each must be positive and finite)."""
-    w = np.asarray(weights, np.float64)
+    try:
+        w = np.asarray(weights, np.float64)
+    except (TypeError, ValueError):
+        raise BayevalError(f"suite weights must be positive numbers, got {list(weights)}"
+                           ) from None
     if w.ndim != 1 or w.size == 0 or not np.all(np.isfinite(w)) or np.any(w <= 0):
         raise BayevalError(f"suite weights must be positive numbers, got {list(weights)}")
+    w = w / w.max()  # first to at most 1: the sum of huge weights does not overflow
     return w / w.sum()
 
 

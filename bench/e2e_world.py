@@ -13,7 +13,7 @@ the same generators (not on the test documents):
 * ``e2e_mc_large``, ``e2e_mc_small``, ``e2e_gen_small``: the same with other numbers of
   documents (5,000; 500 and 300).
 
-Prompts hold few-shot examples (5 for multiple choice, 2 generative) from the task's own
+Prompts hold few-shot examples (3 for multiple choice, 2 generative) from the task's own
 documents, separated by the end-of-text word as in the training sequences.
 
 Models (``train_runs``): five training runs (seeds 0–4, widths 128, 64, 96, 128, 64;
@@ -49,7 +49,7 @@ SETTINGS = {
     "better": (1500, [(s, t) for s in (1, 2, 3, 4) for t in (150, 300, 500)] + [(2, 750)]),
 }
 POSITIONS = 128  # the models' context; training sequences pack problems up to it
-SHOTS = {"mc": 5, "gen": 2}  # few-shot examples per prompt, by kind of task
+SHOTS = {"mc": 3, "gen": 2}  # few-shot examples per prompt, by kind of task
 
 
 def kind(task: str) -> str:

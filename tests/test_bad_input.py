@@ -50,7 +50,9 @@ CASES = [
     ("timeout negative", ["evaluate", "--timeout", "-1"],
      "Invalid value for '--timeout': -1 is not > 0"),
     ("retries negative", ["evaluate", "--retries", "-1"],
-     "Invalid value for '--retries': -1 is not ≥ 0"),
+     "Invalid value for '--retries': -1 is not in [0, 100]"),
+    ("retries without end", ["select", "--retries", "1000000"],
+     "Invalid value for '--retries': 1000000 is not in [0, 100]"),
     ("max-items zero", ["evaluate", "--max-items", "0"],
      "Invalid value for '--max-items': 0 is not ≥ 1"),
     ("method parameter of the wrong type", ["evaluate", "--method", "bayesame(refit_every=abc)"],
@@ -118,6 +120,10 @@ CASES = [
     ("select history of the candidates only", ["select", "--dataset", "rte", "--history",
                                                "rte"],
      "--history rte: 0 of its models are not candidates"),
+    ("select items not UTF-8", ["select", "--models", "a,b", "--items", "{tmp}/latin1.txt",
+                                "--budget", "4", "--evaluator", "command", "--command",
+                                "echo 1; true {model} {item}", "--journal", "{tmp}/s.jsonl"],
+     "--items {tmp}/latin1.txt: not UTF-8 text (byte 6 is 0xe9)"),
     ("select history file missing", ["select", "--dataset", "rte", "--history",
                                      "{tmp}/missing.csv"],
      "--history {tmp}/missing.csv: no such file"),
@@ -150,8 +156,8 @@ CASES = [
      "--export-samples {tmp}/missing/s.json: {tmp}/missing does not exist"),
     ("diagnose one chain", ["diagnose", "--chains", "1"],
      "Invalid value for '--chains': 1 is not ≥ 2 (R-hat compares chains)"),
-    ("diagnose no draws", ["diagnose", "--samples", "0"],
-     "Invalid value for '--samples': 0 is not ≥ 4 (per chain)"),
+    ("diagnose no draws", ["diagnose", "--draws", "0"],
+     "Invalid value for '--draws': 0 is not ≥ 4 (per chain)"),
     ("diagnose coreset zero", ["diagnose", "--coreset", "0"],
      "Invalid value for '--coreset': 0 is not ≥ 1"),
     ("diagnose coreset beyond the items", ["diagnose", "--coreset", "600"],
@@ -260,6 +266,7 @@ def _files(tmp: Path) -> None:
     (tmp / "scores.txt").write_text("model,i1\nm1,1\n")
     (tmp / "bad.npz").write_text("not a zip archive")
     (tmp / "afile").write_text("x")
+    (tmp / "latin1.txt").write_bytes(b"i1\ncaf\xe9\n")
     (tmp / "adir").mkdir()
     (tmp / "corrupt.jsonl").write_text('{"garbage\n')
     from bayeval.data import read_matrix
@@ -271,10 +278,10 @@ def _files(tmp: Path) -> None:
     header = json.loads((tmp / "good.jsonl").read_text().splitlines()[0])
     (tmp / "noref.jsonl").write_text(sealed_journal([{k: v for k, v in header.items()
                                                       if k != "reference"}]))
-    (tmp / "sel.jsonl").write_text(json.dumps({
+    (tmp / "sel.jsonl").write_text(sealed_journal([{
         "format": header["format"], "version": header["version"],
         "method": {"name": SELECTION_METHOD, "budget": 4}, "models": ["a", "b"],
-        "items": ["i0", "i1"], "seed": 0, "extra": {}}) + "\n")
+        "items": ["i0", "i1"], "seed": 0, "extra": {}}]))
 
 
 def _snapshot(tmp: Path) -> dict[str, bytes | None]:

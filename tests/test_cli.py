@@ -216,7 +216,7 @@ def test_diagnose_prints_diagnostics_and_plots(tmp_path):
     # a short NUTS run of 2PL IRT on IFEval (the estimate and plots, not R-hat, are the
     # point here; docs/results/inference has the full-length diagnosis)
     result = _invoke("diagnose", "--model", "irt-2pl", "--coreset", "40", "--chains", "2",
-                     "--warmup", "100", "--samples", "100", "--json", "--plot",
+                     "--warmup", "100", "--draws", "100", "--json", "--plot",
                      str(tmp_path))
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -299,3 +299,58 @@ def test_long_work_says_it_started_unless_it_ends_at_once(capsys):
         raise ValueError("refused")
     time.sleep(1.2)  # past the first line's delay: nothing comes late
     assert capsys.readouterr().err == ""
+
+
+def test_every_help_names_only_options_that_exist():
+    # an option a command's help names is one of its own, one of lm-evaluation-harness's
+    # (`lm_eval run`'s own parser: --model, --include_path, …), or another command's named
+    # with it ("evaluate --subtasks"); once `select` pointed to help it did not have
+    import re
+
+    import typer
+
+    from bayeval.cli import app
+
+    pytest.importorskip("lm_eval")
+    from lm_eval._cli.harness import HarnessCLI
+
+    harness = set()
+    for action in HarnessCLI()._parser._subparsers._group_actions[0].choices["run"]._actions:
+        harness.update(action.option_strings)
+    root = typer.main.get_command(app)
+
+    def options(command) -> set[str]:
+        return {o for p in command.params for o in [*p.opts, *p.secondary_opts]}
+
+    leaves = {}
+
+    def walk(command, path):
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                walk(sub, [*path, name])
+        else:
+            leaves[" ".join(path)] = command
+
+    walk(root, [])
+    wrong = {}
+    for path, command in leaves.items():
+        text = " ".join([command.help or "", *(p.help or "" for p in command.params)])
+        for match in re.finditer(r"(?:(\w+) )?(?<![\w-])(--[a-z][a-z0-9_-]*)", text):
+            before, option = match.groups()
+            named = leaves.get(before or "", None)
+            if option in options(command) or option in harness or (
+                    named is not None and option in options(named)):
+                continue
+            wrong.setdefault(path, []).append(option)
+    assert not wrong, wrong
+
+
+def test_output_that_is_no_terminal_is_never_cut(cli):
+    # a pipe or a log has no width: every column of the ranking is whole (once "ra…" and
+    # "mean 0.7…" at Rich's default 80 columns), and no line ends in a table's padding
+    if os.environ.get("COLUMNS"):
+        pytest.skip("COLUMNS set: the output is given that width, as on a terminal")
+    done = cli("select", "--dataset", "ifeval", "--budget", "5%", "-q")
+    assert done.returncode == 0, done.stderr
+    assert "…" not in done.stdout and "true rank" in done.stdout
+    assert all(line == line.rstrip() for line in done.stdout.splitlines())

@@ -94,6 +94,34 @@ def test_wrong_task_scorer_or_folder_is_one_line(logs, tmp_path):
         read_inspect(tmp_path / "missing")
 
 
+def test_a_sample_twice_in_an_epoch_or_ids_differing_in_type_are_refused(logs, tmp_path):
+    # one sample logged twice in an epoch with opposite scores (once averaged to 0.5), and
+    # ids 1 and "1" (once one item): refused in one line naming the log and the id
+    from inspect_ai.log import list_eval_logs, read_eval_log, write_eval_log
+    from inspect_ai.scorer import Score
+
+    warnings.simplefilter("ignore", InspectWarning)
+    log = next(lg for lg in map(read_eval_log, list_eval_logs(str(logs)))
+               if lg.eval.model == "mockllm/weak")
+    first = log.samples[0]
+    flipped = {k: Score(value="I" if v.value == "C" else "C") for k, v in first.scores.items()}
+    cases = {
+        "twice": ([*log.samples, first.model_copy(update={"scores": flipped})],
+                  rf"sample {first.id!r} epoch 1: the sample is logged twice in this epoch"),
+        "types": ([first.model_copy(update={"id": 1}),
+                   log.samples[1].model_copy(update={"id": "1"}), *log.samples[2:]],
+                  r"sample '1' epoch 1: ids 1 and '1' differ only in type"),
+    }
+    for name, (samples, message) in cases.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        # a .json log (an .eval log keeps one sample per id and epoch)
+        write_eval_log(log.model_copy(update={"samples": samples}),
+                       str(folder / f"{Path(log.location).stem}.json"))
+        with pytest.raises(DataError, match=message):
+            read_inspect(folder)
+
+
 def test_a_model_logged_twice_is_refused_or_numbered(logs, tmp_path):
     import shutil
 

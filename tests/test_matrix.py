@@ -56,7 +56,9 @@ def test_immutable(small):
         (np.zeros((0, 2)), [], ["x", "y"], "empty benchmark"),
         (np.zeros((1, 0)), ["a"], [], "empty benchmark"),
         (np.zeros((1, 3)), ["a"], ["x", "y"], "shape .1, 3. but there are 1 model ids and 2"),
-        (np.array([["0", "x"]], dtype=object), ["a"], ["x", "y"], "must be numeric"),
+        (np.array([["0", "x"]], dtype=object), ["a"], ["x", "y"], "must be real numbers"),
+        (np.array([[0.5 + 0.5j, 1.0]]), ["a"], ["x", "y"],
+         "must be real numbers, got dtype complex128"),
         (np.zeros(3), ["a"], ["x", "y", "z"], "2-D"),
     ],
 )

@@ -240,6 +240,38 @@ def test_outputs_are_checked_before_any_work(tmp_path, cli):
             assert not absent.exists()  # no half of the outputs
 
 
+def test_the_estimate_is_shown_before_a_results_file_fails(tmp_path, cli):
+    # --harness-results on a full device: the estimate is printed first, then one line
+    # naming the file; --group-mean without --subtasks is refused, not ignored
+    args = ("evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
+            "--evaluator", "command", "--command", "echo 1; true {item}", "--max-items",
+            "3", "--json", "-q")
+    done = cli(*args, "--journal", str(tmp_path / "a.jsonl"), "--harness-results",
+               "/dev/full")
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["items_used"] == 3
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--harness-results /dev/full: cannot be written" in lines[0]
+    done = cli(*args, "--journal", str(tmp_path / "b.jsonl"), "--group-mean", "equal")
+    assert done.returncode == 2 and "--group-mean is for --subtasks" in done.stderr
+
+
+def test_a_resume_may_raise_the_budget_of_a_run_and_keeps_it(tmp_path, cli):
+    # a run cut by --max-items 3, resumed with --max-items 5: five items, and a resume
+    # without the option keeps the budget of 5 (journaled), where it was refused
+    journal = str(tmp_path / "j.jsonl")
+    args = ("--json", "-q")
+    done = cli("evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
+               "--evaluator", "command", "--command", "echo 1; true {item}", "--max-items",
+               "3", "--journal", journal, *args)
+    assert json.loads(done.stdout)["items_used"] == 3
+    done = cli("evaluate", "--resume", "--journal", journal, "--max-items", "5", *args)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["items_used"] == 5
+    again = json.loads(cli("evaluate", "--resume", "--journal", journal, *args).stdout)
+    assert again["items_used"] == 5 and again["stopped"] == "budget of 5 items"
+
+
 def test_a_live_target_is_never_judged_against_a_reference_row(tmp_path, cli):
     # a model of the matrix, evaluated live: its reference row is held out, not its truth
     done = cli("evaluate", "--dataset", "mrpc", "--target", "mrpc-model-000", "--method",
@@ -426,7 +458,8 @@ def test_no_evaluator_process_outlives_bayeval(tmp_path, how):
     finally:
         proc.kill()
     if how != "SIGKILL":
-        assert proc.returncode == 130 and "Traceback" not in err, err
+        assert proc.returncode == {"SIGINT": 130, "SIGTERM": 143}[how], err
+        assert "Traceback" not in err, err
         # the line says how to continue the run
         assert f"continue with: bayeval evaluate --resume --journal {journal}" in err, err
     deadline = time.time() + 10
@@ -543,3 +576,37 @@ def test_a_bench_called_from_python_in_32_bit_mode_runs_in_float64(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "2", done.stderr[-400:]
+
+
+def test_a_signal_with_evaluations_in_flight_starts_and_retries_nothing(tmp_path):
+    # --concurrency 3 with retries: SIGTERM kills the three commands in flight, and none
+    # is retried or started after it (each start appends a line to a file); bayeval ends
+    # at once with 143 and the resume command
+    import signal
+
+    journal, starts = tmp_path / "run.jsonl", tmp_path / "starts"
+    command = f"echo x >> {starts}; sleep 61.74; echo 1"
+    proc = subprocess.Popen([sys.executable, "-m", "bayeval.cli", "evaluate", "--dataset",
+                             "mrpc", "--target", "new", "--method", "active-pai",
+                             "--evaluator", "command", "--command", command, "--timeout",
+                             "300", "--retries", "3", "--concurrency", "3", "--journal",
+                             str(journal), "-q"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 300  # start-up compiles from a cold cache on a fresh machine
+        while _count("sleep 61.74") < 3 and time.time() < deadline:
+            time.sleep(0.1)
+        assert _count("sleep 61.74") == 3
+        proc.send_signal(signal.SIGTERM)
+        began = time.time()
+        _, err = proc.communicate(timeout=60)
+        took = time.time() - began
+    finally:
+        proc.kill()
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    # 2 s is the bound users are promised; the slack covers a loaded test machine
+    assert took < 10, took
+    assert f"continue with: bayeval evaluate --resume --journal {journal}" in err, err
+    time.sleep(1)
+    assert starts.read_text().count("x") == 3  # no retry, no new item after the signal
+    assert _count("sleep 61.74") == 0

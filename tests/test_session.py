@@ -246,6 +246,46 @@ def test_any_altered_byte_or_spliced_line_is_found_and_named(tmp_path, reference
     Session.resume(path, reference=reference).close()  # the journal as written reads back
 
 
+def test_taking_the_checks_away_turns_no_check_off(tmp_path, reference, world):
+    # a journal whose header lost its check (or its run id), or whose every check and run
+    # id were stripped, with every score flipped: refused in one line, where it once
+    # resumed to another estimate; a journal of version 1 without checks (written before
+    # they existed) is read, with a warning naming it
+    from bayeval.journal import JournalWarning
+
+    path = tmp_path / "j.jsonl"
+    _full_run(reference, world, seed=0, journal=path)
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+
+    def flipped(record):
+        if record.get("event") == "tell":
+            return {**record, "score": 1.0 - record["score"]}
+        return record
+
+    def bare(record):
+        return {k: v for k, v in record.items() if k not in ("check", "run")}
+
+    cases = {
+        "the header's check": ([{k: v for k, v in lines[0].items() if k != "check"},
+                                *map(flipped, lines[1:])], "line 1: the header lost its 'check'"),
+        "the header's run id": ([{k: v for k, v in lines[0].items() if k != "run"},
+                                 *lines[1:]], "line 1: the header lost its 'run'"),
+        "the header's check and run id": ([bare(lines[0]), *map(flipped, lines[1:])],
+                                          "line 2: the record carries a check but the "
+                                          "header has none"),
+        "every check": ([bare(r) for r in [lines[0], *map(flipped, lines[1:])]],
+                        "line 1: a version 2 journal without its checks"),
+    }
+    for records, message in cases.values():
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        with pytest.raises(JournalError, match=message):
+            Session.resume(path, reference=reference)
+    old = [{**bare(r), "version": 1} if k == 0 else bare(r) for k, r in enumerate(lines)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in old))
+    with pytest.warns(JournalWarning, match="written without integrity checks"):
+        Session.resume(path, reference=reference).close()
+
+
 def test_failed_evaluations_are_skipped_never_scored(tmp_path, reference, world):
     oracle = MatrixOracle(world, "m0")
     bad = {"q03", "q17", "q21", "q30"}

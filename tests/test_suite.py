@@ -173,8 +173,11 @@ GLUE = ("[[tasks]]\ndataset = 'rte'\ntarget = 'rte-model-003'\n"
         "[[tasks]]\ndataset = 'mrpc'\ntarget = 'mrpc-model-003'\n")
 
 
-def _suite_file(path, text: str):
-    path.write_text(text)
+def _suite_file(path, text: str | bytes):
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
     return path
 
 
@@ -182,7 +185,17 @@ def _suite_file(path, text: str):
     ("epsilon = 0.1\n", "needs two or more [[tasks]]"),
     ("[[tasks]]\ndataset = 'rte'\n[[tasks]]\ndataset = 'rte'\n", "two tasks are named 'rte'"),
     ("[[tasks]]\ndataset = 'rte'\n[[tasks]]\ndataset = 'mrpc'\nweight = -1\n",
-     "task 2: weight must be a positive number"),
+     "task 2: weight must be a positive finite number"),
+    ("[[tasks]]\ndataset = 'rte'\n[[tasks]]\ndataset = 'mrpc'\ncost = inf\n",
+     "task 2: cost must be a positive finite number, got inf"),
+    ("[[tasks]]\ndataset = 'rte'\ncommand = 5\n[[tasks]]\ndataset = 'mrpc'\n",
+     "task 1: command must be a string, got 5"),
+    ("[[tasks]]\ndataset = 'rte'\nname = \"a\\u0000b\"\n[[tasks]]\ndataset = 'mrpc'\n",
+     "task 1: the task name 'a\\x00b' cannot name its files"),
+    ("[[tasks]]\ndataset = 'rte'\nname = '../../escape'\n[[tasks]]\ndataset = 'mrpc'\n",
+     "task 1: the task name '../../escape' cannot name its files"),
+    (b"[[tasks]]\ndataset = 'rte'\nname = 'caf\xe9'\n[[tasks]]\ndataset = 'mrpc'\n",
+     "not UTF-8 text (byte 37 is 0xe9)"),
     ("[[tasks]]\ndataset = 'rte'\nwieght = 1\n[[tasks]]\ndataset = 'mrpc'\n",
      "task 1: unknown key 'wieght'"),
     ("[[tasks]]\nname = 'a'\n[[tasks]]\ndataset = 'mrpc'\n",
@@ -199,6 +212,39 @@ def test_a_bad_suite_file_is_one_line(tmp_path, cli, text, message):
     assert done.returncode == 2, done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("tasks:\n  - dataset: rte\n    weight: 1\n    weight: 9\n  - dataset: mrpc\n",
+     "key 'weight' is given twice (line 2)"),
+    # a billion laughs: 9⁷ copies of "x" if the aliases were expanded
+    ("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     + "".join(f"{x}: &{x} [{', '.join([f'*{p}'] * 9)}]\n"
+               for p, x in zip("bcdef", "cdefg", strict=True))
+     + "tasks:\n  - dataset: rte\n    name: *g\n  - dataset: mrpc\n",
+     "more than 50 YAML aliases"),
+])
+def test_a_yaml_suite_refuses_repeated_keys_and_alias_bombs(tmp_path, cli, text, message):
+    pytest.importorskip("yaml")
+    done = cli("evaluate", "--suite", _suite_file(tmp_path / "s.yaml", text), "-q")
+    assert done.returncode == 2, done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+def test_a_suite_that_is_no_regular_file_is_said_so(tmp_path, cli):
+    done = cli("evaluate", "--suite", tmp_path, "-q")
+    assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr
+
+
+def test_huge_weights_normalise_without_overflow():
+    from bayeval.errors import BayevalError
+    from bayeval.suite import normalised_weights
+
+    assert list(normalised_weights([1e308, 1e308])) == [0.5, 0.5]
+    assert normalised_weights([1e308, 1e-300])[0] == 1.0
+    with pytest.raises(BayevalError, match="positive numbers"):
+        normalised_weights(["abc", 1])
 
 
 def test_a_suite_from_the_command_line_resumes_with_a_larger_budget(tmp_path, cli):
@@ -234,6 +280,11 @@ def test_a_suite_from_the_command_line_resumes_with_a_larger_budget(tmp_path, cl
     record = json.loads((tmp_path / "r.json").read_text())
     assert set(record["results"]) == {"rte", "mrpc"}
     assert record["groups"]["glue"]["accuracy,none"] == pytest.approx(a["estimate"])
+    # a path ending in a slash is a folder (made), the file inside it named as the harness
+    cli("evaluate", "--resume", "--journal", tmp_path / "b", "--harness-results",
+        f"{tmp_path / 'out'}/", "-q")
+    [inside] = (tmp_path / "out").glob("results_*.json")
+    assert set(json.loads(inside.read_text())["results"]) == {"rte", "mrpc"}
 
 
 def test_subtasks_of_a_task_that_is_no_group_is_one_line(cli):

@@ -49,8 +49,10 @@ def main(argv: list[str] | None = None) -> None:
         err.print(f"[bold red]error:[/] {exc.format_message()} (see {where} --help)",
                   highlight=False, markup=True, soft_wrap=True)
         sys.exit(exc.exit_code if exc.exit_code else EXIT_USAGE)
-    except typer.Abort:
-        sys.exit(130)
+    except typer.Abort as exc:
+        from bayeval.errors import interrupt_status
+
+        sys.exit(interrupt_status(exc))
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -102,12 +104,14 @@ def _file_failed(exc: OSError) -> None:
 
 def _terminate_like_interrupt() -> None:
     """SIGTERM ends the command as Ctrl-C does: the journal is closed and every process
-    an evaluator started is killed with its group, exit status 130."""
+    an evaluator started is killed with its group, exit status 143."""
     import signal
     import threading
 
+    from bayeval.errors import Terminated
+
     def interrupt(signum, frame):
-        raise KeyboardInterrupt
+        raise Terminated
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, interrupt)

@@ -5,6 +5,7 @@ resume of a journaled session."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import warnings
@@ -30,8 +31,51 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     cls=FlagGroup,
 )
-out = Console()
-err = Console(stderr=True)
+# Output that is no terminal (a file, a pipe, a log) has no width to fit: tables and
+# lines are printed whole instead of cut at Rich's default of 80 columns.
+UNBOUNDED = 100_000
+
+
+class _TrimmedLines:
+    """A text stream that writes each line without the spaces a table pads it with."""
+
+    def __init__(self, stderr: bool) -> None:
+        self.stderr = stderr
+        self._partial = ""
+
+    @property
+    def _stream(self):
+        return sys.stderr if self.stderr else sys.stdout  # as it is now (tests swap it)
+
+    def write(self, text: str) -> int:
+        *lines, self._partial = (self._partial + text).split("\n")
+        if lines:
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:
+            self._stream.write(self._partial)
+            self._partial = ""
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self._stream, "encoding", "utf-8") or "utf-8"
+
+
+def _console(stderr: bool = False) -> Console:
+    stream = sys.stderr if stderr else sys.stdout
+    if (hasattr(stream, "isatty") and stream.isatty()) or os.environ.get("COLUMNS"):
+        return Console(stderr=stderr)
+    return Console(file=_TrimmedLines(stderr), width=UNBOUNDED)
+
+
+out = _console()
+err = _console(stderr=True)
 
 DEFAULT_DATASET = "ifeval"
 EXIT_USAGE = 2  # a bad option, file or journal (also typer's own usage errors)
@@ -56,6 +100,13 @@ class EvaluatorKind(StrEnum):
     command = "command"
     lm_eval = "lm-eval"
     inspect = "inspect"
+
+
+class PairEvaluatorKind(StrEnum):
+    """The evaluators of (model, item) pairs (``bayeval select``)."""
+
+    oracle = "oracle"
+    command = "command"
 
 
 def setup_jax() -> None:
@@ -114,8 +165,8 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 @contextlib.contextmanager
 def evaluation_errors() -> Iterator[None]:
     """How a command that evaluates reports failures: a failed evaluation exits 3, any
-    other bayeval error 2 (one line each), Ctrl-C 130."""
-    from bayeval.errors import EvaluationError
+    other bayeval error 2 (one line each), Ctrl-C 130, SIGTERM 143."""
+    from bayeval.errors import EvaluationError, interrupt_status
 
     try:
         yield
@@ -127,7 +178,7 @@ def evaluation_errors() -> Iterator[None]:
         notes = getattr(exc, "__notes__", [])
         err.print(f"interrupted{f'; continue with: {notes[-1]}' if notes else ''}",
                   highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(interrupt_status(exc)) from None
 
 
 @contextlib.contextmanager
@@ -417,8 +468,9 @@ app.add_typer(bench_app, name="bench")
 # Options several commands share (one definition, one help text)
 TimeoutOption = Annotated[float, typer.Option(help="Seconds before a command is killed.")]
 RetriesOption = Annotated[int, typer.Option(
-    help="Retries of a failing command before the item (or pair) counts as failed (see "
-         "--command for what a failure does).")]
+    help="Retries of a failing command (a non-zero exit, no number in [0, 1] on its last "
+         "line, or a timeout) before the item (or pair) counts as failed; a stop (Ctrl-C, "
+         "SIGTERM) retries nothing.")]
 SeedOption = Annotated[int | None, typer.Option(help="Random seed (default 0).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
@@ -495,11 +547,13 @@ def failure_summary(skipped: list[tuple[str, ...]], top: int = 3) -> list[dict[s
     return [{"reason": reason, "count": count} for reason, count in causes.most_common(top)]
 
 
-HarnessResultsOption = Annotated[Path | None, typer.Option(
+HarnessResultsOption = Annotated[str | None, typer.Option(
+    metavar="PATH",  # text, not a Path: its trailing slash says "a folder"
     help="Also write the estimate in lm-evaluation-harness's results layout (the "
          "metric, its stderr-like half-width / z, the interval, n-samples evaluated of "
          "all, an alias marked '(bayeval estimate)'): to this file, or to "
-         "results_<date>.json in this folder.")]
+         "results_DATE.json in this folder (a path ending in / is a folder, made if "
+         "missing). Written after the estimate is shown.")]
 
 
 def result_estimate(result: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -533,3 +587,20 @@ def write_estimate_results(result: dict[str, Any], path: Path) -> None:
     model = result["target"] if "target" in result else result["tasks"][0]["target"]
     write_harness_results(harness_results(estimate, result.get("metric"),
                                           result.get("filter"), model, info), path)
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as strict JSON (what ``--json`` prints): a float that is not finite (NaN,
+    ±inf), which JSON cannot hold, becomes null."""
+    import math
+
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(value), indent=indent, allow_nan=False)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -22,6 +21,7 @@ from bayeval.cli.common import (
     fail,
     field_table,
     fresh_source,
+    json_text,
     out,
     working,
 )
@@ -98,7 +98,7 @@ def compress(
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     if as_json:
-        print(json.dumps(result))
+        print(json_text(result))
         return
     table = field_table()
     table.add_row("benchmark", f"{result['benchmark']} ({result['n_items']} items)")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import warnings
 from pathlib import Path
 from typing import Annotated
@@ -22,6 +21,7 @@ from bayeval.cli.common import (
     check_output,
     fail,
     fresh_source,
+    json_text,
     names_table,
     out,
     setup_jax,
@@ -51,7 +51,8 @@ def diagnose(
         help="Items of the target observed (drawn at random with --seed).")] = 100,
     chains: Annotated[int, typer.Option(help="NUTS chains.")] = 4,
     warmup: Annotated[int, typer.Option(help="Warm-up draws per chain.")] = 500,
-    samples: Annotated[int, typer.Option(help="Draws per chain.")] = 1000,
+    draws: Annotated[int, typer.Option(help="Posterior draws per chain (after warm-up).")
+                     ] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the target, coreset and NUTS.")] = 0,
     plot: Annotated[Path | None, typer.Option(
         help="Folder to write trace.png and rank.png (ArviZ) of the worst variables.")
@@ -78,12 +79,12 @@ def diagnose(
         with warnings.catch_warnings(), working(f"{model} on {matrix.name}") as say:
             warnings.simplefilter("ignore")
             result = diagnose_case(matrix, target, model, coreset, seed, chains, warmup,
-                                   samples, progress=say)
+                                   draws, progress=say)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     paths = plot_diagnosis(result, plot) if plot is not None else []
     if as_json:
-        print(json.dumps({**result.to_json(), "plots": [str(p) for p in paths]}, indent=2))
+        print(json_text({**result.to_json(), "plots": [str(p) for p in paths]}, indent=2))
         return
     worst = result.table.sort_values("r_hat", ascending=False)
     out.print(names_table(
@@ -98,7 +99,7 @@ def diagnose(
                   f"{worst.ess_tail.min():.0f})", highlight=False)
     out.print(f"divergences: {result.divergences} · energy BFMI per chain: "
               + ", ".join(f"{b:.2f}" for b in result.bfmi), highlight=False)
-    out.print(f"NUTS: {chains} chains × ({warmup} warm-up + {samples} draws) in "
+    out.print(f"NUTS: {chains} chains × ({warmup} warm-up + {draws} draws) in "
               f"{result.seconds:.1f} s with compilation ({result.total_seconds:.1f} s in all)",
               highlight=False)
     if result.refit_seconds is not None:

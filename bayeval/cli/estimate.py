@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +14,7 @@ from bayeval.cli.common import (
     app,
     fail,
     field_table,
+    json_text,
     out,
 )
 from bayeval.cli.numbers import CheckedCommand
@@ -70,13 +70,21 @@ def estimate(
             result["group_mean_from"] = "the group's aggregate_metric_list"
         elif frozen.subtasks:
             result["group_mean_from"] = "default (the subset records no aggregation of the group)"
-        if harness_results is not None:
-            _write_results(result, frozen, metric, filter_name, model or samples.name,
-                           harness_results)
     except BayevalError as exc:
         raise fail(str(exc)) from None
+    _show(result, level, as_json)
+    if harness_results is not None:  # after the estimate is shown
+        try:
+            _write_results(result, frozen, metric, filter_name, model or samples.name,
+                           harness_results)
+        except BayevalError as exc:
+            raise fail(str(exc)) from None
+
+
+def _show(result: dict, level: float, as_json: bool) -> None:
+    """The estimate, as JSON or as a table."""
     if as_json:
-        print(json.dumps(result))
+        print(json_text(result))
         return
     table = field_table()
     table.add_row("benchmark", f"{result['benchmark']} ({result['n_items']} items)")

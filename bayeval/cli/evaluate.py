@@ -41,6 +41,7 @@ from bayeval.cli.common import (
     failure_summary,
     field_table,
     fresh_source,
+    json_text,
     names_table,
     out,
     progress_bar,
@@ -64,7 +65,8 @@ def evaluate(
     reference: ReferenceOption = None,
     repeated_models: RepeatedModelsOption = RepeatedModels.error,
     tasks: Annotated[list[str] | None, typer.Option(
-        "--task", help="The task to read with --reference lm-eval:DIR (a harness task or "
+        "--task", metavar="NAME",
+        help="The task to read with --reference lm-eval:DIR (a harness task or "
                        "group, e.g. leaderboard_ifeval) or inspect:DIR (default there: the "
                        "logs' only task). Given more than once: a suite of those tasks, "
                        "read from the same --reference, with equal weights (see "
@@ -209,11 +211,13 @@ def evaluate(
                                       else group_mean.value},
                                      harness_results, inspect_log)
             if as_json:
-                print(json.dumps(result))
+                print(json_text(result))
             else:
                 from bayeval.cli.evaluate_suite import print_suite
 
                 print_suite(result, out.print)
+            if harness_results is not None:  # after the estimate is shown
+                write_estimate_results(result, harness_results)
             return
         if concurrency > 1 and batch is not None and batch > 1:
             raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
@@ -226,6 +230,8 @@ def evaluate(
         if harness_results is not None and targets is not None:
             raise BayevalError("--harness-results holds one model's estimate; --targets "
                                "evaluates several (use --json)")
+        if group_mean is not None:
+            raise BayevalError("--group-mean is for --subtasks (a harness group's score)")
         result = _evaluate(dataset, reference, target, targets, evaluator, command, timeout,
                            retries, method, epsilon, max_items, seed, journal, resume, quiet,
                            (task, metric, filter_name), lm_eval_args, batch,
@@ -233,16 +239,16 @@ def evaluate(
                             "output_path": None if output_path is None else str(output_path),
                             "concurrency": concurrency, "inspect_task": inspect_task,
                             "repeated_models": repeated_models})
-        if harness_results is not None:
-            write_estimate_results(result, harness_results)
         if inspect_log is not None:
             result["inspect_log"] = str(_write_inspect_log(result, inspect_log))
-    if as_json:
-        print(json.dumps(result))
-    elif "targets" in result:
-        _print_joint_result(result)
-    else:
-        _print_result(result)
+        if as_json:
+            print(json_text(result))
+        elif "targets" in result:
+            _print_joint_result(result)
+        else:
+            _print_result(result)
+        if harness_results is not None:  # after the estimate is shown: a file that
+            write_estimate_results(result, harness_results)  # fails loses nothing
 
 
 def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, retries,
@@ -263,9 +269,11 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
         session, settings, matrix = resume_from(Session, journal, {
             "--dataset": dataset, "--reference": reference, "--target": target,
             "--targets": targets, "--evaluator": evaluator, "--command": command,
-            "--method": method, "--epsilon": epsilon, "--max-items": max_items,
+            "--method": method, "--epsilon": epsilon,
             "--seed": seed, "--task": harness[0], "--metric": harness[1],
             "--filter": harness[2], "--inspect-task": (live or {}).get("inspect_task")})
+        if max_items is not None:  # a new budget: not a setting of the estimate
+            session.set_budget(max_items)
         given = (live or {}).get("concurrency", 1)
         if given > 1:  # how many run at once is not a setting of the estimate: may change
             try:
@@ -454,7 +462,7 @@ def _evaluate_suite(suite, subtasks, dataset, reference, harness, target,
                     max_items, seed, journal, resume, quiet, batch, live, harness_results,
                     inspect_log) -> dict[str, Any]:
     """``--suite`` / ``--subtasks`` (and their ``--resume``): :mod:`bayeval.cli.evaluate_suite`,
-    its result also in the harness's results layout with ``--harness-results``."""
+    whose result the caller prints (and writes with ``--harness-results``)."""
     from bayeval.cli.evaluate_suite import evaluate_suite
 
     if suite is not None and subtasks:
@@ -467,12 +475,9 @@ def _evaluate_suite(suite, subtasks, dataset, reference, harness, target,
                            "Inspect task's logs in its --journal folder")
     if live["group_mean"] is not None and not subtasks:
         raise BayevalError("--group-mean is for --subtasks (a harness group's score)")
-    result = evaluate_suite(suite, subtasks, dataset, reference, harness, target, evaluator,
-                            command, timeout, retries, method, epsilon, max_items, seed,
-                            journal, resume, quiet, batch, live)
-    if harness_results is not None:
-        write_estimate_results(result, harness_results)
-    return result
+    return evaluate_suite(suite, subtasks, dataset, reference, harness, target, evaluator,
+                          command, timeout, retries, method, epsilon, max_items, seed,
+                          journal, resume, quiet, batch, live)
 
 
 def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool = False

@@ -28,6 +28,7 @@ one journal per task, so ``--resume --journal DIR`` continues it with nothing lo
 from __future__ import annotations
 
 import json
+import math
 import shlex
 import time
 import warnings
@@ -56,21 +57,70 @@ _SUITE_EVALUATORS = (EvaluatorKind.oracle.value, EvaluatorKind.command.value,
                      EvaluatorKind.inspect.value)
 
 
+# the task keys whose values are text
+_TEXT = {"name", "dataset", "reference", "task", "metric", "filter", "target", "command",
+         "inspect_task"}
+# a task's name names its files in the suite's folder: an id of bounded length
+_NAME_LIMIT = 200
+# aliases a YAML suite may use (each may expand to a copy of a whole subtree)
+_YAML_ALIASES = 50
+
+
+def task_id(name: str, where: str) -> str:
+    """``name`` if it can name a task's files: not empty, at most 200 characters, no NUL
+    or other control character, no path separator and not ``.`` or ``..`` (a one-line
+    error naming ``where`` otherwise)."""
+    if not name or len(name) > _NAME_LIMIT:
+        raise BayevalError(f"{where}: a task name must have 1 to {_NAME_LIMIT} characters, "
+                           f"got {len(name)}")
+    bad = [c for c in name if ord(c) < 32 or c in "/\\\x7f"]
+    if bad or name in (".", ".."):
+        raise BayevalError(f"{where}: the task name {name[:60]!r} cannot name its files "
+                           "(no control character, no / or \\, not . or ..)")
+    return name
+
+
+def _read_yaml(text: str, path: Path) -> Any:
+    """A YAML suite read safely: duplicate keys refused, at most a few aliases (their
+    expansion cannot blow up)."""
+    try:
+        import yaml
+    except ImportError:
+        raise BayevalError(f"--suite {path}: a YAML suite needs PyYAML (pip install "
+                           "pyyaml); or write it as TOML") from None
+
+    class Loader(yaml.SafeLoader):
+        aliases = 0
+
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                Loader.aliases += 1
+                if Loader.aliases > _YAML_ALIASES:
+                    raise BayevalError(f"--suite {path}: more than {_YAML_ALIASES} YAML "
+                                       "aliases (*name); write the values out")
+            return super().compose_node(parent, index)
+
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+            twice = sorted({str(k) for k in keys if keys.count(k) > 1})
+            if twice:
+                raise BayevalError(f"--suite {path}: key {twice[0]!r} is given twice "
+                                   f"(line {node.start_mark.line + 1})")
+            return super().construct_mapping(node, deep=deep)
+
+    return yaml.load(text, Loader=Loader)  # a SafeLoader
+
+
 def read_suite_file(path: Path) -> dict[str, Any]:
     """The suite a TOML (or YAML) file describes, checked: every task has a source and a
     distinct name, weights and costs are positive numbers, no unknown key (one-line
     errors naming the file and the key)."""
-    if not path.is_file():
-        raise BayevalError(f"--suite {path}: no such file")
-    text = path.read_text(encoding="utf-8")
+    from bayeval.files import read_text
+
+    text = read_text(path, f"--suite {path}")
     try:
         if path.suffix in (".yaml", ".yml"):
-            try:
-                import yaml
-            except ImportError:
-                raise BayevalError(f"--suite {path}: a YAML suite needs PyYAML (pip install "
-                                   "pyyaml); or write it as TOML") from None
-            spec = yaml.safe_load(text)
+            spec = _read_yaml(text, path)
         else:
             import tomllib
 
@@ -112,9 +162,13 @@ def read_suite_file(path: Path) -> dict[str, Any]:
         for key in ("weight", "cost"):
             if key in entry and not (isinstance(entry[key], int | float)
                                      and not isinstance(entry[key], bool)
-                                     and entry[key] > 0):
-                raise BayevalError(f"{where}: {key} must be a positive number, got "
+                                     and math.isfinite(entry[key]) and entry[key] > 0):
+                raise BayevalError(f"{where}: {key} must be a positive finite number, got "
                                    f"{entry[key]!r}")
+        for key in sorted(_TEXT & set(entry)):
+            if not isinstance(entry[key], str):
+                raise BayevalError(f"{where}: {key} must be a string, got {entry[key]!r}")
+        task_id(entry["name"], where)
         out.append(entry)
     names = [t["name"] for t in out]
     twice = sorted({n for n in names if names.count(n) > 1})

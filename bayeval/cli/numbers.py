@@ -55,8 +55,9 @@ RANGES: dict[str, Range] = {
     "seed": Range(0, SEED_MAX), "split_seed": Range(0, SEED_MAX),
     # positive amounts
     "timeout": Range(0.0, None, "(]"), "pool": Range(0.0, None, "(]"),
+    "retries": Range(0, 100, why="a failing command is not retried without end"),
     # counts
-    "chains": Range(2, why="R-hat compares chains"), "samples": Range(4, why="per chain"),
+    "chains": Range(2, why="R-hat compares chains"), "draws": Range(4, why="per chain"),
     **{name: COUNT for name in (
         "max_items", "batch", "concurrency", "workers", "targets", "steps", "every", "runs",
         "splits", "seeds", "val_seeds", "kmeans_seeds", "mince_seeds", "reps", "size",

@@ -3,7 +3,6 @@ evaluations."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +15,7 @@ from bayeval.cli.common import (
     FilterOption,
     JsonOption,
     MetricOption,
+    PairEvaluatorKind,
     QuietOption,
     ReferenceOption,
     RepeatedModels,
@@ -29,6 +29,7 @@ from bayeval.cli.common import (
     evaluation_errors,
     evaluator_kind,
     fresh_source,
+    json_text,
     load_source,
     names_table,
     out,
@@ -78,7 +79,7 @@ def select(
     budget: Annotated[str, typer.Option(
         help="Model–item evaluations allowed: a percentage of all pairs (12%) or a count.")
     ] = "12%",
-    evaluator: Annotated[EvaluatorKind | None, typer.Option(
+    evaluator: Annotated[PairEvaluatorKind | None, typer.Option(
         help="oracle: simulate with the matrix's scores; command: run --command for each "
              "(model, item).")] = None,
     command: Annotated[str | None, typer.Option(
@@ -119,7 +120,7 @@ def select(
                          timeout, retries, seed, journal, resume, quiet, history,
                          (task, metric, filter_name), history_method, repeated_models)
     if as_json:
-        print(json.dumps(result))
+        print(json_text(result))
     else:
         _print_selection(result, top)
 
@@ -214,8 +215,11 @@ def _select(dataset, reference, models, items, budget, evaluator, command, timeo
         else:
             names = list(matrix.models)
         if items is not None:
+            from bayeval.files import read_text
+
             try:
-                item_ids = [ln.strip() for ln in items.read_text().splitlines() if ln.strip()]
+                item_ids = [ln.strip() for ln in read_text(items, f"--items {items}")
+                            .splitlines() if ln.strip()]
             except OSError as exc:
                 raise BayevalError(f"--items {items}: {exc.strerror}") from None
             if matrix is not None and kind == "oracle":

@@ -181,8 +181,18 @@ def read_inspect(folder: str | Path, task: str | None = None, metric: str | None
     items: dict[str, None] = {}
     for lg in mine:
         per: dict[str, list[tuple[float, float, float]]] = {}
+        seen: dict[tuple[str, object], object] = {}  # (id as text, epoch) → the id
         for sample in lg.samples or []:
             where = f"{Path(lg.location).name}, sample {sample.id!r} epoch {sample.epoch}"
+            place = (str(sample.id), sample.epoch)
+            if place in seen:
+                other = seen[place]
+                if type(other) is type(sample.id) and other == sample.id:
+                    raise DataError(f"{where}: the sample is logged twice in this epoch "
+                                    "(an item has one score per epoch)")
+                raise DataError(f"{where}: ids {other!r} and {sample.id!r} differ only in "
+                                "type (a number and a text); give the samples distinct ids")
+            seen[place] = sample.id
             value = sample_score(sample, scorer, key, where)
             if value is None:
                 continue  # an unscored sample (e.g. Score.unscored or an error): missing

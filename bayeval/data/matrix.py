@@ -156,8 +156,8 @@ class ScoreMatrix:
         raw = np.asarray(self.scores)
         if raw.dtype == object or not (
             np.issubdtype(raw.dtype, np.number) or raw.dtype == bool
-        ):
-            raise DataError(f"{src}: scores must be numeric, got dtype {raw.dtype}")
+        ) or np.issubdtype(raw.dtype, np.complexfloating):
+            raise DataError(f"{src}: scores must be real numbers, got dtype {raw.dtype}")
         if raw.ndim != 2:
             raise DataError(f"{src}: scores must be a 2-D models × items array, got {raw.ndim}-D")
         scores = raw.astype(np.float64)
