@@ -237,6 +237,56 @@ def test_a_suite_that_is_no_regular_file_is_said_so(tmp_path, cli):
     assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr
 
 
+def test_a_suite_folder_is_checked_as_a_journal_is(tmp_path, cli):
+    # suite.json edited (a weight 1 → 9, two journal names swapped), or edited and sealed
+    # anew with a journal outside the folder, a journal named twice or a weight "abc", or
+    # the journal files swapped on disk: each resume is a one-line error, where once it
+    # changed the average without a word, read outside the folder or raised a traceback
+    import shutil
+
+    from bayeval.journal_check import seal_header
+
+    suite = _suite_file(tmp_path / "glue.toml", "epsilon = 0.1\n" + GLUE)
+    folder = tmp_path / "run"
+    done = cli("evaluate", "--suite", suite, "--journal", folder, "--max-items", "40", "-q")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((folder / "suite.json").read_text())
+    a, b = record["tasks"]
+
+    def edited(tasks, seal):
+        changed = {**record, "tasks": tasks}
+        return seal_header(changed) if seal else changed
+
+    cases = {
+        "weight": (edited([{**a, "weight": 9.0}, b], False), "the record was altered"),
+        "swapped names": (edited([{**a, "journal": b["journal"]},
+                                  {**b, "journal": a["journal"]}], False), "altered"),
+        "outside": (edited([{**a, "journal": "../outside.jsonl"}, b], True),
+                    "journal '../outside.jsonl' is not a file of the suite's folder"),
+        "twice": (edited([a, {**b, "journal": a["journal"]}], True),
+                  f"journal '{a['journal']}' is named twice"),
+        "abc": (edited([{**a, "weight": "abc"}, b], True),
+                "weight must be a positive finite number, got 'abc'"),
+        "no check": ({k: v for k, v in record.items() if k != "check"}, "lost its 'check'"),
+    }
+    for name, (text, message) in cases.items():
+        copy = tmp_path / name
+        shutil.copytree(folder, copy)
+        (copy / "suite.json").write_text(json.dumps(text))
+        again = cli("evaluate", "--resume", "--journal", copy, "--max-items", "60", "-q")
+        lines = again.stderr.strip().splitlines()
+        assert again.returncode == 2 and len(lines) == 1 and message in lines[0], (name,
+                                                                                   again.stderr)
+    copy = tmp_path / "files swapped"
+    shutil.copytree(folder, copy)
+    (copy / a["journal"]).rename(copy / "x")
+    (copy / b["journal"]).rename(copy / a["journal"])
+    (copy / "x").rename(copy / b["journal"])
+    again = cli("evaluate", "--resume", "--journal", copy, "-q")
+    assert again.returncode == 2 and "the journal of task 'mrpc' of this suite, not of task " \
+        "'rte'" in again.stderr, again.stderr
+
+
 def test_huge_weights_normalise_without_overflow():
     from bayeval.errors import BayevalError
     from bayeval.suite import normalised_weights

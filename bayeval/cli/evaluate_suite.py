@@ -49,6 +49,7 @@ from bayeval.cli.common import (
 )
 from bayeval.cli.evaluator_settings import EvaluatorSettings
 from bayeval.errors import BayevalError, EvaluationError
+from bayeval.journal_check import CHECK, RUN, header_altered, seal_header
 
 _TOP = {"name", "epsilon", "task_epsilon", "method", "tasks"}
 _TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
@@ -382,23 +383,26 @@ def _start(label, tasks, names, kind, command, timeout, retries, method_name, pa
              for k, t in enumerate(tasks)]
     if journal is not None:
         journal.mkdir(parents=True, exist_ok=True)
-        record = {"suite": label, "group": group,
-                  "group_mean": tasks[0].get("group_mean"),
-                  "epsilon": rule.epsilon, "task_epsilon": rule.task_epsilon,
-                  "n_min": rule.n_min, "max_items": rule.max_items, "level": rule.level,
-                  "batch": batch,
-                  "tasks": [{"name": t["name"], "weight": float(t["weight"]),
-                             "cost": float(t["cost"]), "journal": f.name}
-                            for t, f in zip(tasks, files, strict=True)]}
+        record = seal_header({
+            "suite": label, "group": group, "group_mean": tasks[0].get("group_mean"),
+            "epsilon": rule.epsilon, "task_epsilon": rule.task_epsilon, "n_min": rule.n_min,
+            "max_items": rule.max_items, "level": rule.level, "batch": batch,
+            "tasks": [{"name": t["name"], "weight": float(t["weight"]),
+                       "cost": float(t["cost"]), "journal": f.name}
+                      for t, f in zip(tasks, files, strict=True)]})
         write_file(journal / SUITE_FILE, json.dumps(record, indent=1), durable=True)
     sessions = []
     for k, (t, n, s, f) in enumerate(zip(tasks, names, settings, files, strict=True)):
         held = n in set(t["matrix"].models)  # the oracle's target, out of its reference
         ref = t["matrix"].drop_models([n]) if held else t["matrix"]
         source = {**t["source"], **({"held_out": [n]} if held else {})}
+        # each journal names its suite and task: a journal moved to another task's place
+        # is refused on resume
+        extra = s.to_json() if journal is None else {
+            **s.to_json(), "suite": {"run": record[RUN], "task": t["name"]}}
         sessions.append(Session(ref, n, method_name, method_params=params,
                                 seed=task_seed(seed, k), journal=f, reference_source=source,
-                                extra=s.to_json()))
+                                extra=extra))
     run = SuiteRun([t["name"] for t in tasks], sessions, [t["weight"] for t in tasks], rule,
                    [t["cost"] for t in tasks])
     from bayeval.cli.evaluate import _true_score
@@ -409,6 +413,50 @@ def _start(label, tasks, names, kind, command, timeout, retries, method_name, pa
                 tasks[0].get("group_mean"))
 
 
+def _suite_record(path: Path) -> dict[str, Any]:
+    """A suite folder's ``suite.json``, checked: its check (any edited value: a weight, a
+    task's name or journal) and each task's entry (a name, positive finite weight and
+    cost, a journal file of this folder named once). A record written before the checks
+    existed (neither check nor run id) is read with a warning naming it."""
+    from bayeval.files import read_text
+
+    try:
+        record = json.loads(read_text(path, str(path)))
+    except ValueError as exc:
+        raise BayevalError(f"{path}: not a suite record ({exc})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("tasks"), list):
+        raise BayevalError(f"{path}: not a suite record (no list of tasks)")
+    if (CHECK in record) != (RUN in record):
+        raise BayevalError(f"{path}: the record lost its "
+                           f"{CHECK if RUN in record else RUN!r} (it holds both)")
+    if CHECK not in record:
+        warnings.warn(f"{path} was written without its check (by an earlier bayeval): an "
+                      "edit of it cannot be detected", stacklevel=2)
+    elif header_altered(record):
+        raise BayevalError(f"{path}: the record was altered (it does not match its check)")
+    seen: set[str] = set()
+    for k, entry in enumerate(record["tasks"], start=1):
+        where = f"{path}: task {k}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise BayevalError(f"{where}: not a task entry")
+        task_id(entry["name"], where)
+        for key in ("weight", "cost"):
+            value = entry.get(key)
+            if not (isinstance(value, int | float) and not isinstance(value, bool)
+                    and math.isfinite(value) and value > 0):
+                raise BayevalError(f"{where}: {key} must be a positive finite number, got "
+                                   f"{value!r}")
+        name = entry.get("journal")
+        if (not isinstance(name, str) or name in ("", ".", "..") or Path(name).name != name
+                or "\\" in name or name.startswith(".")):
+            raise BayevalError(f"{where}: journal {name!r} is not a file of the suite's "
+                               "folder")
+        if name in seen:
+            raise BayevalError(f"{where}: journal {name!r} is named twice")
+        seen.add(name)
+    return record
+
+
 def _resume(journal: Path, quiet: bool, batch: int | None,
             max_items: int | None) -> dict[str, Any]:
     """The suite recorded in the folder ``journal``, continued (with a new budget of
@@ -417,22 +465,23 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
     from bayeval.suite import SuiteRule, SuiteRun
 
     path = Path(journal) / SUITE_FILE
+    if not path.is_file():
+        raise BayevalError(f"--journal {journal}: no {SUITE_FILE} (not a suite's folder)")
+    record = _suite_record(path)
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
         rule = SuiteRule(record["epsilon"], record["task_epsilon"], record["n_min"],
                          record["max_items"] if max_items is None else max_items,
                          record["level"])
         entries = record["tasks"]
-    except FileNotFoundError:
-        raise BayevalError(f"--journal {journal}: no {SUITE_FILE} (not a suite's folder)"
-                           ) from None
     except (ValueError, KeyError, TypeError) as exc:
         raise BayevalError(f"{path}: not a suite record ({exc})") from None
     if max_items is not None and max_items != record["max_items"]:  # kept for later resumes
         from bayeval.files import write_file
 
-        write_file(path, json.dumps({**record, "max_items": max_items}, indent=1),
-                   durable=True)
+        renewed = {**record, "max_items": max_items}
+        if CHECK in record:
+            renewed = seal_header(renewed)
+        write_file(path, json.dumps(renewed, indent=1), durable=True)
     setup_jax()
     from bayeval.cli.evaluate import _true_score
     from bayeval.data.lm_eval import subtask_matrix
@@ -458,6 +507,12 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
             held = [m for m in source.get("held_out", []) if m in set(matrix.models)]
             reference = matrix.drop_models(held) if held else matrix
         session = resume_session(Session, file, {}, reference)
+        mine = session.extra.get("suite")
+        if mine is not None and mine != {"run": record.get(RUN), "task": entry["name"]}:
+            session.close()
+            whose = "this suite" if mine.get("run") == record.get(RUN) else "another suite"
+            raise BayevalError(f"{file}: the journal of task {mine.get('task')!r} of "
+                               f"{whose}, not of task {entry['name']!r}")
         sessions.append(session)
         settings.append(EvaluatorSettings.from_json(session.extra, f"journal {file}"))
         matrices.append(matrix if matrix is not None else
