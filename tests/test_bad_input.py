@@ -10,6 +10,7 @@ the same entry point is tested in test_reliability.py and test_cli.py.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +71,10 @@ CASES = [
      "{tmp}/missing.csv: no such file"),
     ("reference is a folder", ["evaluate", "--reference", "{tmp}/adir"],
      "is a folder, not a score matrix file"),
+    ("reference is a FIFO with no writer", ["evaluate", "--reference", "{tmp}/fifo.csv"],
+     "{tmp}/fifo.csv: not a regular file"),
+    ("suite is a FIFO", ["evaluate", "--suite", "{tmp}/fifo.csv"],
+     "--suite {tmp}/fifo.csv: not a regular file"),
     ("reference .npz not a zip", ["evaluate", "--reference", "{tmp}/bad.npz"],
      "not a readable .npz file (no archive of arrays; bayeval never loads pickled data)"),
     ("reference cell not a number", ["evaluate", "--reference", "{tmp}/bad.csv"],
@@ -268,6 +273,7 @@ def _files(tmp: Path) -> None:
     (tmp / "afile").write_text("x")
     (tmp / "latin1.txt").write_bytes(b"i1\ncaf\xe9\n")
     (tmp / "adir").mkdir()
+    os.mkfifo(tmp / "fifo.csv")  # reading it would block until a writer came
     (tmp / "corrupt.jsonl").write_text('{"garbage\n')
     from bayeval.data import read_matrix
 

@@ -196,6 +196,8 @@ def _suite_file(path, text: str | bytes):
      "task 1: the task name '../../escape' cannot name its files"),
     (b"[[tasks]]\ndataset = 'rte'\nname = 'caf\xe9'\n[[tasks]]\ndataset = 'mrpc'\n",
      "not UTF-8 text (byte 37 is 0xe9)"),
+    ("".join(f"[[tasks]]\ndataset = 'rte'\nname = 't{k}'\n" for k in range(1001)),
+     "1001 tasks; a suite holds at most 1000"),
     ("[[tasks]]\ndataset = 'rte'\nwieght = 1\n[[tasks]]\ndataset = 'mrpc'\n",
      "task 1: unknown key 'wieght'"),
     ("[[tasks]]\nname = 'a'\n[[tasks]]\ndataset = 'mrpc'\n",
@@ -230,6 +232,15 @@ def test_a_yaml_suite_refuses_repeated_keys_and_alias_bombs(tmp_path, cli, text,
     assert done.returncode == 2, done.stdout
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+def test_a_budget_below_the_suites_tasks_is_refused_before_any_work(tmp_path, cli):
+    text = "".join(f"[[tasks]]\ndataset = 'rte'\nname = 't{k}'\n" for k in range(8))
+    done = cli("evaluate", "--suite", _suite_file(tmp_path / "s.toml", text), "--max-items",
+               "6", "--journal", tmp_path / "run", "-q")
+    assert done.returncode == 2 and "--max-items 6 cannot give each of the suite's 8 tasks" \
+        in done.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_a_suite_that_is_no_regular_file_is_said_so(tmp_path, cli):

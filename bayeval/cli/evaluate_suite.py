@@ -65,6 +65,8 @@ _TEXT = {"name", "dataset", "reference", "task", "metric", "filter", "target", "
 _NAME_LIMIT = 200
 # aliases a YAML suite may use (each may expand to a copy of a whole subtree)
 _YAML_ALIASES = 50
+# tasks a suite file may hold (each is a journal and a matrix in memory)
+_TASK_LIMIT = 1000
 
 
 def task_id(name: str, where: str) -> str:
@@ -141,6 +143,9 @@ def read_suite_file(path: Path) -> dict[str, Any]:
     if not isinstance(tasks, list) or len(tasks) < 2 or not all(isinstance(t, dict)
                                                                for t in tasks):
         raise BayevalError(f"--suite {path}: a suite needs two or more [[tasks]] tables")
+    if len(tasks) > _TASK_LIMIT:
+        raise BayevalError(f"--suite {path}: {len(tasks)} tasks; a suite holds at most "
+                           f"{_TASK_LIMIT}")
     out = []
     for i, task in enumerate(tasks, start=1):
         where = f"--suite {path}: task {i}"
@@ -226,6 +231,10 @@ def evaluate_suite(suite: Path | None, subtasks: bool, dataset, reference, harne
                            "one batch at a time (--batch)")
     spec = {} if suite is None else suite if isinstance(suite, dict) else read_suite_file(
         suite)
+    count = len(spec.get("tasks", []))
+    if max_items is not None and count > max_items:  # before any matrix is read or file made
+        raise BayevalError(f"--max-items {max_items} cannot give each of the suite's {count} "
+                           "tasks an item; raise it or take fewer tasks")
     # a suite's tasks may each name their own Inspect task (and command)
     own = [t.get("inspect_task") for t in spec.get("tasks", [])]
     kind = evaluator_kind(evaluator, command or next(

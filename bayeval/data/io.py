@@ -488,6 +488,9 @@ def read_matrix(path: str | os.PathLike, layout: Layout | None = None,
     if Path(path).is_dir():
         raise DataError(f"{path}: is a folder, not a score matrix file (.npz, .csv or "
                         ".parquet)")
+    if Path(path).exists() and not Path(path).is_file():  # a FIFO would block the read
+        raise DataError(f"{path}: not a regular file (a score matrix is a .npz, .csv or "
+                        ".parquet file)")
     if suffix == ".npz":
         return read_npz(path, kind=kind, repeated_models=repeated_models)
     if suffix == ".csv":
