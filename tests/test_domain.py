@@ -98,3 +98,10 @@ def test_evaluate_warns_when_the_references_cannot_explain_the_target(tmp_path):
     assert result["domain_warning"].startswith("bq's interval rests on the reference "
                                                "models, which do not explain this target")
     assert "active-pai's holds" in result["domain_warning"]
+    assert result["interval_basis"] == "model"
+    # the table says what the interval rests on, and the check's verdict, unasked
+    shown = CliRunner().invoke(app, ["evaluate", "--reference", str(tmp_path / "weak.npz"),
+                                     "--target", best, "--method", "bq", "--max-items", "60",
+                                     "-q"])
+    assert "model-based: valid if the reference models explain the target; domain check " \
+        "FLAGGED" in shown.stdout, shown.stdout

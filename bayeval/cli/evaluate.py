@@ -423,6 +423,10 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "random_items_for_width": _random_items(value, upper - lower, session),
             "items_skipped": len(session.skipped),
             "skipped_items": skipped_note(session.method.estimator.name, len(session.skipped)),
+            # what the interval rests on: the design (valid whatever the model gets
+            # wrong) or the reference models' model (valid if it explains the target)
+            "interval_basis": ("model" if session.method.estimator.model_based
+                               else "design"),
             **_domain_fields(session),
             "failures": failure_summary(session.skipped),
             "items": [item for item, _ in session.observations],
@@ -744,6 +748,13 @@ def _print_result(r: dict[str, Any]) -> None:
         table.add_row("failed", f"{failure['count']}× {failure['reason']}")
     if r.get("skipped_items"):
         table.add_row("skipped items", r["skipped_items"])
+    check = r.get("domain_check")
+    if check is not None:  # a model-based interval: what it rests on, and its check
+        table.add_row("interval", "model-based: valid if the reference models explain the "
+                                  "target; domain check " + (
+                                      "FLAGGED (below)" if check.get("flagged") else
+                                      f"passed (shift {check.get('shift', 0):+.3f} ± "
+                                      f"{check.get('shift_se', 0):.3f})"))
     if r.get("domain_warning"):
         table.add_row("[yellow]warning[/]", r["domain_warning"])
     if r.get("harness_launches") is not None:
