@@ -455,6 +455,10 @@ def _tasks_suite(tasks: list[str], reference: Path | None, metric: str | None,
     twice = sorted({t for t in tasks if tasks.count(t) > 1})
     if twice:
         raise BayevalError(f"--task {twice[0]} is given twice")
+    from bayeval.cli.evaluate_suite import task_id
+
+    for t in tasks:  # a task's name names its files in the suite's folder
+        task_id(t, f"--task {t[:60]!r}")
     extra = {k: v for k, v in (("metric", metric), ("filter", filter_name)) if v is not None}
     return {"name": "+".join(tasks),
             "tasks": [{"name": t, "reference": str(reference), "task": t, **extra}
