@@ -44,7 +44,7 @@ from bayeval.data.lm_eval import (
     read_sample_log,
 )
 from bayeval.data.matrix import validate_score
-from bayeval.errors import DataError, EvaluationError
+from bayeval.errors import BayevalError, DataError, EvaluationError
 from bayeval.evaluators import BatchEvaluator, ChildProcesses
 from bayeval.files import write_file
 from bayeval.harness_requests import BUILD_SETTINGS, PreparedTask, run_documents
@@ -529,4 +529,24 @@ def _unknown_task(task: str, include_path: Any, exc: Exception) -> str:
 
 
 __all__ = ["RESERVED", "HarnessEvaluator", "LmEvalCommand", "LmEvalInProcess",
-           "check_harness_task", "harness_argv", "harness_config", "refuse_reserved"]
+           "check_harness_task", "harness_argv", "harness_config", "harness_settings",
+           "refuse_reserved"]
+
+
+def harness_settings(matrix, lm_eval_args: str, task: str | None, metric: str | None,
+                     filter_name: str | None) -> dict[str, Any]:
+    """The lm-eval evaluator's settings, journaled for a resume: the harness task (``--task``,
+    else the matrix's), its subtasks, and the metric and filter of the reference's scores."""
+    from bayeval.data.lm_eval import harness_task, parse_subtasks
+
+    name = task or harness_task(matrix)
+    if not name:
+        raise BayevalError(f"--evaluator lm-eval: {matrix.name} records no "
+                           "lm-evaluation-harness task; give --task NAME")
+    metric = metric or matrix.metadata.get("metric")
+    if not metric:
+        raise BayevalError(f"--evaluator lm-eval: {matrix.name} records no metric; give "
+                           "--metric NAME (the per-sample field the reference scores are)")
+    return {"lm_eval_args": lm_eval_args, "task": name, "metric": metric,
+            "filter": filter_name or matrix.metadata.get("filter"),
+            "subtasks": [list(x) for x in parse_subtasks(matrix.metadata.get("subtasks"))]}

@@ -49,6 +49,10 @@ class TaskEstimate:
     n_items: int
     level: float = 0.95
     subtasks: Sequence[TaskEstimate] = field(default_factory=tuple)
+    # a subtask's own metric and filter where it differs from the group's (a suite of
+    # tasks with different metrics); None: the record's
+    metric: str | None = None
+    filter_name: str | None = None
 
     @property
     def stderr(self) -> float | None:
@@ -82,7 +86,8 @@ def harness_results(estimate: TaskEstimate, metric: str | None, filter_name: str
     metric = metric or "score"
     filter_name = filter_name or "none"
     leaves = list(estimate.subtasks) or [estimate]
-    results = {t.task: t.metrics(metric, filter_name) for t in leaves}
+    results = {t.task: t.metrics(t.metric or metric, t.filter_name or filter_name)
+               for t in leaves}
     record: dict[str, Any] = {"results": results}
     if estimate.subtasks:
         record["groups"] = {estimate.task: estimate.metrics(metric, filter_name)}
@@ -94,7 +99,7 @@ def harness_results(estimate: TaskEstimate, metric: str | None, filter_name: str
     record.update({
         "configs": {},
         "versions": {t.task: None for t in every},
-        "higher_is_better": {t.task: {metric: True} for t in every},
+        "higher_is_better": {t.task: {t.metric or metric: True} for t in every},
         "n-samples": {t.task: {"original": int(t.n_items), "effective": int(t.evaluated)}
                       for t in leaves},
         "config": {"model": "bayeval", "model_args": None, "limit": None},

@@ -1,4 +1,4 @@
-"""Hyperparameters as values (ARCHITECTURE.md: Optax's ``inject_hyperparams``).
+"""Hyperparameters as values (docs/architecture.md: hyperparameters are values).
 
 A method's numeric settings (ε, ε1, τ, temperature, p_min, …) enter its compiled
 programs as traced arguments, not as constants baked into them: two configurations that

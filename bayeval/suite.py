@@ -43,8 +43,8 @@ import numpy as np
 from bayeval.errors import BayevalError
 from bayeval.estimators.interval import z_value
 
-__all__ = ["NEVER", "SuiteRule", "SuiteRun", "average_interval", "choose_task", "compose",
-           "normalised_weights", "task_seed"]
+__all__ = ["NEVER", "TASK_NAME_LIMIT", "SuiteRule", "SuiteRun", "average_interval",
+           "choose_task", "compose", "normalised_weights", "task_id", "task_seed"]
 
 # a task of a suite never stops on its own interval: its method gets this ε (a width an
 # interval reaches only once every item is scored) and the suite's rule decides
@@ -313,3 +313,19 @@ class SuiteRun:
                 "upper": float(hi), "items_used": int(n.sum()),
                 "cost": float((n * self.costs).sum()), "stopped": self.stop_reason}
 
+
+TASK_NAME_LIMIT = 200  # characters of a task's name
+
+
+def task_id(name: str, where: str) -> str:
+    """``name`` if it can name a task's files: not empty, at most 200 characters, no NUL
+    or other control character, no path separator and not ``.`` or ``..`` (a one-line
+    error naming ``where`` otherwise)."""
+    if not name or len(name) > TASK_NAME_LIMIT:
+        raise BayevalError(f"{where}: a task name must have 1 to {TASK_NAME_LIMIT} characters, "
+                           f"got {len(name)}")
+    bad = [c for c in name if ord(c) < 32 or c in "/\\\x7f"]
+    if bad or name in (".", ".."):
+        raise BayevalError(f"{where}: the task name {name[:60]!r} cannot name its files "
+                           "(no control character, no / or \\, not . or ..)")
+    return name

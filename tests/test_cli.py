@@ -354,3 +354,34 @@ def test_output_that_is_no_terminal_is_never_cut(cli):
     assert done.returncode == 0, done.stderr
     assert "…" not in done.stdout and "true rank" in done.stdout
     assert all(line == line.rstrip() for line in done.stdout.splitlines())
+
+
+@pytest.mark.parametrize("width", [40, 60, 80])
+def test_tables_are_never_cut_on_a_narrow_terminal(width):
+    # a terminal of 80 columns or fewer: a ranking too wide for it is printed as records,
+    # every cell whole (once "ra…", "mean 0.7…" or a column dropped), and a result's path
+    # longer than the line breaks across lines with nothing lost
+    import io
+
+    from rich.console import Console
+
+    from bayeval.cli.common import field_table, names_table
+
+    headers = ["model", "mean", "95% interval", "true rank", "note"]
+    rows = [[f"organisation/model-with-a-long-name-{k}", "0.71234", "[0.60123, 0.80111]",
+             str(k + 1), "reached the budget before the interval was narrow"]
+            for k in range(3)]
+    screen = io.StringIO()
+    Console(file=screen, width=width).print(names_table(headers, rows, "ranking"))
+    shown = screen.getvalue()
+    assert "…" not in shown and max(map(len, shown.splitlines())) <= width
+    for row in rows:
+        for cell in row:
+            assert cell in " ".join(shown.split()), (cell, shown)
+    path = "/tmp/pytest-of-root/pytest-36/popen-gw1/test_evaluate_warns_when_the/weak.npz"
+    table = field_table()
+    table.add_row("reference", f"{path} (43 models × 277 items)")
+    screen = io.StringIO()
+    Console(file=screen, width=width).print(table)
+    assert "…" not in screen.getvalue()
+    assert path in "".join(line.strip() for line in screen.getvalue().splitlines())

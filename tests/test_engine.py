@@ -103,7 +103,7 @@ def _same_run_with_two_targets(method, reference, target, seed):
         assert np.all(sim.stop_n[0] > 0) and sim.stop_n[0].max() == n
 
 
-# The layers of ARCHITECTURE.md, lowest first. A part may import parts of its own layer
+# The layers of docs/architecture.md, lowest first. A part may import parts of its own layer
 # or below (same-layer imports must not form a cycle); the package root (the public API)
 # is above them all.
 LAYERS = [
@@ -184,6 +184,97 @@ def test_layering_check_sees_an_upward_import(tmp_path, monkeypatch):
     (fake / "models" / "x.py").write_text("from bayeval.inference.base import Backend\n")
     monkeypatch.setattr(sys.modules[__name__], "PACKAGE", fake)
     assert _imports() == {("models", "inference"): ["bayeval/models/x"]}
+
+
+def _module_graph(package: Path) -> dict[str, set[str]]:
+    """module → the package's modules it imports (at the top or inside a function)."""
+    modules = {}
+    for path in package.rglob("*.py"):
+        parts = path.relative_to(package.parent).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def module(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            for target in targets:
+                there = module(target) if target.startswith(package.name) else None
+                if there and there != name:
+                    graph.setdefault(name, set()).add(there)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The graph's strongly connected parts of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_between_the_package_modules(tmp_path):
+    # every import of every module, function-level ones included: no two modules need
+    # each other, directly or round a longer loop
+    assert not _cycles(_module_graph(PACKAGE)), _cycles(_module_graph(PACKAGE))
+    # the check can fail: a private helper imported back and forth is found
+    fake = tmp_path / "bayeval"
+    (fake / "cli").mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "cli" / "__init__.py").write_text("")
+    (fake / "cli" / "a.py").write_text("def f():\n    from bayeval.cli.b import _g\n")
+    (fake / "cli" / "b.py").write_text("from bayeval.cli.c import h\n")
+    (fake / "cli" / "c.py").write_text("from bayeval.cli import a\n")
+    assert _cycles(_module_graph(fake)) == [["bayeval.cli.a", "bayeval.cli.b",
+                                             "bayeval.cli.c"]]
+
+
+def _private_imports(folder: Path) -> list[str]:
+    """``module: name`` for every private name a module of ``folder`` imports from
+    another module of the package."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("bayeval"):
+                found += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def test_no_command_module_imports_a_private_name(tmp_path):
+    # a command reaches the library through its public names only
+    assert not _private_imports(PACKAGE / "cli"), _private_imports(PACKAGE / "cli")
+    (tmp_path / "x.py").write_text("from bayeval.cli.evaluate import _true_score\n"
+                                   "from bayeval import __version__\n")
+    assert _private_imports(tmp_path) == ["x.py: bayeval.cli.evaluate._true_score"]
 
 
 def test_batch_draw_probabilities_are_sequential_and_match_the_draws():

@@ -348,6 +348,33 @@ def test_a_suite_from_the_command_line_resumes_with_a_larger_budget(tmp_path, cl
     assert set(json.loads(inside.read_text())["results"]) == {"rte", "mrpc"}
 
 
+def test_a_suite_of_harness_tasks_is_written_with_the_harness_names(tmp_path, cli):
+    # bundled matrices the harness produced carry its task and metric: the results file
+    # names leaderboard_ifeval with prompt_level_strict_acc and arc_challenge with
+    # acc_norm (not "ifeval" and "score"), records the ε asked for (not the tasks' own
+    # never-stop ε), and the printed result names the target
+    suite = _suite_file(tmp_path / "board.toml", (
+        "epsilon = 0.2\n[[tasks]]\ndataset = 'ifeval'\n[[tasks]]\ndataset = 'arc_challenge'\n"))
+    done = cli("evaluate", "--suite", suite, "--max-items", "40", "--harness-results",
+               tmp_path / "r.json", "-q")
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert set(record["results"]) == {"leaderboard_ifeval", "arc_challenge"}
+    assert "prompt_level_strict_acc,none" in record["results"]["leaderboard_ifeval"]
+    assert "acc_norm,none" in record["results"]["arc_challenge"]
+    assert record["higher_is_better"]["arc_challenge"] == {"acc_norm": True}
+    assert record["bayeval"]["params"]["epsilon"] == 0.2
+    assert f"target {record['model_name']} · method active-pai" in done.stdout
+    # a single run from a file of the user's: its task is the file's stem, not its path
+    from bayeval.data import write_csv
+
+    write_csv(load_dataset("rte"), tmp_path / "my_rte.csv")
+    one = cli("evaluate", "--reference", tmp_path / "my_rte.csv", "--max-items", "40",
+              "--harness-results", tmp_path / "one.json", "-q")
+    assert one.returncode == 0, one.stderr
+    assert list(json.loads((tmp_path / "one.json").read_text())["results"]) == ["my_rte"]
+
+
 def test_subtasks_of_a_task_that_is_no_group_is_one_line(cli):
     # (--subtasks itself: tests/test_lm_eval_harness.py, on a local group's logs and live)
     one = cli("evaluate", "--dataset", "ifeval", "--subtasks", "-q")

@@ -1,4 +1,4 @@
-"""Acquisition rules and their combinators (ARCHITECTURE.md: composable rules).
+"""Acquisition rules and their combinators (docs/architecture.md: composable rules).
 
 A **rule** maps a :class:`~bayeval.types.Prediction` and a boolean mask of the candidate
 items still available to one log-weight per item (higher = more wanted; entries outside

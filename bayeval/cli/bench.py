@@ -213,8 +213,10 @@ def bench_estimation(
 
 @bench_app.command("inference", cls=CheckedCommand)
 def bench_inference(
-    dataset: Annotated[str, typer.Option(callback=bundled_names,
-                                         help="Bundled dataset.")] = "ifeval",
+    dataset: Annotated[str, typer.Option(
+        "--dataset", "--datasets", callback=bundled_names,
+        help="One bundled dataset (--datasets, as the other benches spell it, is the "
+             "same option).")] = "ifeval",
     reference: BenchReferenceOption = None,
     repeated_models: RepeatedModelsOption = RepeatedModels.error,
     task: TaskOption = None,
@@ -245,6 +247,9 @@ def bench_inference(
     from bayeval.methods import split_method_specs
 
     where = check_executor(executor, workers, address)
+    if "," in dataset:
+        raise fail(f"--dataset {dataset}: bench inference compares backends on one dataset; "
+                   "give one name")
     try:
         [source] = bench_sources(dataset, reference, task, metric, filter_name,
                                 repeated_models)

@@ -301,16 +301,6 @@ def resume_session(session_class, journal: Path, given: dict[str, Any], referenc
     return session
 
 
-def resume_from(session_class, journal: Path, given: dict[str, Any]):
-    """(session, its :class:`~bayeval.cli.evaluator_settings.EvaluatorSettings`, the
-    whole source matrix) from ``journal``."""
-    from bayeval.cli.evaluator_settings import EvaluatorSettings
-
-    session = resume_session(session_class, journal, given)
-    settings = EvaluatorSettings.from_json(session.extra, f"journal {journal}")
-    return session, settings, load_source(session.reference_source or {}, journal)
-
-
 def names_table(headers: list[str], rows: list[list[str]], title: str | None = None,
                 wrap: tuple[str, ...] = ()) -> Table:
     """A result table whose first column (model or dataset names, variables) is never
@@ -329,7 +319,36 @@ def names_table(headers: list[str], rows: list[list[str]], title: str | None = N
                          if k == 0 else None)
     for row in rows:
         table.add_row(*row)
-    return table
+    needed = sum(max(len(w) for c in (h, *(r[k] for r in rows)) for w in c.split() or [""])
+                 if h in wrap else max(len(c) for c in (h, *(r[k] for r in rows)))
+                 for k, h in enumerate(headers)) + 2 * (len(headers) - 1)
+    return _Fitted(table, headers, rows, needed)
+
+
+class _Fitted:
+    """A table printed as it is where the console is wide enough for every column's
+    unbreakable content (``needed`` columns: the cells of columns that do not wrap, the
+    longest word of those that do, two spaces between columns), else as records (the
+    first column's cell, then ``header: value`` lines), so that no cell is ever cut, at
+    80 columns or fewer."""
+
+    def __init__(self, table: Table, headers: list[str], rows: list[list[str]],
+                 needed: int):
+        self.table, self.headers, self.rows, self.needed = table, headers, rows, needed
+
+    def __rich_console__(self, console, options):
+        if self.needed <= options.max_width:
+            yield self.table
+            return
+        from rich.text import Text
+
+        if self.table.title:
+            yield Text(str(self.table.title), style="italic")
+        for row in self.rows:
+            yield Text(f"{self.headers[0]}: {row[0]}", style="bold")
+            for header, cell in zip(self.headers[1:], row[1:], strict=True):
+                if cell:
+                    yield Text(f"  {header}: {cell}")
 
 
 def field_table():
@@ -337,8 +356,8 @@ def field_table():
     from rich.table import Table
 
     table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")  # a path longer than the line breaks, never cut
     return table
 
 
@@ -565,8 +584,9 @@ def result_estimate(result: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     from bayeval.harness_results import TaskEstimate
 
     level = result["level"]
-    tasks = tuple(TaskEstimate(t["task"], t["estimate"], t["lower"], t["upper"],
-                               t["items_used"], t["n_items"], level)
+    tasks = tuple(TaskEstimate(t.get("harness_task") or t["task"], t["estimate"],
+                               t["lower"], t["upper"], t["items_used"], t["n_items"], level,
+                               metric=t.get("metric"), filter_name=t.get("filter"))
                   for t in result.get("tasks", ()))
     estimate = TaskEstimate(result["suite"] if tasks else result["task"],
                             result["estimate"], result["lower"], result["upper"],

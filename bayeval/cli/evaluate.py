@@ -47,14 +47,14 @@ from bayeval.cli.common import (
     progress_bar,
     result_estimate,
     resumable,
-    resume_from,
     setup_jax,
     write_estimate_results,
 )
-from bayeval.cli.evaluator_settings import EvaluatorSettings
+from bayeval.cli.evaluator_settings import EvaluatorSettings, resume_from, row_score
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError, EvaluationError
 from bayeval.experiments.metrics import covers
+from bayeval.harness import harness_settings
 
 
 @app.command(cls=CheckedCommand)
@@ -346,7 +346,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                 output_path=live.get("output_path") or f"{journal}.inspect")
         if harness_run:
             settings = settings.replace(
-                **_harness_settings(matrix, lm_eval_args, *harness),
+                **harness_settings(matrix, lm_eval_args, *harness),
                 lm_eval_mode=live.get("lm_eval_mode") or LmEvalMode.in_process.value,
                 output_path=live.get("output_path"))
         from bayeval.methods import make_method, parse_method_spec
@@ -402,7 +402,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                     **common, "evaluations": session.n_observed,
                     "skipped": len(session.skipped)}
         value, lower, upper = session.estimate()
-        truth = _true_score(matrix, session.target_id, settings)
+        truth = settings.true_score(matrix, session.target_id)
         from bayeval.data.lm_eval import harness_task
 
         return {
@@ -414,7 +414,7 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "true_score": truth,
             "covered": None if truth is None else bool(covers(lower, upper, truth)),
             "reference_row_score": (None if truth is not None
-                                    else _row_score(matrix, session.target_id)),
+                                    else row_score(matrix, session.target_id)),
             "items_used": session.n_observed,
             "items_evaluated": session.n_evaluated,
             "items_drawn": session.n_drawn,
@@ -436,7 +436,9 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
             "harness_model_seconds": getattr(evaluate_fn, "model_seconds", None),
             "harness_build_seconds": getattr(evaluate_fn, "build_seconds", None),
             "evaluator": settings.evaluator,
-            "task": settings.task or harness_task(matrix) or session.reference.name,
+            # the task's name: the harness's, else the reference file's stem (not its path)
+            "task": (settings.task or harness_task(matrix)
+                     or Path(session.reference.name).stem),
             "metric": settings.metric or matrix.metadata.get("metric"),
             "filter": settings.filter or matrix.metadata.get("filter"),
             "inspect_logs": (settings.output_path
@@ -455,7 +457,7 @@ def _tasks_suite(tasks: list[str], reference: Path | None, metric: str | None,
     twice = sorted({t for t in tasks if tasks.count(t) > 1})
     if twice:
         raise BayevalError(f"--task {twice[0]} is given twice")
-    from bayeval.cli.evaluate_suite import task_id
+    from bayeval.suite import task_id
 
     for t in tasks:  # a task's name names its files in the suite's folder
         task_id(t, f"--task {t[:60]!r}")
@@ -579,25 +581,6 @@ def _launches(session, evaluate_fn) -> int | None:
     return session.ask_calls_replayed + now
 
 
-def _harness_settings(matrix, lm_eval_args: str, task: str | None, metric: str | None,
-                      filter_name: str | None) -> dict[str, Any]:
-    """The lm-eval evaluator's settings, journaled for a resume: the harness task (``--task``,
-    else the matrix's), its subtasks, and the metric and filter of the reference's scores."""
-    from bayeval.data.lm_eval import harness_task, parse_subtasks
-
-    name = task or harness_task(matrix)
-    if not name:
-        raise BayevalError(f"--evaluator lm-eval: {matrix.name} records no "
-                           "lm-evaluation-harness task; give --task NAME")
-    metric = metric or matrix.metadata.get("metric")
-    if not metric:
-        raise BayevalError(f"--evaluator lm-eval: {matrix.name} records no metric; give "
-                           "--metric NAME (the per-sample field the reference scores are)")
-    return {"lm_eval_args": lm_eval_args, "task": name, "metric": metric,
-            "filter": filter_name or matrix.metadata.get("filter"),
-            "subtasks": [list(x) for x in parse_subtasks(matrix.metadata.get("subtasks"))]}
-
-
 def skipped_note(estimator: str, skipped: int) -> str | None:
     """What the estimate assumes about the items skipped after failures (None: none)."""
     if not skipped:
@@ -612,29 +595,12 @@ def skipped_note(estimator: str, skipped: int) -> str | None:
 def _target_row(session, matrix, settings, k: int, target: str) -> dict[str, Any]:
     """One target's line of a joint run's result."""
     value, lower, upper = session.estimate(target)
-    truth = _true_score(matrix, target, settings)
+    truth = settings.true_score(matrix, target)
     return {"target": target, "estimate": value, "lower": lower, "upper": upper,
             "true_score": truth,
             "covered": None if truth is None else bool(covers(lower, upper, truth)),
             "items_used": session.items_used(target),
             "stopped_after": int(session.stopped_at[k]) or None}
-
-
-def _row_score(matrix, target: str) -> float | None:
-    """The mean of the matrix's complete row named ``target`` (None without one)."""
-    if target not in set(matrix.models):
-        return None
-    row = matrix.row(target)
-    return None if np.isnan(row).any() else float(row.mean())
-
-
-def _true_score(matrix, target: str, settings: EvaluatorSettings) -> float | None:
-    """The target's full-benchmark score when the oracle answered from its complete row;
-    None for a live evaluator: a reference row of the same name is another run, reported
-    apart (``reference_row_score``) and never used to judge this one's interval."""
-    if settings.live:
-        return None
-    return _row_score(matrix, target)
 
 
 def _print_joint_result(r: dict[str, Any]) -> None:

@@ -50,6 +50,7 @@ from bayeval.cli.common import (
 from bayeval.cli.evaluator_settings import EvaluatorSettings
 from bayeval.errors import BayevalError, EvaluationError
 from bayeval.journal_check import CHECK, RUN, header_altered, seal_header
+from bayeval.suite import task_id
 
 _TOP = {"name", "epsilon", "task_epsilon", "method", "tasks"}
 _TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
@@ -62,25 +63,10 @@ _SUITE_EVALUATORS = (EvaluatorKind.oracle.value, EvaluatorKind.command.value,
 _TEXT = {"name", "dataset", "reference", "task", "metric", "filter", "target", "command",
          "inspect_task"}
 # a task's name names its files in the suite's folder: an id of bounded length
-_NAME_LIMIT = 200
 # aliases a YAML suite may use (each may expand to a copy of a whole subtree)
 _YAML_ALIASES = 50
 # tasks a suite file may hold (each is a journal and a matrix in memory)
 _TASK_LIMIT = 1000
-
-
-def task_id(name: str, where: str) -> str:
-    """``name`` if it can name a task's files: not empty, at most 200 characters, no NUL
-    or other control character, no path separator and not ``.`` or ``..`` (a one-line
-    error naming ``where`` otherwise)."""
-    if not name or len(name) > _NAME_LIMIT:
-        raise BayevalError(f"{where}: a task name must have 1 to {_NAME_LIMIT} characters, "
-                           f"got {len(name)}")
-    bad = [c for c in name if ord(c) < 32 or c in "/\\\x7f"]
-    if bad or name in (".", ".."):
-        raise BayevalError(f"{where}: the task name {name[:60]!r} cannot name its files "
-                           "(no control character, no / or \\, not . or ..)")
-    return name
 
 
 def _read_yaml(text: str, path: Path) -> Any:
@@ -350,10 +336,9 @@ def _settings(kind: str, task: dict[str, Any], command, timeout, retries, journa
         cmd = cmd.replace("{task}", shlex.quote(task["name"]))
     settings = EvaluatorSettings(kind, cmd, timeout, retries, 1, 1)
     if kind == EvaluatorKind.lm_eval.value:  # a group's subtasks: the group's harness run
-        from bayeval.cli.evaluate import _harness_settings
-
+        from bayeval.harness import harness_settings
         settings = settings.replace(
-            **_harness_settings(task["matrix"], live["lm_eval_args"], None,
+            **harness_settings(task["matrix"], live["lm_eval_args"], None,
                                 task["source"].get("metric"), task["source"].get("filter")),
             lm_eval_mode=live.get("lm_eval_mode"),
             output_path=None if live.get("output_path") is None
@@ -414,9 +399,8 @@ def _start(label, tasks, names, kind, command, timeout, retries, method_name, pa
                                 extra=extra))
     run = SuiteRun([t["name"] for t in tasks], sessions, [t["weight"] for t in tasks], rule,
                    [t["cost"] for t in tasks])
-    from bayeval.cli.evaluate import _true_score
 
-    truths = [_true_score(t["matrix"], n, st) for t, n, st in zip(tasks, names, settings,
+    truths = [st.true_score(t["matrix"], n) for t, n, st in zip(tasks, names, settings,
                                                                  strict=True)]
     return _run(run, evaluators, batch, quiet, label, journal, truths, group,
                 tasks[0].get("group_mean"))
@@ -492,7 +476,6 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
             renewed = seal_header(renewed)
         write_file(path, json.dumps(renewed, indent=1), durable=True)
     setup_jax()
-    from bayeval.cli.evaluate import _true_score
     from bayeval.data.lm_eval import subtask_matrix
 
     read: dict[str, Any] = {}  # each source's matrix, read once for all the tasks it holds
@@ -526,7 +509,7 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
         settings.append(EvaluatorSettings.from_json(session.extra, f"journal {file}"))
         matrices.append(matrix if matrix is not None else
                         load_source(session.reference_source or {}, file))
-    truths = [_true_score(m, s.target_id, st)
+    truths = [st.true_score(m, s.target_id)
               for m, s, st in zip(matrices, sessions, settings, strict=True)]
     if record.get("group"):  # the group's evaluator, shared (module docstring)
         first = sessions[0]
@@ -572,6 +555,11 @@ def _run(run, evaluators, batch, quiet, label, journal, truths, group,
                               "estimate to report")
     result = run.result()
     for row, truth, session in zip(result["tasks"], truths, run.sessions, strict=True):
+        meta = session.reference.metadata
+        # the harness's own task and metric where the reference knows them (bundled
+        # matrices the harness produced, harness logs); a group's subtasks are named so
+        row.update(harness_task=None if group else meta.get("harness_task"),
+                   metric=meta.get("metric"), filter=meta.get("filter"))
         row.update(target=session.target_id, true_score=truth,
                    covered=None if truth is None else bool(covers(row["lower"], row["upper"],
                                                                   truth)),
@@ -587,7 +575,9 @@ def _run(run, evaluators, batch, quiet, label, journal, truths, group,
             "covered": None if true_avg is None else bool(covers(result["lower"],
                                                                result["upper"], true_avg)),
             "n_items": int(sum(s.n_items for s in run.sessions)),
-            "method": first.method.name, "params": first.method.params,
+            "method": first.method.name,
+            # the ε asked for (each task's method runs with the suite's rule as its stop)
+            "params": {**first.method.params, "epsilon": run.rule.epsilon},
             "level": first.method.level, "seed": first.seed, "epsilon": run.rule.epsilon,
             "task_epsilon": run.rule.task_epsilon,
             "journal": None if journal is None else str(journal)}
@@ -657,5 +647,6 @@ def print_suite(r: dict[str, Any], out: Callable[..., None]) -> None:
                   "1", f"{r['estimate']:.4f}", f"[{r['lower']:.4f}, {r['upper']:.4f}]",
                   f"{r['items_used']} of {r['n_items']}", truth)
     out(table)
-    out(f"method {r['method']} · stopped: {r['stopped']} · cost {r['cost']:g}"
-        + (f" · journal {r['journal']}" if r["journal"] else ""))
+    targets = sorted({t["target"] for t in r["tasks"]})
+    out(f"target {', '.join(targets)} · method {r['method']} · stopped: {r['stopped']} · "
+        f"cost {r['cost']:g}" + (f" · journal {r['journal']}" if r["journal"] else ""))

@@ -9,17 +9,30 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from bayeval.cli.common import (
     FAILURES_IN_A_ROW,
     SUBPROCESS,
     EvaluatorKind,
     command_evaluator,
+    load_source,
+    resume_session,
 )
 from bayeval.errors import JournalError
 
-__all__ = ["EvaluatorSettings"]
+__all__ = ["EvaluatorSettings", "resume_from", "row_score"]
+
+
+def row_score(matrix, target: str) -> float | None:
+    """The mean of the matrix's complete row named ``target`` (None without one)."""
+    if target not in set(matrix.models):
+        return None
+    row = matrix.row(target)
+    return None if np.isnan(row).any() else float(row.mean())
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,13 @@ class EvaluatorSettings:
     def replace(self, **changes: Any) -> EvaluatorSettings:
         return dataclasses.replace(self, **changes)
 
+    def true_score(self, matrix, target: str) -> float | None:
+        """The target's full-benchmark score when the oracle answered from its complete
+        row; None for a live evaluator: a reference row of the same name is another run,
+        reported apart (``reference_row_score``) and never used to judge this one's
+        interval."""
+        return None if self.live else row_score(matrix, target)
+
     @property
     def live(self) -> bool:
         """Whether items are scored by running something (not read from the reference)."""
@@ -119,3 +139,11 @@ class EvaluatorSettings:
             return MatrixOracle(matrix, targets[0])
         oracles = {t: MatrixOracle(matrix, t) for t in targets}
         return lambda target, item: oracles[target](item)
+
+
+def resume_from(session_class, journal: Path, given: dict[str, Any]):
+    """(session, its :class:`~bayeval.cli.evaluator_settings.EvaluatorSettings`, the
+    whole source matrix) from ``journal``."""
+    session = resume_session(session_class, journal, given)
+    settings = EvaluatorSettings.from_json(session.extra, f"journal {journal}")
+    return session, settings, load_source(session.reference_source or {}, journal)

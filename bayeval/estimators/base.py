@@ -1,4 +1,4 @@
-"""Estimators as a stage of the loop (ARCHITECTURE.md: one loop).
+"""Estimators as a stage of the loop (docs/architecture.md: one loop).
 
 An estimator is three pure functions over an explicit pytree state, in the style of
 Optax's ``GradientTransformation`` (``init`` / ``update``) and BlackJAX's kernels::

@@ -1,4 +1,4 @@
-"""What every posterior backend provides (ARCHITECTURE.md: pure functions over state).
+"""What every posterior backend provides (docs/architecture.md: pure functions over state).
 
 A backend is four pure functions over an explicit pytree state::
 

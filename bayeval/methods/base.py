@@ -1,6 +1,6 @@
 """A method is backend + rule + policy + estimator + stopping, run by one loop.
 
-ARCHITECTURE.md's round, for every method: predict → rule → policy (items and their draw
+docs/architecture.md's round, for every method: predict → rule → policy (items and their draw
 probabilities) → evaluate → estimator update (with the pre-observation prediction) →
 backend observe → maintenance (re-fit, compaction) → predict → estimate → stopping.
 :class:`Method` holds the parts and composes the round into two pure functions,
