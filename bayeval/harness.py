@@ -318,6 +318,10 @@ class LmEvalInProcess(HarnessEvaluator):
     its interruption), so the new model can join the reference later, under ``name``
     (default: the harness's name for the model).
 
+    ``model`` may also be a model another evaluator loaded (``evaluator.lm``): the tasks
+    of a suite share one loaded model (``loaded_model`` says whether this evaluator loaded
+    its own); ``model_name`` names the model in the kept output.
+
     ``model_seconds`` (time in the model's calls), ``build_seconds`` (the requests'
     building) and ``launches`` (calls) say where the evaluator's time went."""
 
@@ -325,7 +329,8 @@ class LmEvalInProcess(HarnessEvaluator):
                  metric: str | None = None, filter_name: str | None = None,
                  model_args: str | dict = "", include_path: str | Path | None = None,
                  task_manager: Any = None, output_path: str | Path | None = None,
-                 name: str | None = None, **evaluate_kwargs: Any) -> None:
+                 name: str | None = None, model_name: str | None = None,
+                 **evaluate_kwargs: Any) -> None:
         super().__init__(task, subtasks, metric, filter_name)
         try:
             from lm_eval.tasks import TaskManager
@@ -346,7 +351,10 @@ class LmEvalInProcess(HarnessEvaluator):
                       or TaskManager(include_path=folder))
         self.loaded = self._load_task(task)
         self._seed(seeds)
+        self.model_name = model_name or (model if isinstance(model, str)
+                                         else type(model).__name__)
         self.lm = self._model(model, model_args, build) if isinstance(model, str) else model
+        self.loaded_model = isinstance(model, str)  # False: a model given, already loaded
         began = time.perf_counter()
         self.prepared: dict[str, PreparedTask] = {}
         for key, task_obj in self.loaded["tasks"].items():
@@ -354,7 +362,6 @@ class LmEvalInProcess(HarnessEvaluator):
             self.prepared[key] = PreparedTask(key, task_obj, self.lm, requests)
         self.build_seconds = time.perf_counter() - began
         self.model_seconds = 0.0
-        self.model_name = model if isinstance(model, str) else type(model).__name__
         self.model_args = model_args if isinstance(model_args, str) else ",".join(
             f"{k}={v}" for k, v in model_args.items())
         self.batch_size = build["batch_size"]
@@ -365,14 +372,16 @@ class LmEvalInProcess(HarnessEvaluator):
     def from_args(cls, args: str | Sequence[str], task: str,
                   subtasks: Sequence[tuple[str, int]] = (), metric: str | None = None,
                   filter_name: str | None = None, output_path: str | Path | None = None,
-                  name: str | None = None) -> LmEvalInProcess:
+                  name: str | None = None, lm: Any = None) -> LmEvalInProcess:
         """The evaluator for the harness options ``args`` (``--model hf --model_args
-        pretrained=… --include_path …``, as ``lm_eval run`` takes them)."""
+        pretrained=… --include_path …``, as ``lm_eval run`` takes them); ``lm``: a model
+        already loaded with those options (another task's of the same run), used as it is."""
         cfg, manager = check_harness_task(args, task)
         seeds = dict(zip(HARNESS_SEEDS, cfg.seed, strict=True)) if cfg.seed else {}
         extra = {k: getattr(cfg, k) for k in BUILD_SETTINGS if getattr(cfg, k)}
-        return cls(cfg.model, task, subtasks, metric, filter_name,
+        return cls(cfg.model if lm is None else lm, task, subtasks, metric, filter_name,
                    model_args=cfg.model_args or "", task_manager=manager,
+                   model_name=cfg.model,
                    output_path=output_path, name=name, num_fewshot=cfg.num_fewshot,
                    gen_kwargs=cfg.gen_kwargs or None, batch_size=cfg.batch_size,
                    max_batch_size=cfg.max_batch_size, device=cfg.device, **seeds, **extra)
@@ -426,7 +435,31 @@ class LmEvalInProcess(HarnessEvaluator):
         if name is not None:
             config.model_name = name
             config.model_name_sanitized = sanitize_model_name(name)
+        self._continue(tracker, Path(output_path) / config.model_name_sanitized)
         return tracker
+
+    def _continue(self, tracker: Any, folder: Path) -> None:
+        """A resumed run continues the kept output of the run it resumes (the latest
+        partial run bayeval kept there for this model): its samples files are appended
+        to, its summary counts their documents, and a document they hold is never
+        appended again, so the folder reads back as one run of every document scored."""
+        self._kept_docs: dict[str, set[int]] = {k: set() for k in self.prepared}
+        earlier = sorted(folder.glob("results_*.json")) if folder.is_dir() else []
+        for results in reversed(earlier):
+            try:
+                partial = "bayeval" in json.loads(results.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not partial:
+                return  # the newest run there is a full one: a new partial run beside it
+            tracker.date_id = results.stem.removeprefix("results_")
+            for key, prepared in self.prepared.items():
+                samples = folder / f"samples_{key}_{tracker.date_id}.jsonl"
+                if samples.is_file():
+                    records = [json.loads(line) for line in
+                               samples.read_text(encoding="utf-8").splitlines() if line]
+                    self._kept_docs[key] = prepared.take_records(records)
+            return
 
     @staticmethod
     def _seed(seeds: dict[str, int | None]) -> None:
@@ -466,9 +499,12 @@ class LmEvalInProcess(HarnessEvaluator):
             self.metric = self.metric or log.metric
             scores[key] = log.scores
             logged[key] = records
-        if self._tracker is not None:  # the batch's documents, appended
+        if self._tracker is not None:  # the batch's documents, appended (once each)
             for key, records in logged.items():
-                self._tracker.save_results_samples(task_name=key, samples=records)
+                fresh = [r for r in records if r["doc_id"] not in self._kept_docs[key]]
+                self._kept_docs[key].update(r["doc_id"] for r in fresh)
+                if fresh:
+                    self._tracker.save_results_samples(task_name=key, samples=fresh)
         return scores
 
     def close(self) -> None:

@@ -131,6 +131,19 @@ class PreparedTask:
         return out
 
 
+    def take_records(self, records: Sequence[dict[str, Any]]) -> set[int]:
+        """Records an earlier run of this evaluator kept (its samples file, continued by a
+        resumed run) counted into the summary as if scored here; the documents they hold."""
+        docs = set()
+        for record in records:
+            for metric in record.get("metrics", ()):
+                if metric in record:
+                    self.raw_metrics[(metric, record["filter"])].append(record[metric])
+            docs.add(int(record["doc_id"]))
+        self.scored += len(docs)
+        return docs
+
+
 def run_documents(lm: Any, batch: dict[str, tuple[PreparedTask, list[int]]]) -> float:
     """Run the requests of every ``(task, docs)`` of ``batch`` on ``lm``: one call per
     request type for all of them (each request repeated ``repeats`` times, as the full run

@@ -734,3 +734,48 @@ def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_pa
     assert evaluator.launches == 2 and len(asked) == 12
     assert sorted(int(p.split()[1]) for p in prompts) == sorted(asked)  # nothing else sent
     assert [s for _, s in session.observations] == [float(k % 3 == 0) for k in asked]
+
+
+def test_a_suite_of_separate_harness_tasks_loads_the_model_once(tmp_path, cli):
+    # two separate tasks (not a group) through one loaded model: each task's requests built
+    # once, only the chosen documents run, each task's output kept apart under its name;
+    # a run cut by its budget resumes on a new budget with nothing run twice; the results
+    # file holds both tasks under the harness's names, readable by the harness's make_table
+    from lm_eval.utils import make_table
+
+    os.environ.update(OFFLINE)
+    for path in FIXTURE.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    yaml = (FIXTURE / f"{TASK}.yaml").read_text().replace(f"task: {TASK}", "task: toy_add_b")
+    (tmp_path / "toy_add_b.yaml").write_text(yaml)
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for task in (TASK, "toy_add_b"):
+            _harness_logs(tmp_path, 6, task)
+    finally:
+        os.chdir(here)
+    (tmp_path / "two.toml").write_text(
+        f"epsilon = 0.05\n[[tasks]]\nreference = 'lm-eval:logs'\ntask = '{TASK}'\n"
+        "[[tasks]]\nreference = 'lm-eval:logs'\ntask = 'toy_add_b'\n")
+    run = ("evaluate", "--suite", "two.toml", "--evaluator", "lm-eval", "--target",
+           "org/new", "--lm-eval-args",
+           "--model dummy --model_args pretrained=org/new --include_path .", "--batch", "5",
+           "--output-path", "kept", "--json", "-q")
+    cut = json.loads(_in_process(cli, tmp_path, *run, "--journal", "j", "--max-items", "20"))
+    assert cut["harness_models_loaded"] == 1 and cut["items_used"] == 20
+    assert cut["harness_launches"] == 4  # 4 batches of 5, each one call
+    done = json.loads(_in_process(cli, tmp_path, "evaluate", "--resume", "--journal", "j",
+                                  "--max-items", "50", "--harness-results", "r.json",
+                                  "--json", "-q"))
+    assert done["harness_models_loaded"] == 1 and done["items_used"] == 50
+    for row, task in zip(done["tasks"], (TASK, "toy_add_b"), strict=True):
+        kept = read_lm_eval_samples(tmp_path / "kept" / row["task"], task)
+        scored = np.flatnonzero(~np.isnan(kept.row("org/new")))
+        assert len(scored) == row["items_used"]  # every document run once, none twice
+        docs = [json.loads(line)["doc_id"] for f in (tmp_path / "kept" / row["task"]).rglob(
+            f"samples_{task}_*.jsonl") for line in f.read_text().splitlines()]
+        assert len(docs) == len(set(docs)) == row["items_used"]
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert set(record["results"]) == {TASK, "toy_add_b"}
+    assert f"{TASK} (bayeval estimate)" in make_table(record)

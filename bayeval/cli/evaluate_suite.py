@@ -56,7 +56,7 @@ _TOP = {"name", "epsilon", "task_epsilon", "method", "tasks"}
 _TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
          "target", "command", "inspect_task"}
 _SUITE_EVALUATORS = (EvaluatorKind.oracle.value, EvaluatorKind.command.value,
-                     EvaluatorKind.inspect.value)
+                     EvaluatorKind.lm_eval.value, EvaluatorKind.inspect.value)
 
 
 # the task keys whose values are text
@@ -337,12 +337,16 @@ def _settings(kind: str, task: dict[str, Any], command, timeout, retries, journa
     settings = EvaluatorSettings(kind, cmd, timeout, retries, 1, 1)
     if kind == EvaluatorKind.lm_eval.value:  # a group's subtasks: the group's harness run
         from bayeval.harness import harness_settings
+
+        kept = live.get("output_path")
+        if kept is not None and "group" not in task:  # a suite: each task's output apart
+            kept = Path(kept) / task["name"]
         settings = settings.replace(
-            **harness_settings(task["matrix"], live["lm_eval_args"], None,
-                                task["source"].get("metric"), task["source"].get("filter")),
+            **harness_settings(task["matrix"], live["lm_eval_args"],
+                               task["source"].get("task") if "group" not in task else None,
+                               task["source"].get("metric"), task["source"].get("filter")),
             lm_eval_mode=live.get("lm_eval_mode"),
-            output_path=None if live.get("output_path") is None
-            else str(live["output_path"]))
+            output_path=None if kept is None else str(kept))
     if kind == EvaluatorKind.inspect.value:  # each task's logs a folder of their own
         base = live.get("output_path") or journal_dir
         settings = settings.replace(
@@ -369,8 +373,7 @@ def _start(label, tasks, names, kind, command, timeout, retries, method_name, pa
         evaluators = [settings[0].evaluator_for(tasks[0]["group_matrix"], [names[0]])
                       ] * len(tasks)
     else:
-        evaluators = [s.evaluator_for(t["matrix"], [n]) for s, t, n in
-                      zip(settings, tasks, names, strict=True)]
+        evaluators = _task_evaluators(settings, [t["matrix"] for t in tasks], names)
     setup_jax()
     files = [None if journal is None else
              journal / f"{k:02d}-{safe_file_name(t['name'])}.jsonl"
@@ -516,13 +519,24 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
         group = whole(first.reference_source or {}, first.journal_path)
         evaluators = [settings[0].evaluator_for(group, [first.target_id])] * len(sessions)
     else:
-        evaluators = [st.evaluator_for(m, [s.target_id])
-                      for st, m, s in zip(settings, matrices, sessions, strict=True)]
+        evaluators = _task_evaluators(settings, matrices, [s.target_id for s in sessions])
     run = SuiteRun([e["name"] for e in entries], sessions, [e["weight"] for e in entries],
                    rule, [e["cost"] for e in entries])
     batch = batch or record.get("batch", 1)  # how many at once may change; not the estimate
     return _run(run, evaluators, batch, quiet, record["suite"], Path(journal), truths,
                 bool(record.get("group")), record.get("group_mean"))
+
+
+def _task_evaluators(settings: list[EvaluatorSettings], matrices: list[Any],
+                     targets: list[str]) -> list[Any]:
+    """Each task's evaluator; the harness in process loads the model once, for the first
+    task, and every other task runs on that model (each task's requests built once)."""
+    evaluators: list[Any] = []
+    shared = None
+    for st, matrix, target in zip(settings, matrices, targets, strict=True):
+        evaluators.append(st.evaluator_for(matrix, [target], lm=shared))
+        shared = shared or getattr(evaluators[-1], "lm", None)  # in process: its model
+    return evaluators
 
 
 def _journal_source(file: Path) -> dict[str, Any] | None:
@@ -580,7 +594,16 @@ def _run(run, evaluators, batch, quiet, label, journal, truths, group,
             "params": {**first.method.params, "epsilon": run.rule.epsilon},
             "level": first.method.level, "seed": first.seed, "epsilon": run.rule.epsilon,
             "task_epsilon": run.rule.task_epsilon,
-            "journal": None if journal is None else str(journal)}
+            "journal": None if journal is None else str(journal),
+            # the harness in process: how many times a model was loaded, and its calls
+            **({"harness_models_loaded": sum(e.loaded_model for e in _distinct(evaluators)),
+                "harness_launches": sum(e.launches for e in _distinct(evaluators))}
+               if all(hasattr(e, "loaded_model") for e in evaluators) else {})}
+
+
+def _distinct(evaluators: list[Any]) -> list[Any]:
+    """The evaluators, each once (a group's subtasks share one)."""
+    return list({id(e): e for e in evaluators}.values())
 
 
 def _with_progress(run, evaluators, batch: int, quiet: bool) -> None:

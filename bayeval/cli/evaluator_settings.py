@@ -113,9 +113,12 @@ class EvaluatorSettings:
         fault)."""
         return FAILURES_IN_A_ROW if self.live else None
 
-    def evaluator_for(self, matrix, targets: list[str], several: bool = False):
+    def evaluator_for(self, matrix, targets: list[str], several: bool = False,
+                      lm: Any = None):
         """The evaluator of a run: ``f(item)`` for one target, ``f(target, item)`` for
-        several (the command gets ``{target}``; the oracle reads each target's row)."""
+        several (the command gets ``{target}``; the oracle reads each target's row);
+        ``lm``: the harness model another task of the run loaded (in process, used as it
+        is)."""
         from bayeval.evaluators import MatrixOracle
 
         if self.evaluator == EvaluatorKind.lm_eval.value:
@@ -126,7 +129,8 @@ class EvaluatorSettings:
                 return LmEvalCommand(self.lm_eval_args, self.task, *where,
                                      timeout=self.timeout, output_path=self.output_path)
             return LmEvalInProcess.from_args(self.lm_eval_args, self.task, *where,
-                                             output_path=self.output_path, name=targets[0])
+                                             output_path=self.output_path, name=targets[0],
+                                             lm=lm)
         if self.evaluator == EvaluatorKind.inspect.value:
             from bayeval.inspect_evaluator import InspectEvaluator
 
