@@ -7,8 +7,8 @@ parameters (a run-0 checkpoint widened to GPT-2-small size without changing its 
 so that documents, not start-up, dominate a full run. Three settings:
 
 * ``among``: the target among the references (13 checkpoints of runs 1–4, early to late);
-* ``better``: the target better than every reference (run 0 late; the references are
-  early checkpoints of the other runs, above chance);
+* ``better``: the target better than every reference (run 0 after 3000 steps; the 11
+  references are earlier checkpoints of the other runs and of run 0, all above chance);
 * ``large``: ``among``'s models on a 5,000-document multiple-choice task;
 * ``small``: ``among``'s models on tasks of 500 and 300 documents, where a full run is
   short and bayeval needs most documents (where it is weak);
@@ -71,6 +71,9 @@ METRIC = {"mc": "acc", "gen": "exact_match"}
 CELLS = [("among", "e2e_mc"), ("among", "e2e_gen"), ("better", "e2e_mc"),
          ("better", "e2e_gen"), ("large", "e2e_mc_large"), ("small", "e2e_mc_small"),
          ("small", "e2e_gen_small")]
+
+
+ALL_CELLS = ",".join(f"{setting}/{task}" for setting, task in CELLS)
 
 
 class Route(NamedTuple):
@@ -313,7 +316,7 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=5000, help="documents of e2e_mc_large")
     parser.add_argument("--small", default="500,300",
                         help="documents of e2e_mc_small and e2e_gen_small")
-    parser.add_argument("--cells", default=",".join(c.name for c in map(Cell._make, CELLS)),
+    parser.add_argument("--cells", default=ALL_CELLS,
                         help="setting/task cells to run")
     parser.add_argument("--server", type=int, default=0, help="also the server route with "
                         "this many concurrent requests (among and better cells)")
@@ -386,12 +389,16 @@ def write(rows: list[dict], cell_facts: list[dict], machine: dict,
         f"`python bench/end_to_end.py --work DIR --repeats {args.repeats} --threads "
         f"{args.threads} --device {args.device} --mc {args.mc} --gen {args.gen} --large "
         f"{args.large} --small {args.small}"
-        f"{f' --server {args.server}' if args.server else ''}` — "
+        f"{f' --server {args.server}' if args.server else ''}"
+        f"{f' --cells {args.cells}' if args.cells != ALL_CELLS else ''}` — "
         f"{machine['cores']} cores ({machine['cpu']}), {machine['threads']} model thread(s) "
         f"per process, device {machine['device']}; "
         + ", ".join(f"{k} {v}" for k, v in machine["packages"].items()) + ".", "",
         "The target: 85M parameters (a trained 2-layer width-128 model widened to 12 layers "
-        "of width 768, same outputs); 13 reference models from four other training runs "
+        "of width 768, same outputs), run 0 after "
+        f"{world.SETTINGS['among'][0]} steps (among) and {world.SETTINGS['better'][0]} "
+        f"(better); {len(world.SETTINGS['among'][1])} and {len(world.SETTINGS['better'][1])} "
+        "reference checkpoints of other runs (and, in better, of run 0's early steps) "
         f"(bench/e2e_world.py). ε = {args.epsilon}, bayeval batches of {args.batch}, the "
         f"harness's batch size {args.harness_batch} in every run. Each run is a fresh "
         "process; full and bayeval runs alternate, each bayeval run with its own seed.", "",
@@ -461,7 +468,8 @@ def write(rows: list[dict], cell_facts: list[dict], machine: dict,
             f"{1e3 * b['per_doc_full']:.1f} | {b['fixed_ours']:.1f} | "
             f"{1e3 * b['per_doc_ours']:.1f} | {r['share']:.2f} | "
             f"{b['share_break_even']:.2f} |")
-    lines += ["", "![time ratio against the share of documents run](end_to_end.png)", ""]
+    lines += ["", f"![time ratio against the share of documents run]"
+              f"({args.out.with_suffix('.png').name})", ""]
     text = "\n".join(lines) + "\n"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
