@@ -54,7 +54,6 @@ from bayeval.cli.evaluator_settings import EvaluatorSettings, resume_from, row_s
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError, EvaluationError
 from bayeval.experiments.metrics import covers
-from bayeval.harness import harness_settings
 
 
 @app.command(cls=CheckedCommand)
@@ -345,6 +344,8 @@ def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, 
                 task=harness[0], metric=harness[1], inspect_task=live["inspect_task"],
                 output_path=live.get("output_path") or f"{journal}.inspect")
         if harness_run:
+            from bayeval.harness import harness_settings  # (pandas: after the checks)
+
             settings = settings.replace(
                 **harness_settings(matrix, lm_eval_args, *harness),
                 lm_eval_mode=live.get("lm_eval_mode") or LmEvalMode.in_process.value,
