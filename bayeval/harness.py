@@ -365,6 +365,8 @@ class LmEvalInProcess(HarnessEvaluator):
         self.model_args = model_args if isinstance(model_args, str) else ",".join(
             f"{k}={v}" for k, v in model_args.items())
         self.batch_size = build["batch_size"]
+        # per subtask the documents the kept output holds (appended once each)
+        self._kept_docs: dict[str, set[int]] = {k: set() for k in self.prepared}
         self._tracker = None if output_path is None else self._kept_output(
             output_path, name, requests.get("system_instruction"))
 
@@ -443,7 +445,6 @@ class LmEvalInProcess(HarnessEvaluator):
         partial run bayeval kept there for this model): its samples files are appended
         to, its summary counts their documents, and a document they hold is never
         appended again, so the folder reads back as one run of every document scored."""
-        self._kept_docs: dict[str, set[int]] = {k: set() for k in self.prepared}
         earlier = sorted(folder.glob("results_*.json")) if folder.is_dir() else []
         for results in reversed(earlier):
             try:
@@ -489,7 +490,7 @@ class LmEvalInProcess(HarnessEvaluator):
         self.model_seconds += run_documents(self.lm, batch)
         scores, logged = {}, {}
         for key, (prepared, docs) in batch.items():
-            records = prepared.records(docs)
+            records = prepared.records(docs, self._kept_docs[key])
             try:
                 log = parse_sample_records(
                     [(f"{key} doc {r['doc_id']}", r) for r in records], key, self.metric,

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from bayeval.errors import EvaluationError
@@ -86,10 +86,12 @@ class PreparedTask:
                 out.append(instance)
         return out
 
-    def records(self, docs: Sequence[int]) -> list[dict[str, Any]]:
+    def records(self, docs: Sequence[int], counted: Collection[int] = ()
+                ) -> list[dict[str, Any]]:
         """After the model answered ``docs``' requests: filter them and score each
         document; the harness's per-document records (``--log_samples``), every filter's,
-        documents in index order."""
+        documents in index order. Documents of ``counted`` (already in the summary, from
+        the kept output a resumed run continues) are scored but not counted again."""
         from lm_eval.utils import handle_non_serializable, hash_string
 
         docs = sorted(docs)
@@ -125,9 +127,10 @@ class PreparedTask:
                     "target_hash": hash_string(str(target)),
                     **metrics}
                 out.append(record)
-                for metric, value in metrics.items():
-                    self.raw_metrics[(metric, key)].append(value)
-        self.scored += len(docs)
+                if doc_id not in counted:
+                    for metric, value in metrics.items():
+                        self.raw_metrics[(metric, key)].append(value)
+        self.scored += len([d for d in docs if d not in counted])
         return out
 
 

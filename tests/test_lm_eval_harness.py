@@ -779,3 +779,37 @@ def test_a_suite_of_separate_harness_tasks_loads_the_model_once(tmp_path, cli):
     record = json.loads((tmp_path / "r.json").read_text())
     assert set(record["results"]) == {TASK, "toy_add_b"}
     assert f"{TASK} (bayeval estimate)" in make_table(record)
+
+
+def test_a_resumed_evaluator_continues_the_kept_output_counting_each_document_once(
+        workdir, tmp_path):
+    # the kept output of a run is continued by the evaluator of its resume: one samples
+    # file, each document once, and a summary over every document, also when the resume
+    # asks again a document the earlier run had kept but not journaled (a SIGKILL between
+    # the two writes)
+    from lm_eval.tasks import TaskManager
+
+    from bayeval.harness import LmEvalInProcess
+
+    items = read_lm_eval_samples(workdir / "logs", TASK).items[:3]
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        for asked in (items[:2], items[1:]):
+            with LmEvalInProcess("dummy", TASK, random_seed=3, output_path=tmp_path,
+                                 name="org/new", task_manager=TaskManager(
+                                     include_path=str(workdir), include_defaults=False)
+                                 ) as evaluator:
+                evaluator.evaluate_batch(list(asked))
+    finally:
+        os.chdir(cwd)
+    [samples] = tmp_path.rglob(f"samples_{TASK}_*.jsonl")
+    records = [json.loads(line) for line in samples.read_text().splitlines()]
+    assert sorted(r["doc_id"] for r in records) == [0, 1, 2]
+    [results] = tmp_path.rglob("results_*.json")
+    summary = json.loads(results.read_text())
+    assert summary["n-samples"][TASK]["effective"] == 3
+    assert summary["results"][TASK]["acc,none"] == pytest.approx(
+        np.mean([r["acc"] for r in records]))
+    kept = read_lm_eval_samples(tmp_path, TASK)
+    assert kept.models == ["org/new"] and int((~np.isnan(kept.scores)).sum()) == 3
