@@ -40,7 +40,9 @@ from typing import Any
 from bayeval.data.lm_eval import (
     find_sample_files,
     harness_docs,
+    harness_task,
     parse_sample_records,
+    parse_subtasks,
     read_sample_log,
 )
 from bayeval.data.matrix import validate_score
@@ -565,17 +567,10 @@ def _unknown_task(task: str, include_path: Any, exc: Exception) -> str:
     return f"lm-evaluation-harness has no task {task!r}{hint}: {detail[:120]}"
 
 
-__all__ = ["RESERVED", "HarnessEvaluator", "LmEvalCommand", "LmEvalInProcess",
-           "check_harness_task", "harness_argv", "harness_config", "harness_settings",
-           "refuse_reserved"]
-
-
 def harness_settings(matrix, lm_eval_args: str, task: str | None, metric: str | None,
                      filter_name: str | None) -> dict[str, Any]:
     """The lm-eval evaluator's settings, journaled for a resume: the harness task (``--task``,
     else the matrix's), its subtasks, and the metric and filter of the reference's scores."""
-    from bayeval.data.lm_eval import harness_task, parse_subtasks
-
     name = task or harness_task(matrix)
     if not name:
         raise BayevalError(f"--evaluator lm-eval: {matrix.name} records no "
@@ -587,3 +582,8 @@ def harness_settings(matrix, lm_eval_args: str, task: str | None, metric: str | 
     return {"lm_eval_args": lm_eval_args, "task": name, "metric": metric,
             "filter": filter_name or matrix.metadata.get("filter"),
             "subtasks": [list(x) for x in parse_subtasks(matrix.metadata.get("subtasks"))]}
+
+
+__all__ = ["RESERVED", "HarnessEvaluator", "LmEvalCommand", "LmEvalInProcess",
+           "check_harness_task", "harness_argv", "harness_config", "harness_settings",
+           "refuse_reserved"]

@@ -133,7 +133,6 @@ class PreparedTask:
         self.scored += len([d for d in docs if d not in counted])
         return out
 
-
     def take_records(self, records: Sequence[dict[str, Any]]) -> set[int]:
         """Records an earlier run of this evaluator kept (its samples file, continued by a
         resumed run) counted into the summary as if scored here; the documents they hold."""

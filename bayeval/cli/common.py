@@ -319,10 +319,18 @@ def names_table(headers: list[str], rows: list[list[str]], title: str | None = N
                          if k == 0 else None)
     for row in rows:
         table.add_row(*row)
-    needed = sum(max(len(w) for c in (h, *(r[k] for r in rows)) for w in c.split() or [""])
-                 if h in wrap else max(len(c) for c in (h, *(r[k] for r in rows)))
-                 for k, h in enumerate(headers)) + 2 * (len(headers) - 1)
-    return _Fitted(table, headers, rows, needed)
+    return _Fitted(table, headers, rows, _width_needed(headers, rows, wrap))
+
+
+def _width_needed(headers: list[str], rows: list[list[str]], wrap: tuple[str, ...]) -> int:
+    """The columns a table needs with no cell cut: each column's longest cell (its
+    header included), the longest word for a column that wraps, two spaces between."""
+    widths = []
+    for k, header in enumerate(headers):
+        cells = [header, *(row[k] for row in rows)]
+        pieces = [w for c in cells for w in c.split()] if header in wrap else cells
+        widths.append(max(map(len, pieces), default=0))
+    return sum(widths) + 2 * (len(headers) - 1)
 
 
 class _Fitted:

@@ -62,7 +62,6 @@ _SUITE_EVALUATORS = (EvaluatorKind.oracle.value, EvaluatorKind.command.value,
 # the task keys whose values are text
 _TEXT = {"name", "dataset", "reference", "task", "metric", "filter", "target", "command",
          "inspect_task"}
-# a task's name names its files in the suite's folder: an id of bounded length
 # aliases a YAML suite may use (each may expand to a copy of a whole subtree)
 _YAML_ALIASES = 50
 # tasks a suite file may hold (each is a journal and a matrix in memory)
@@ -595,15 +594,17 @@ def _run(run, evaluators, batch, quiet, label, journal, truths, group,
             "level": first.method.level, "seed": first.seed, "epsilon": run.rule.epsilon,
             "task_epsilon": run.rule.task_epsilon,
             "journal": None if journal is None else str(journal),
-            # the harness in process: how many times a model was loaded, and its calls
-            **({"harness_models_loaded": sum(e.loaded_model for e in _distinct(evaluators)),
-                "harness_launches": sum(e.launches for e in _distinct(evaluators))}
-               if all(hasattr(e, "loaded_model") for e in evaluators) else {})}
+            **_harness_counts(evaluators)}
 
 
-def _distinct(evaluators: list[Any]) -> list[Any]:
-    """The evaluators, each once (a group's subtasks share one)."""
-    return list({id(e): e for e in evaluators}.values())
+def _harness_counts(evaluators: list[Any]) -> dict[str, int]:
+    """With the harness in process: how many times a model was loaded, and its calls,
+    over the distinct evaluators (a group's subtasks share one); else nothing."""
+    if not all(hasattr(e, "loaded_model") for e in evaluators):
+        return {}
+    distinct = {id(e): e for e in evaluators}.values()
+    return {"harness_models_loaded": sum(e.loaded_model for e in distinct),
+            "harness_launches": sum(e.launches for e in distinct)}
 
 
 def _with_progress(run, evaluators, batch: int, quiet: bool) -> None:
