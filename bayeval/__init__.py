@@ -9,6 +9,7 @@ say when the estimate is good enough, and estimators report the score with an in
     reference = bayeval.load_dataset("ifeval")
     with bayeval.Session(reference, "my-model", "random") as session:
         ...
+    result = bayeval.evaluate(dataset="ifeval", epsilon=0.05)  # what `bayeval evaluate` runs
 
 The names below are imported on first use, so ``import bayeval`` is cheap.
 """
@@ -25,15 +26,19 @@ _EXPORTS = {
     "BayevalError": "bayeval.errors",
     "Estimate": "bayeval.types",
     "Estimator": "bayeval.estimators.base",
+    "EvaluatorOptions": "bayeval.evaluation",
     "LoopState": "bayeval.methods",
     "Method": "bayeval.methods",
     "Policy": "bayeval.acquisition.policies",
     "Prediction": "bayeval.types",
+    "RunSettings": "bayeval.evaluation",
     "ScoreMatrix": "bayeval.data",
     "SelectionSession": "bayeval.selection.session",
     "Session": "bayeval.session",
     "SimulationResult": "bayeval.types",
+    "TaskSettings": "bayeval.evaluation",
     "enable_float64": "bayeval.precision",
+    "evaluate": "bayeval.evaluation",
     "load_dataset": "bayeval.data",
     "make_method": "bayeval.methods",
     "method_factory": "bayeval.methods",
@@ -41,6 +46,7 @@ _EXPORTS = {
     "read_lm_eval_samples": "bayeval.data",
     "read_matrix": "bayeval.data",
     "register_method": "bayeval.methods",
+    "resume": "bayeval.evaluation",
     "simulate": "bayeval.simulate",
 }
 

@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Sequence
 
 __all__ = ["cpu_cores", "device_count", "keep_compiled_programs", "over_runs", "pad_runs",
-           "release_compiled_programs", "use_cpu_cores"]
+           "prepare_jax", "release_compiled_programs", "use_cpu_cores"]
 
 AXIS = "runs"
 
@@ -77,6 +77,22 @@ def keep_compiled_programs() -> None:
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     except (AttributeError, ValueError):  # an older JAX without these options
         pass
+
+
+def prepare_jax() -> None:
+    """What a live run (:func:`bayeval.evaluate`, every ``bayeval`` command) sets up when
+    JAX starts: compiled programs kept on disk (:func:`keep_compiled_programs`), and with
+    ``BAYEVAL_CPU_DEVICES`` set that many CPU devices (:func:`use_cpu_cores`; a bad value
+    is a one-line :class:`~bayeval.errors.BayevalError`). Float64 stays the caller's
+    choice (:mod:`bayeval.precision`)."""
+    from bayeval.errors import BayevalError
+
+    if os.environ.get("BAYEVAL_CPU_DEVICES", "").strip():
+        try:
+            use_cpu_cores()
+        except ValueError as exc:
+            raise BayevalError(str(exc)) from None
+    keep_compiled_programs()
 
 
 def memory_maps() -> tuple[int, int] | None:

@@ -33,6 +33,11 @@ class SessionError(BayevalError):
     """An ask/tell call that the session cannot accept."""
 
 
+class BayevalWarning(UserWarning):
+    """Something a run's user should read but that does not stop it (a log passed over,
+    a journal repaired); the command line prints each as one ``warning:`` line."""
+
+
 class Terminated(KeyboardInterrupt):
     """SIGTERM: the command ends as on Ctrl-C (journal closed, evaluator processes ended),
     with exit status 143 (128 + SIGTERM) instead of 130."""

@@ -117,7 +117,7 @@ LAYERS = [
     {"journal", "runner", "session", "session_journal", "draw_order", "cells", "simulate",
      "inspect_evaluator", "harness_results",
      "evaluators", "harness", "harness_requests", "selection", "suite"},
-    {"experiments", "diagnose"},
+    {"experiments", "diagnose", "evaluation"},
     {"cli"},
 ]
 PACKAGE = Path(__file__).resolve().parents[1] / "bayeval"
@@ -275,6 +275,35 @@ def test_no_command_module_imports_a_private_name(tmp_path):
     (tmp_path / "x.py").write_text("from bayeval.cli.evaluate import _true_score\n"
                                    "from bayeval import __version__\n")
     assert _private_imports(tmp_path) == ["x.py: bayeval.cli.evaluate._true_score"]
+
+
+def _long_bodies(folder: Path, limit: int) -> list[str]:
+    """``file:function (lines)`` for each function whose body, its docstring and its
+    signature aside, is over ``limit`` lines."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            body = node.body
+            if (len(body) > 1 and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                body = body[1:]
+            lines = node.end_lineno - body[0].lineno + 1
+            if lines > limit:
+                found.append(f"{path.name}:{node.name} ({lines})")
+    return found
+
+
+def test_the_command_line_is_a_shell_of_short_functions(tmp_path):
+    # each command parses, calls the library and prints: no function body in bayeval/cli
+    # over 60 lines (the options of its signature aside)
+    assert not _long_bodies(PACKAGE / "cli", 60), _long_bodies(PACKAGE / "cli", 60)
+    (tmp_path / "x.py").write_text('def f(\n    a=1,\n):\n    """doc."""\n'
+                                   + "    a += 1\n" * 61)
+    assert _long_bodies(tmp_path, 60) == ["x.py:f (61)"]
+    assert _long_bodies(tmp_path, 61) == []
 
 
 def test_batch_draw_probabilities_are_sequential_and_match_the_draws():

@@ -1,13 +1,13 @@
-"""The command line's evaluator settings (bayeval.cli.evaluator_settings): the journal
+"""The evaluator settings a journal keeps (bayeval.evaluation.evaluator_settings): the journal
 header's JSON round trip, journals written before the type existed, and refusals."""
 
 import json
 
 import pytest
 
-from bayeval.cli.common import FAILURES_IN_A_ROW, SUBPROCESS
-from bayeval.cli.evaluator_settings import EvaluatorSettings
 from bayeval.errors import JournalError
+from bayeval.evaluation.evaluator_settings import EvaluatorSettings
+from bayeval.evaluation.options import FAILURES_IN_A_ROW, SUBPROCESS
 
 
 def test_settings_survive_the_journal_header():

@@ -21,6 +21,11 @@ def test_the_readme_has_python_snippets():
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_readme_python_snippet_runs(tmp_path, index):
+    # from a folder holding the repository's examples (as the README's commands run from
+    # the repository root), so that what a snippet writes stays in the temporary folder
+    import shutil
+
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")
     done = subprocess.run([sys.executable, "-c", BLOCKS[index]], capture_output=True,
                           text=True, timeout=300, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -20,7 +20,6 @@ from bayeval.cli.common import (
     comma_list,
     err,
     fail,
-    fresh_source,
     progress_bar,
     setup_jax,
 )
@@ -29,6 +28,7 @@ from bayeval.errors import BayevalError
 
 if TYPE_CHECKING:
     from bayeval.experiments.units import Executor
+from bayeval.evaluation.sources import fresh_source
 
 
 def _given(ctx: typer.Context, name: str) -> bool:

@@ -20,13 +20,13 @@ from bayeval.cli.common import (
     comma_list,
     fail,
     field_table,
-    fresh_source,
     json_text,
     out,
     working,
 )
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
+from bayeval.evaluation.sources import fresh_source
 
 
 class CompressionMethod(StrEnum):

@@ -20,7 +20,6 @@ from bayeval.cli.common import (
     app,
     check_output,
     fail,
-    fresh_source,
     json_text,
     names_table,
     out,
@@ -29,6 +28,7 @@ from bayeval.cli.common import (
 )
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
+from bayeval.evaluation.sources import fresh_source
 
 
 @app.command(cls=CheckedCommand)

@@ -1,24 +1,17 @@
 """``bayeval evaluate``: estimate a model's benchmark score from as few items as needed,
-for one target or several (multi-target BayesAME)."""
+for one target or several, one task or a suite; the options parsed into
+:class:`~bayeval.evaluation.RunSettings`, the run made by :func:`bayeval.evaluate` (or
+:func:`bayeval.resume`), the result printed."""
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 
 from bayeval.cli.common import (
     DEFAULT_DATASET,
-    DEFAULT_METHOD,
-    JOINT_METHOD,
-    JOINT_METHODS,
-    SUBPROCESS,
-    SUITE_FILE,
-    TOOL_EVALUATORS,
     EvaluatorKind,
     FilterOption,
     GroupMean,
@@ -34,26 +27,14 @@ from bayeval.cli.common import (
     SeedOption,
     TimeoutOption,
     app,
-    comma_list,
-    err,
     evaluation_errors,
-    evaluator_kind,
-    failure_summary,
     field_table,
-    fresh_source,
     json_text,
     names_table,
     out,
-    progress_bar,
-    result_estimate,
-    resumable,
-    setup_jax,
-    write_estimate_results,
 )
-from bayeval.cli.evaluator_settings import EvaluatorSettings, resume_from, row_score
 from bayeval.cli.numbers import CheckedCommand
-from bayeval.errors import BayevalError, EvaluationError
-from bayeval.experiments.metrics import covers
+from bayeval.errors import BayevalError
 
 
 @app.command(cls=CheckedCommand)
@@ -179,6 +160,14 @@ def evaluate(
         help="With --subtasks: the group's score as 'size' (the mean over all its "
              "documents) or 'equal' (the unweighted mean of its subtasks); default: as "
              "the group's harness config says, else 'size'.")] = None,
+    run: Annotated[Path | None, typer.Option(
+        help="Run the run file FILE (TOML: the settings --save-run writes; a suite file "
+             "with the run's keys and an [evaluator] table, documented in "
+             "bayeval/evaluation/run_file.py); only the output options may be given "
+             "beside it.")] = None,
+    save_run: Annotated[Path | None, typer.Option(
+        help="Write the run's settings to this run file (TOML) before it starts; "
+             "`bayeval evaluate --run FILE` runs it again, on the same seed.")] = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
@@ -188,420 +177,165 @@ def evaluate(
     IFEval matrix, and print the estimate, its 95% interval, the true score and how many
     items were used.
     """
-    task = tasks[0] if tasks else None
+    given = {"--dataset": dataset, "--reference": reference, "--task": tasks,
+             "--metric": metric, "--filter": filter_name, "--target": target,
+             "--targets": targets, "--evaluator": evaluator, "--command": command,
+             "--method": method, "--epsilon": epsilon, "--seed": seed, "--suite": suite,
+             "--inspect-task": inspect_task, "--subtasks": subtasks or None,
+             "--group-mean": group_mean}
     with evaluation_errors():
-        several_tasks = tasks is not None and len(tasks) > 1
-        if several_tasks:
-            if suite is not None:
-                raise BayevalError("give --suite FILE or several --task, not both")
-            suite = _tasks_suite(tasks, reference, metric, filter_name)
-        if suite is not None or subtasks or (resume and journal is not None
-                                             and (journal / SUITE_FILE).is_file()):
-            result = _evaluate_suite(suite, subtasks, dataset, reference,
-                                     (task, metric, filter_name), target, targets,
-                                     evaluator, command, timeout, retries, method, epsilon,
-                                     max_items, seed, journal, resume, quiet, batch,
-                                     {"concurrency": concurrency, "inspect_task": inspect_task,
-                                      "output_path": output_path,
-                                      "lm_eval_args": lm_eval_args,
-                                      "lm_eval_mode": lm_eval_mode.value,
-                                      "repeated_models": repeated_models,
-                                      "group_mean": None if group_mean is None
-                                      else group_mean.value},
-                                     harness_results, inspect_log)
-            if as_json:
-                print(json_text(result))
-            else:
-                from bayeval.cli.evaluate_suite import print_suite
-
-                print_suite(result, out.print)
-            if harness_results is not None:  # after the estimate is shown
-                write_estimate_results(result, harness_results)
-            return
-        if concurrency > 1 and batch is not None and batch > 1:
-            raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
-                               "all its items; concurrency draws as each one finishes)")
-        if targets is not None and target is not None:
-            raise BayevalError("give either --target or --targets, not both")
-        if inspect_log is not None and not resume and evaluator != EvaluatorKind.inspect:
-            raise BayevalError("--inspect-log writes the target's Inspect samples: it "
-                               "needs --evaluator inspect")
-        if harness_results is not None and targets is not None:
-            raise BayevalError("--harness-results holds one model's estimate; --targets "
-                               "evaluates several (use --json)")
-        if group_mean is not None:
-            raise BayevalError("--group-mean is for --subtasks (a harness group's score)")
-        result = _evaluate(dataset, reference, target, targets, evaluator, command, timeout,
-                           retries, method, epsilon, max_items, seed, journal, resume, quiet,
-                           (task, metric, filter_name), lm_eval_args, batch,
-                           {"lm_eval_mode": lm_eval_mode.value,
-                            "output_path": None if output_path is None else str(output_path),
-                            "concurrency": concurrency, "inspect_task": inspect_task,
-                            "repeated_models": repeated_models})
-        if inspect_log is not None:
-            result["inspect_log"] = str(_write_inspect_log(result, inspect_log))
-        if as_json:
-            print(json_text(result))
-        elif "targets" in result:
-            _print_joint_result(result)
+        if resume:
+            result = _resume(journal, given, run, save_run, max_items, batch, concurrency,
+                             lm_eval_args, quiet)
         else:
-            _print_result(result)
+            from bayeval.evaluation.settings import EvaluatorOptions
+
+            live = EvaluatorOptions(
+                (evaluator or EvaluatorKind.oracle).value, command, timeout, retries,
+                lm_eval_args, lm_eval_mode.value, inspect_task,
+                None if output_path is None else str(output_path), batch, concurrency)
+            settings = (_settings(given, repeated_models, max_items, journal, live)
+                        if run is None else _run_file(run, given, live, max_items, journal))
+            _check_outputs(settings, inspect_log, harness_results)
+            if save_run is not None:
+                _save_run(settings, save_run)
+            from bayeval.cli.progress import progress_watch
+            from bayeval.evaluation import evaluate as run_evaluation
+
+            result = run_evaluation(settings, watch=progress_watch(quiet))
+        if inspect_log is not None and "tasks" not in result:
+            from bayeval.evaluation.single import write_inspect_log
+
+            result["inspect_log"] = str(write_inspect_log(result, inspect_log))
+        _show(result, as_json)
         if harness_results is not None:  # after the estimate is shown: a file that
+            from bayeval.evaluation.results import write_estimate_results
+
             write_estimate_results(result, harness_results)  # fails loses nothing
 
 
-def _evaluate(dataset, reference, target, targets, evaluator, command, timeout, retries,
-              method, epsilon, max_items, seed, journal, resume, quiet,
-              harness=(None, None, None), lm_eval_args=None, batch=None,
-              live=None) -> dict[str, Any]:
-    """One evaluation run, of one target (--target) or several jointly (--targets)."""
-    # options and the reference are checked before JAX starts (seconds of start-up)
-    evaluate_fn = None
-    if resume:
-        if journal is None:
-            raise BayevalError("--resume needs --journal PATH (the journal to continue)")
-        from bayeval.session import Session
+def _resume(journal: Path | None, given: dict[str, Any], run: Path | None,
+            save_run: Path | None, max_items: int | None, batch: int | None,
+            concurrency: int, lm_eval_args: str | None, quiet: bool) -> dict[str, Any]:
+    """``--resume``: the journal's run continued; the options it fixes refused."""
+    from bayeval.cli.progress import progress_watch
+    from bayeval.evaluation import resume
+    from bayeval.evaluation.sources import refuse_given
 
-        if lm_eval_args is not None:
-            correct_evaluator_args(journal, lm_eval_args)
-        setup_jax()
-        session, settings, matrix = resume_from(Session, journal, {
-            "--dataset": dataset, "--reference": reference, "--target": target,
-            "--targets": targets, "--evaluator": evaluator, "--command": command,
-            "--method": method, "--epsilon": epsilon,
-            "--seed": seed, "--task": harness[0], "--metric": harness[1],
-            "--filter": harness[2], "--inspect-task": (live or {}).get("inspect_task")})
-        if max_items is not None:  # a new budget: not a setting of the estimate
-            session.set_budget(max_items)
-        given = (live or {}).get("concurrency", 1)
-        if given > 1:  # how many run at once is not a setting of the estimate: may change
-            try:
-                refuse_concurrency(given, settings.evaluator, session.method,
-                                   session.several)
-            except BayevalError:
-                session.close()
-                raise
-            settings = settings.replace(concurrency=given)
-    else:
-        several = targets is not None
-        usage = "CMD {target} {item}" if several else "CMD {item}"
-        kind = evaluator_kind(evaluator, command, timeout, retries, usage, lm_eval_args,
-                              harness=True, inspect_task=(live or {}).get("inspect_task"))
-        if kind in TOOL_EVALUATORS and several:
-            raise BayevalError(f"--evaluator {kind} evaluates one model (--target), not "
-                               "--targets")
-        source, matrix = fresh_source(dataset, reference, task=harness[0],
-                                      metric=harness[1], filter_name=harness[2],
-                                      harness_evaluator=kind == EvaluatorKind.lm_eval.value,
-                                      repeated_models=(live or {}).get("repeated_models",
-                                                                        "error"))
-        seed = 0 if seed is None else seed
-        if several:
-            names = comma_list(targets)
-            if not names:
-                raise BayevalError("--targets needs at least one model name")
-        elif target is not None:
-            names = [target]
-        elif kind != "oracle":
-            raise BayevalError(f"--evaluator {kind} needs --target NAME for the new model")
-        else:
-            names = [str(np.random.default_rng(seed).choice(matrix.models))]
-        known = set(matrix.models)
-        unknown = [t for t in names if t not in known]
-        if kind == "oracle" and unknown:
-            raise BayevalError(f"unknown target id{'s' if len(unknown) > 1 else ''} "
-                               f"{unknown if several else repr(unknown[0])}: not "
-                               f"{'models' if several else 'a model'} of {matrix.name} "
-                               f"({matrix.n_models} models)")
-        held = [t for t in names if t in known]
-        if held and len(held) == matrix.n_models:
-            raise BayevalError(
-                f"{matrix.name}: the targets are all its {matrix.n_models} model(s); held "
-                "out they leave no reference model" if several else
-                f"{matrix.name} holds one model, {held[0]!r}: held out as the target it "
-                "leaves no reference model")
-        ref = matrix.drop_models(held) if held else matrix
-        if held:
-            source["held_out"] = held
-        if journal is None and kind != "oracle":
-            from bayeval.data.io import safe_file_name
+    if journal is None:
+        raise BayevalError("--resume needs --journal PATH (the journal to continue)")
+    refuse_given(journal, {**given, "--run": run, "--save-run": save_run})
+    return resume(journal, max_items=max_items, batch=batch, concurrency=concurrency,
+                  lm_eval_args=lm_eval_args, watch=progress_watch(quiet))
 
-            stem = "joint" if several else safe_file_name(names[0])
-            journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
-        live = dict(live or {})
-        harness_run = kind == EvaluatorKind.lm_eval.value
-        inspect_run = kind == EvaluatorKind.inspect.value
-        refuse_concurrency(live.get("concurrency", 1), kind)
-        if live.get("output_path") is not None and not (harness_run or inspect_run):
-            raise BayevalError("--output-path keeps the harness's output or Inspect's "
-                               "logs: it needs --evaluator lm-eval or inspect")
-        settings = EvaluatorSettings(kind, command, timeout, retries,
-                                     batch or (32 if harness_run else 8 if inspect_run
-                                               else 1),
-                                     live.get("concurrency", 1))
-        if inspect_run:
-            settings = settings.replace(
-                task=harness[0], metric=harness[1], inspect_task=live["inspect_task"],
-                output_path=live.get("output_path") or f"{journal}.inspect")
-        if harness_run:
-            from bayeval.harness import harness_settings  # (pandas: after the checks)
 
-            settings = settings.replace(
-                **harness_settings(matrix, lm_eval_args, *harness),
-                lm_eval_mode=live.get("lm_eval_mode") or LmEvalMode.in_process.value,
-                output_path=live.get("output_path"))
-        from bayeval.methods import make_method, parse_method_spec
+def _settings(given: dict[str, Any], repeated: RepeatedModels, max_items: int | None,
+              journal: Path | None, live) -> Any:
+    """The run the options describe: one task, several --task read from one
+    --reference, a suite file, or a harness group's subtasks."""
+    from bayeval.evaluation.run_file import read_suite_file
+    from bayeval.evaluation.settings import RunSettings, TaskSettings
 
-        name, params = parse_method_spec(method or (JOINT_METHOD if several
-                                                    else DEFAULT_METHOD))
-        if epsilon is not None:
-            params["epsilon"] = epsilon
-        if several or settings.concurrency > 1:
-            chosen = make_method(name, **params)
-            if several and not chosen.several_targets:
-                raise BayevalError(f"--targets needs a method that evaluates several "
-                                   f"targets jointly ({' or '.join(JOINT_METHODS)}); "
-                                   f"{name!r} evaluates one")
-            refuse_concurrency(settings.concurrency, kind, chosen, several)
-        from bayeval.session import Session
-
-        if harness_run:  # the model and the task, loaded (or checked) before any journal
-            evaluate_fn = _harness_evaluator(settings, matrix, names[0])
-        elif inspect_run:
-            try:
-                evaluate_fn = settings.evaluator_for(matrix, names)
-            except EvaluationError as exc:  # a task or model that does not load
-                raise BayevalError(str(exc)) from None
-        setup_jax()
-        session = Session(ref, names if several else names[0], name, method_params=params,
-                          seed=seed, journal=journal, max_items=max_items,
-                          reference_source=source, extra=settings.to_json())
-    with resumable(session, "evaluate"):
-        if evaluate_fn is None:
-            evaluate_fn = settings.evaluator_for(matrix, session.target_ids,
-                                                 session.several)
-        _run_with_progress(session, evaluate_fn, quiet, settings.max_failures,
-                           batch if batch is not None else settings.batch,
-                           settings.concurrency)
-        if session.n_observed == 0:
-            raise EvaluationError(f"no item was evaluated ({len(session.skipped)} failed); "
-                                  "there is no estimate to report")
-        common = {
-            "reference": session.reference.name,
-            "reference_models": session.reference.n_models,
-            "method": session.method.name,
-            "params": session.method.params,
-            "seed": session.seed,
-            "level": session.method.level,
-            "n_items": session.n_items,
-            "stopped": session.stop_reason,
-            "journal": None if session.journal_path is None else str(session.journal_path),
-        }
-        if session.several:
-            return {"targets": [_target_row(session, matrix, settings, k, t)
-                                for k, t in enumerate(session.target_ids)],
-                    **common, "evaluations": session.n_observed,
-                    "skipped": len(session.skipped)}
-        value, lower, upper = session.estimate()
-        truth = settings.true_score(matrix, session.target_id)
-        from bayeval.data.lm_eval import harness_task
-
-        return {
-            "target": session.target_id,
-            **common,
-            "estimate": value,
-            "lower": lower,
-            "upper": upper,
-            "true_score": truth,
-            "covered": None if truth is None else bool(covers(lower, upper, truth)),
-            "reference_row_score": (None if truth is not None
-                                    else row_score(matrix, session.target_id)),
-            "items_used": session.n_observed,
-            "items_evaluated": session.n_evaluated,
-            "items_drawn": session.n_drawn,
-            # what the model ran (the user's cost): every drawn item's evaluation
-            "documents_run": session.n_drawn,
-            "random_items_for_width": _random_items(value, upper - lower, session),
-            "items_skipped": len(session.skipped),
-            "skipped_items": skipped_note(session.method.estimator.name, len(session.skipped)),
-            # what the interval rests on: the design (valid whatever the model gets
-            # wrong) or the reference models' model (valid if it explains the target)
-            "interval_basis": ("model" if session.method.estimator.model_based
-                               else "design"),
-            **_domain_fields(session),
-            "failures": failure_summary(session.skipped),
-            "items": [item for item, _ in session.observations],
-            "harness_launches": _launches(session, evaluate_fn),
-            # of the in-process harness: seconds in the model's calls, and building the
-            # task's requests at the start (the rest of its time is per-call overhead)
-            "harness_model_seconds": getattr(evaluate_fn, "model_seconds", None),
-            "harness_build_seconds": getattr(evaluate_fn, "build_seconds", None),
-            "evaluator": settings.evaluator,
-            # the task's name: the harness's, else the reference file's stem (not its path)
-            "task": (settings.task or harness_task(matrix)
-                     or Path(session.reference.name).stem),
-            "metric": settings.metric or matrix.metadata.get("metric"),
-            "filter": settings.filter or matrix.metadata.get("filter"),
-            "inspect_logs": (settings.output_path
-                             if settings.evaluator == EvaluatorKind.inspect.value else None),
-            "times": session.times.summary(session.n_items),
-        }
+    names = given["--task"] or []
+    harness = {"task": names[0] if names else None, "metric": given["--metric"],
+               "filter": given["--filter"]}
+    one = TaskSettings(given["--dataset"], given["--reference"], **harness,
+                       repeated_models=repeated.value)
+    spec: dict[str, Any] = {"tasks": (one,)}
+    if len(names) > 1:
+        if given["--suite"] is not None:
+            raise BayevalError("give --suite FILE or several --task, not both")
+        spec = _tasks_suite(names, given["--reference"], given["--metric"],
+                            given["--filter"])
+    elif given["--suite"] is not None:
+        if given["--subtasks"]:
+            raise BayevalError("give --suite FILE or --subtasks, not both")
+        file = read_suite_file(given["--suite"])
+        spec = {k: file[k] for k in ("name", "epsilon", "task_epsilon", "method")
+                if k in file}
+        spec["tasks"] = tuple(TaskSettings(**{"task": harness["task"], **t})
+                              for t in file["tasks"])
+    for key in ("method", "epsilon"):  # the options over the file's
+        if given[f"--{key}"] is not None:
+            spec[key] = given[f"--{key}"]
+    return RunSettings(**spec, evaluator=live, target=given["--target"],
+                       targets=given["--targets"], max_items=max_items,
+                       seed=given["--seed"], journal=journal,
+                       subtasks=bool(given["--subtasks"]),
+                       group_mean=None if given["--group-mean"] is None
+                       else given["--group-mean"].value)
 
 
 def _tasks_suite(tasks: list[str], reference: Path | None, metric: str | None,
                  filter_name: str | None) -> dict[str, Any]:
     """Several ``--task`` read from one ``--reference``: the suite of those tasks, equally
     weighted (as a suite file with one [[tasks]] table each would say)."""
+    from bayeval.evaluation.settings import TaskSettings
+    from bayeval.suite import task_id
+
     if reference is None or not str(reference).startswith(("lm-eval:", "inspect:")):
         raise BayevalError("several --task make a suite of tasks read from one --reference "
                            "lm-eval:DIR or inspect:DIR (bundled datasets: --suite FILE)")
     twice = sorted({t for t in tasks if tasks.count(t) > 1})
     if twice:
         raise BayevalError(f"--task {twice[0]} is given twice")
-    from bayeval.suite import task_id
-
     for t in tasks:  # a task's name names its files in the suite's folder
         task_id(t, f"--task {t[:60]!r}")
-    extra = {k: v for k, v in (("metric", metric), ("filter", filter_name)) if v is not None}
     return {"name": "+".join(tasks),
-            "tasks": [{"name": t, "reference": str(reference), "task": t, **extra}
-                      for t in tasks]}
+            "tasks": tuple(TaskSettings(name=t, reference=str(reference), task=t,
+                                        metric=metric, filter=filter_name) for t in tasks)}
 
 
-def _evaluate_suite(suite, subtasks, dataset, reference, harness, target,
-                    targets, evaluator, command, timeout, retries, method, epsilon,
-                    max_items, seed, journal, resume, quiet, batch, live, harness_results,
-                    inspect_log) -> dict[str, Any]:
-    """``--suite`` / ``--subtasks`` (and their ``--resume``): :mod:`bayeval.cli.evaluate_suite`,
-    whose result the caller prints (and writes with ``--harness-results``)."""
-    from bayeval.cli.evaluate_suite import evaluate_suite
+def _run_file(path: Path, given: dict[str, Any], live, max_items: int | None,
+              journal: Path | None) -> Any:
+    """``--run FILE``: the file's settings; the options that would change them refused."""
+    from bayeval.evaluation.settings import EvaluatorOptions, RunSettings
 
-    if suite is not None and subtasks:
-        raise BayevalError("give --suite FILE or --subtasks, not both")
-    if targets is not None:
-        raise BayevalError("--targets evaluates several models on one task; a suite "
-                           "evaluates one model (--target) on several tasks")
-    if inspect_log is not None:
+    clash = [k for k, v in given.items() if v is not None]
+    clash += [k for k, v in (("--max-items", max_items), ("--journal", journal)) if v]
+    if live != EvaluatorOptions(live.kind):
+        clash.append("the evaluator's options")
+    if clash:
+        raise BayevalError(f"--run {path} holds the run's settings; drop "
+                           f"{', '.join(clash)}")
+    return RunSettings.from_file(path)
+
+
+def _save_run(settings: Any, path: Path) -> None:
+    """``--save-run FILE``: the settings written as a run file, the seed made explicit
+    (a run file reproduces its run)."""
+    from bayeval.cli.common import check_output
+    from bayeval.evaluation.run_file import run_file_text
+    from bayeval.files import write_file
+
+    check_output(path, "--save-run")
+    write_file(path, run_file_text(settings.replace(seed=settings.seed or 0)),
+               durable=True)
+
+
+def _check_outputs(settings: Any, inspect_log: Path | None,
+                   harness_results: str | None) -> None:
+    """The output options the run's kind cannot fill, refused before it starts."""
+    if inspect_log is not None and settings.suite:
         raise BayevalError("--inspect-log writes one task's log; a suite keeps each "
                            "Inspect task's logs in its --journal folder")
-    if live["group_mean"] is not None and not subtasks:
-        raise BayevalError("--group-mean is for --subtasks (a harness group's score)")
-    return evaluate_suite(suite, subtasks, dataset, reference, harness, target, evaluator,
-                          command, timeout, retries, method, epsilon, max_items, seed,
-                          journal, resume, quiet, batch, live)
+    if inspect_log is not None and settings.evaluator.kind != EvaluatorKind.inspect.value:
+        raise BayevalError("--inspect-log writes the target's Inspect samples: it "
+                           "needs --evaluator inspect")
+    if harness_results is not None and settings.targets is not None:
+        raise BayevalError("--harness-results holds one model's estimate; --targets "
+                           "evaluates several (use --json)")
 
 
-def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool = False
-                       ) -> None:
-    """``--concurrency K > 1`` needs an evaluator of one item at a time (not the harness,
-    which runs a batch's documents together) and rounds in a draw order: one target,
-    draws without replacement (a one-line error otherwise, before any journal is
-    touched)."""
-    if concurrency <= 1:
-        return
-    if kind in TOOL_EVALUATORS:
-        raise BayevalError(f"--concurrency is for --evaluator command or oracle; {kind} "
-                           "runs a batch's items together (--batch)")
-    if method is not None and (several or method.with_replacement):
-        raise BayevalError(f"--concurrency: {method.name} evaluates one item at a time "
-                           f"({'several targets' if several else 'draws with replacement'})")
-
-
-def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
-    """``--resume --lm-eval-args …``: replace the harness options a journal froze, which
-    is allowed only while it holds no score (the run failed before any, e.g. on a wrong
-    model path); the options are checked by the harness's parser first, and the journal's
-    header is rewritten atomically."""
-
-    from bayeval.harness import harness_config
-    from bayeval.session import Session
-
-    header, events, _, _ = Session.read_journal(journal)
-    extra = header.get("extra") or {}
-    settings = EvaluatorSettings.from_json(extra, f"journal {journal}")
-    if settings.evaluator != EvaluatorKind.lm_eval.value:
-        raise BayevalError(f"--lm-eval-args: {journal} is not a run of --evaluator lm-eval")
-    if any(e.get("event") == "tell" for e in events):
-        raise BayevalError(f"--resume reads the harness options from {journal}, which "
-                           "already holds scores made with them; drop --lm-eval-args")
-    try:
-        harness_config(lm_eval_args, settings.task)
-    except EvaluationError as exc:
-        raise BayevalError(str(exc)) from None
-    import fcntl
-
-    from bayeval.files import write_file
-    from bayeval.journal_check import CHECK, seal_header
-
-    header = {**header, "extra": {**extra, "lm_eval_args": lm_eval_args}}
-    if CHECK in header:  # a journal with checks: its header's is renewed (its run kept)
-        header = seal_header(header)
-    with open(journal, "ab") as held:  # one writer: not while another session runs it
-        try:
-            fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise BayevalError(f"journal {journal} is in use by another session") from None
-        lines = journal.read_bytes().split(b"\n")
-        write_file(journal, b"\n".join([json.dumps(header).encode(), *lines[1:]]),
-                   durable=True)
-
-
-def _harness_evaluator(settings: EvaluatorSettings, matrix, target: str):
-    """The lm-eval evaluator of a fresh run, made before its journal: in process the
-    model and the task are loaded now; per batch the options and the task are checked
-    now (the harness's own parser and task index), so that a wrong option or task is a
-    one-line error and no journal freezes it."""
-    if settings.lm_eval_mode == SUBPROCESS:
-        from bayeval.harness import check_harness_task
-
-        check_harness_task(settings.lm_eval_args, settings.task)
-    return settings.evaluator_for(matrix, [target])
-
-
-def _write_inspect_log(result: dict[str, Any], path: Path) -> Path:
-    """``--inspect-log``: the estimate as an Inspect eval log built from the target's
-    own logs (:func:`bayeval.inspect_evaluator.write_estimate_log`)."""
-    from bayeval.inspect_evaluator import write_estimate_log
-
-    if not result.get("inspect_logs"):  # only an --evaluator inspect run has them
-        raise BayevalError("--inspect-log writes the target's Inspect samples: this run "
-                           f"evaluated with {result.get('evaluator')}, not inspect")
-    try:
-        return write_estimate_log(result["inspect_logs"], path, *result_estimate(result),
-                                  result["metric"])
-    except OSError as exc:
-        raise BayevalError(f"--inspect-log {path}: {exc.strerror or exc}") from None
-
-
-def _launches(session, evaluate_fn) -> int | None:
-    """Harness calls of the whole journal: one per ask of a batch journaled before a
-    resume, plus this process's."""
-    now = getattr(evaluate_fn, "launches", None)
-    if now is None:
-        return None
-    return session.ask_calls_replayed + now
-
-
-def skipped_note(estimator: str, skipped: int) -> str | None:
-    """What the estimate assumes about the items skipped after failures (None: none)."""
-    if not skipped:
-        return None
-    if estimator == "sample_mean":
-        return (f"the estimate is the mean of the scored items: it assumes the {skipped} "
-                "skipped ones score like them")
-    return (f"the estimate is over all items: the {skipped} skipped ones are predicted by "
-            "the model, not scored")
-
-
-def _target_row(session, matrix, settings, k: int, target: str) -> dict[str, Any]:
-    """One target's line of a joint run's result."""
-    value, lower, upper = session.estimate(target)
-    truth = settings.true_score(matrix, target)
-    return {"target": target, "estimate": value, "lower": lower, "upper": upper,
-            "true_score": truth,
-            "covered": None if truth is None else bool(covers(lower, upper, truth)),
-            "items_used": session.items_used(target),
-            "stopped_after": int(session.stopped_at[k]) or None}
+def _show(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json_text(result))
+    elif "tasks" in result:
+        print_suite(result)
+    elif "targets" in result:
+        _print_joint_result(result)
+    else:
+        _print_result(result)
 
 
 def _print_joint_result(r: dict[str, Any]) -> None:
@@ -627,59 +361,6 @@ def _print_joint_result(r: dict[str, Any]) -> None:
     out.print(f"reference {r['reference']} ({r['reference_models']} models); "
               f"{r['evaluations']} evaluations of {total} ({r['evaluations'] / total:.1%}); "
               f"stopped: {r['stopped']}" + (f"; journal {r['journal']}" if r["journal"] else ""))
-
-
-def _run_with_progress(session, evaluate_fn, quiet: bool, limit: int | None,
-                       batch: int = 1, concurrency: int = 1) -> None:
-    from bayeval.evaluators import closing
-
-    with closing([evaluate_fn]):
-        _run_shown(session, evaluate_fn, quiet, limit, batch, concurrency)
-
-
-def _run_shown(session, evaluate_fn, quiet: bool, limit: int | None, batch: int,
-               concurrency: int) -> None:
-    """``session.run`` with a progress bar on a terminal, a line per batch otherwise."""
-    run = {"batch": batch, "max_failures": limit, "concurrency": concurrency}
-    if quiet:
-        session.run(evaluate_fn, **run)
-        return
-    T = len(session.target_ids)
-    total = T * session.n_items
-    if session.max_items is not None:
-        total = min(total, session.max_items)
-
-    def status_of(s, item, score) -> str:
-        if s.several:
-            status = f"{int(np.sum(s.stopped_at > 0))}/{T} targets done"
-        else:
-            value, lower, upper = s.estimate()
-            status = f"estimate {value:.3f} [{lower:.3f}, {upper:.3f}]"
-        return status + (f"  (skipped {item})" if score is None else "")
-
-    if not err.is_terminal:  # a log: one plain line per batch (or per 10 items)
-        every = max(batch, 10 if batch == 1 else 1)
-        last = [session.n_observed]
-
-        def on_line(s, *asked):
-            *_, item, score = asked
-            if s.n_observed - last[0] >= every or s.done:
-                last[0] = s.n_observed
-                err.print(f"evaluating: {s.n_observed}/{total} items, "
-                          f"{s.times.wall_seconds():.0f} s, "
-                          f"{status_of(s, item, score)}", highlight=False)
-
-        session.run(evaluate_fn, on_step=on_line, **run)
-        return
-    with progress_bar("evaluating") as progress:
-        task = progress.add_task("eval", total=total, completed=session.n_observed,
-                                 status="")
-
-        def on_step(s, *asked):
-            *_, item, score = asked
-            progress.update(task, completed=s.n_observed, status=status_of(s, item, score))
-
-        session.run(evaluate_fn, on_step=on_step, **run)
 
 
 def _print_result(r: dict[str, Any]) -> None:
@@ -742,26 +423,6 @@ def _print_result(r: dict[str, Any]) -> None:
     out.print(table)
 
 
-def _domain_fields(session) -> dict[str, Any]:
-    """The result's check of a model-based interval against the reference models' domain
-    (:mod:`bayeval.estimators.domain`): the check, and a warning when it flags the run
-    (none for a design-based method)."""
-    check = session.domain_check()
-    if check is None:
-        return {}
-    return {"domain_check": check.as_dict(),
-            "domain_warning": check.note(session.method.name)}
-
-
-def _random_items(value: float, width: float, session) -> int:
-    """RS-Mean's items for this width at this estimate
-    (:func:`~bayeval.estimators.sample_mean.items_for_width`; imported here, not at the
-    top, so that a bad option is reported before JAX loads)."""
-    from bayeval.estimators.sample_mean import items_for_width
-
-    return items_for_width(value, width, session.n_items, session.method.level)
-
-
 def time_rows(times: dict[str, Any] | None, n_items: int) -> list[tuple[str, str]]:
     """The result's time lines: the run's wall time split into the evaluator's and
     bayeval's own, and what evaluating every item one after another would take at the
@@ -781,3 +442,30 @@ def time_rows(times: dict[str, Any] | None, n_items: int) -> list[tuple[str, str
                                  "full run's start-up); this run's documents took "
                                  f"{times['evaluator_seconds']:.0f} s"))
     return rows
+
+
+def print_suite(r: dict[str, Any]) -> None:
+    """The suite's table: a row per task and the average's."""
+    from rich.table import Table
+
+    title = (f"{r['group']} by subtask ({r['group_mean']}-weighted, as the harness "
+             "aggregates it)" if r.get("group") else f"suite {r['suite']}")
+    table = Table(title=title)
+    table.add_column("task", overflow="fold")  # a subtask's long name wraps, whole
+    for col in ("weight", "estimate", f"{r['level']:.0%} interval", "items", "true score"):
+        table.add_column(col, no_wrap=True)
+    for t in r["tasks"]:
+        truth = "" if t["true_score"] is None else (
+            f"{t['true_score']:.4f}{'' if t['covered'] else ' (OUTSIDE)'}")
+        table.add_row(t["task"], f"{t['weight']:.3f}", f"{t['estimate']:.4f}",
+                      f"[{t['lower']:.4f}, {t['upper']:.4f}]",
+                      f"{t['items_used']} of {t['n_items']}", truth)
+    truth = "" if r["true_score"] is None else (
+        f"{r['true_score']:.4f}{'' if r['covered'] else ' (OUTSIDE)'}")
+    table.add_row("[bold]average[/]" if not r.get("group") else f"[bold]{r['group']}[/]",
+                  "1", f"{r['estimate']:.4f}", f"[{r['lower']:.4f}, {r['upper']:.4f}]",
+                  f"{r['items_used']} of {r['n_items']}", truth)
+    out.print(table)
+    targets = sorted({t["target"] for t in r["tasks"]})
+    out.print(f"target {', '.join(targets)} · method {r['method']} · stopped: {r['stopped']} · "
+        f"cost {r['cost']:g}" + (f" · journal {r['journal']}" if r["journal"] else ""))

@@ -1,8 +1,9 @@
-"""How a command-line run scores its items: one typed value, journaled with the run.
+"""How a live run scores its items: one typed value, journaled with the run.
 
-``bayeval evaluate`` and ``bayeval select`` keep their :class:`EvaluatorSettings` in the
-journal header's ``extra`` (as JSON) so that ``--resume`` scores the remaining items the
-same way, and build the evaluator from them (:meth:`EvaluatorSettings.evaluator`).
+:func:`bayeval.evaluate` and ``bayeval select`` keep their :class:`EvaluatorSettings` in
+the journal header's ``extra`` (as JSON) so that a resume scores the remaining items the
+same way, and build the evaluator from them (:meth:`EvaluatorSettings.evaluator_for`).
+:func:`evaluator_kind` checks an evaluator's options before any work.
 """
 
 from __future__ import annotations
@@ -14,17 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from bayeval.cli.common import (
+from bayeval.errors import BayevalError, JournalError
+from bayeval.evaluation.options import (
     FAILURES_IN_A_ROW,
     SUBPROCESS,
+    TOOL_EVALUATORS,
     EvaluatorKind,
-    command_evaluator,
-    load_source,
-    resume_session,
 )
-from bayeval.errors import JournalError
+from bayeval.evaluation.sources import load_source, resume_session
 
-__all__ = ["EvaluatorSettings", "resume_from", "row_score"]
+__all__ = ["EvaluatorSettings", "command_evaluator", "evaluator_kind", "resume_from",
+           "row_score"]
 
 
 def row_score(matrix, target: str) -> float | None:
@@ -145,9 +146,74 @@ class EvaluatorSettings:
         return lambda target, item: oracles[target](item)
 
 
-def resume_from(session_class, journal: Path, given: dict[str, Any]):
-    """(session, its :class:`~bayeval.cli.evaluator_settings.EvaluatorSettings`, the
-    whole source matrix) from ``journal``."""
-    session = resume_session(session_class, journal, given)
+def resume_from(session_class, journal: Path):
+    """(session, its :class:`EvaluatorSettings`, the whole source matrix) from
+    ``journal``."""
+    session = resume_session(session_class, journal)
     settings = EvaluatorSettings.from_json(session.extra, f"journal {journal}")
     return session, settings, load_source(session.reference_source or {}, journal)
+
+
+def command_evaluator(command: str, timeout: float, retries: int):
+    """The CommandEvaluator of ``--command``; a command it refuses (a quoted placeholder,
+    say) is a bad option, exit status 2, said before any journal is written."""
+    from bayeval.errors import EvaluationError
+    from bayeval.evaluators import CommandEvaluator
+
+    try:
+        return CommandEvaluator(command, timeout=timeout, retries=retries)
+    except EvaluationError as exc:
+        raise BayevalError(str(exc)) from None
+
+
+def _check_tool(kind: str, tool_kind: str, given: str | None, harness: bool) -> None:
+    """``--evaluator TOOL_KIND`` (:data:`TOOL_EVALUATORS`): offered by this command,
+    given its option, and its tool installed; its option refused with another kind."""
+    import importlib.util
+    import sys
+
+    option, takes, module, tool, install = TOOL_EVALUATORS[tool_kind]
+    if kind != tool_kind:
+        if given is not None:
+            raise BayevalError(f"{option} is only used with --evaluator {tool_kind}")
+        return
+    if not harness:
+        raise BayevalError(f"--evaluator {tool_kind} evaluates one model's items (bayeval "
+                           "evaluate); use command here")
+    if not given:
+        raise BayevalError(f"--evaluator {tool_kind} needs {option} {takes}")
+    if importlib.util.find_spec(module) is None:
+        raise BayevalError(f"--evaluator {tool_kind}: {tool} is not installed in this "
+                           f"Python ({sys.executable}); {install}")
+
+
+def evaluator_kind(evaluator: str | None, command: str | None, timeout: float,
+                   retries: int, usage: str, lm_eval_args: str | None = None,
+                   harness: bool = False, inspect_task: str | None = None) -> str:
+    """The kind of ``--evaluator`` (oracle by default), with ``--command`` checked before
+    any work: required, and accepted by the CommandEvaluator, for ``command``; refused
+    otherwise. ``usage``: the command's form for the error, e.g. ``'CMD {item}'``.
+    ``harness``: whether this command offers ``--evaluator lm-eval`` (it needs
+    ``--lm-eval-args`` and an installed lm-evaluation-harness) and ``--evaluator
+    inspect`` (it needs ``--inspect-task`` and an installed Inspect AI)."""
+    kinds = [k.value for k in EvaluatorKind]
+    kind = str(evaluator or EvaluatorKind.oracle.value)
+    if kind not in kinds:
+        raise BayevalError(f"--evaluator {kind!r} is not one of {', '.join(kinds)}")
+    _check_tool(kind, EvaluatorKind.inspect.value, inspect_task, harness)
+    _check_tool(kind, EvaluatorKind.lm_eval.value, lm_eval_args, harness)
+    if kind == EvaluatorKind.lm_eval.value:
+        from bayeval.errors import EvaluationError
+        from bayeval.harness import LmEvalCommand
+
+        try:  # its arguments are refused before any journal
+            LmEvalCommand(lm_eval_args, "task", timeout=timeout)
+        except EvaluationError as exc:
+            raise BayevalError(str(exc)) from None
+    if kind == EvaluatorKind.command.value:
+        if not command:
+            raise BayevalError(f"--evaluator command needs --command {usage!r}")
+        command_evaluator(command, timeout, retries)  # refused before any journal
+    elif command is not None:
+        raise BayevalError("--command is only used with --evaluator command")
+    return kind

@@ -1,7 +1,8 @@
-"""``bayeval evaluate --suite FILE`` and ``--subtasks``: several tasks, or a harness group's
-subtasks, estimated in one run with one budget (:mod:`bayeval.suite`).
+"""A suite's live run (:func:`bayeval.evaluate` with several tasks, ``bayeval evaluate
+--suite FILE``) and a harness group's subtasks (``--subtasks``): several tasks estimated in
+one run with one budget (:mod:`bayeval.suite`).
 
-A suite file (TOML, or YAML where PyYAML is installed) names the tasks::
+A suite file (:mod:`bayeval.evaluation.run_file`) names the tasks::
 
     epsilon = 0.05            # width of the average's interval (default: --epsilon, 0.05)
     task_epsilon = 0.15       # optional: every task's interval at most this wide too
@@ -32,145 +33,20 @@ import math
 import shlex
 import time
 import warnings
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bayeval.cli.common import (
-    SUITE_FILE,
-    EvaluatorKind,
-    err,
-    evaluator_kind,
-    fresh_source,
-    load_source,
-    progress_bar,
-    resume_session,
-    setup_jax,
-)
-from bayeval.cli.evaluator_settings import EvaluatorSettings
+from bayeval.devices import prepare_jax
 from bayeval.errors import BayevalError, EvaluationError
+from bayeval.evaluation.evaluator_settings import EvaluatorSettings, evaluator_kind
+from bayeval.evaluation.options import DEFAULT_METHOD, SUITE_FILE, EvaluatorKind
+from bayeval.evaluation.settings import RunSettings
+from bayeval.evaluation.sources import fresh_source, load_source, resume_session
+from bayeval.evaluation.watch import Watch, watched
 from bayeval.journal_check import CHECK, RUN, header_altered, seal_header
 from bayeval.suite import task_id
 
-_TOP = {"name", "epsilon", "task_epsilon", "method", "tasks"}
-_TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
-         "target", "command", "inspect_task"}
-_SUITE_EVALUATORS = (EvaluatorKind.oracle.value, EvaluatorKind.command.value,
-                     EvaluatorKind.lm_eval.value, EvaluatorKind.inspect.value)
-
-
-# the task keys whose values are text
-_TEXT = {"name", "dataset", "reference", "task", "metric", "filter", "target", "command",
-         "inspect_task"}
-# aliases a YAML suite may use (each may expand to a copy of a whole subtree)
-_YAML_ALIASES = 50
-# tasks a suite file may hold (each is a journal and a matrix in memory)
-_TASK_LIMIT = 1000
-
-
-def _read_yaml(text: str, path: Path) -> Any:
-    """A YAML suite read safely: duplicate keys refused, at most a few aliases (their
-    expansion cannot blow up)."""
-    try:
-        import yaml
-    except ImportError:
-        raise BayevalError(f"--suite {path}: a YAML suite needs PyYAML (pip install "
-                           "pyyaml); or write it as TOML") from None
-
-    class Loader(yaml.SafeLoader):
-        aliases = 0
-
-        def compose_node(self, parent, index):
-            if self.check_event(yaml.AliasEvent):
-                Loader.aliases += 1
-                if Loader.aliases > _YAML_ALIASES:
-                    raise BayevalError(f"--suite {path}: more than {_YAML_ALIASES} YAML "
-                                       "aliases (*name); write the values out")
-            return super().compose_node(parent, index)
-
-        def construct_mapping(self, node, deep=False):
-            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
-            twice = sorted({str(k) for k in keys if keys.count(k) > 1})
-            if twice:
-                raise BayevalError(f"--suite {path}: key {twice[0]!r} is given twice "
-                                   f"(line {node.start_mark.line + 1})")
-            return super().construct_mapping(node, deep=deep)
-
-    return yaml.load(text, Loader=Loader)  # a SafeLoader
-
-
-def read_suite_file(path: Path) -> dict[str, Any]:
-    """The suite a TOML (or YAML) file describes, checked: every task has a source and a
-    distinct name, weights and costs are positive numbers, no unknown key (one-line
-    errors naming the file and the key)."""
-    from bayeval.files import read_text
-
-    text = read_text(path, f"--suite {path}")
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            spec = _read_yaml(text, path)
-        else:
-            import tomllib
-
-            spec = tomllib.loads(text)
-    except BayevalError:
-        raise
-    except Exception as exc:  # tomllib's and yaml's own errors
-        raise BayevalError(f"--suite {path}: not a readable suite file "
-                           f"({str(exc).splitlines()[0]})") from None
-    if not isinstance(spec, dict):
-        raise BayevalError(f"--suite {path}: expected a table with [[tasks]]")
-    unknown = sorted(set(spec) - _TOP)
-    if unknown:
-        raise BayevalError(f"--suite {path}: unknown key {unknown[0]!r} (known: "
-                           f"{', '.join(sorted(_TOP))})")
-    tasks = spec.get("tasks")
-    if not isinstance(tasks, list) or len(tasks) < 2 or not all(isinstance(t, dict)
-                                                               for t in tasks):
-        raise BayevalError(f"--suite {path}: a suite needs two or more [[tasks]] tables")
-    if len(tasks) > _TASK_LIMIT:
-        raise BayevalError(f"--suite {path}: {len(tasks)} tasks; a suite holds at most "
-                           f"{_TASK_LIMIT}")
-    out = []
-    for i, task in enumerate(tasks, start=1):
-        where = f"--suite {path}: task {i}"
-        bad = sorted(set(task) - _TASK)
-        if bad:
-            raise BayevalError(f"{where}: unknown key {bad[0]!r} (known: "
-                               f"{', '.join(sorted(_TASK))})")
-        if ("dataset" in task) == ("reference" in task):
-            raise BayevalError(f"{where}: give either dataset or reference")
-        entry = dict(task)
-        if "reference" in entry:
-            ref = str(entry["reference"])
-            prefix, sep, rest = ref.partition(":")
-            if sep and prefix in ("lm-eval", "inspect"):
-                entry["reference"] = f"{prefix}:{(path.parent / rest).resolve()}"
-            else:
-                entry["reference"] = str((path.parent / ref).resolve())
-        entry["name"] = str(entry.get("name") or entry.get("task") or entry.get("dataset")
-                            or Path(entry["reference"]).stem)
-        for key in ("weight", "cost"):
-            if key in entry and not (isinstance(entry[key], int | float)
-                                     and not isinstance(entry[key], bool)
-                                     and math.isfinite(entry[key]) and entry[key] > 0):
-                raise BayevalError(f"{where}: {key} must be a positive finite number, got "
-                                   f"{entry[key]!r}")
-        for key in sorted(_TEXT & set(entry)):
-            if not isinstance(entry[key], str):
-                raise BayevalError(f"{where}: {key} must be a string, got {entry[key]!r}")
-        task_id(entry["name"], where)
-        out.append(entry)
-    names = [t["name"] for t in out]
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise BayevalError(f"--suite {path}: two tasks are named {twice[0]!r}; give each a "
-                           "distinct name")
-    for key in ("epsilon", "task_epsilon"):
-        if key in spec and not (isinstance(spec[key], int | float) and 0 < spec[key] < 1):
-            raise BayevalError(f"--suite {path}: {key} must be in (0, 1), got {spec[key]!r}")
-    return {**spec, "tasks": out, "name": str(spec.get("name") or path.stem)}
-
+__all__ = ["resume_suite", "run_suite"]
 
 def _task_cost(source: dict[str, Any], matrix) -> float:
     """A task's cost per item where its reference says: the mean tokens per sample of
@@ -192,101 +68,86 @@ def _task_cost(source: dict[str, Any], matrix) -> float:
     return 1.0
 
 
-def evaluate_suite(suite: Path | None, subtasks: bool, dataset, reference, harness,
-                   target, evaluator, command, timeout, retries, method, epsilon,
-                   max_items, seed, journal, resume, quiet, batch, live) -> dict[str, Any]:
-    """One suite run (``--suite FILE``), or a harness group's subtasks as one
-    (``--subtasks``), fresh or resumed; the result as ``evaluate --json`` prints it."""
-    if resume:
-        if journal is None:
-            raise BayevalError("--resume needs --journal DIR (the suite's folder)")
-        # the budget is not a setting of the estimate: --max-items may change it
-        given = {"--suite": suite, "--dataset": dataset, "--reference": reference,
-                 "--target": target, "--evaluator": evaluator, "--command": command,
-                 "--method": method, "--epsilon": epsilon, "--seed": seed}
-        clash = [k for k, v in given.items() if v is not None]
-        if clash:
-            raise BayevalError(f"--resume reads the settings from {journal}; drop "
-                               f"{', '.join(clash)}")
-        return _resume(journal, quiet, batch, max_items)
-    if batch is not None and batch < 1:
-        raise BayevalError(f"--batch must be ≥ 1, got {batch}")
-    if live.get("concurrency", 1) > 1:
+def run_suite(settings: RunSettings, watch: Watch | None = None) -> dict[str, Any]:
+    """A fresh suite run (several tasks), or a harness group's subtasks as one
+    (``settings.subtasks``); its result as ``evaluate --json`` prints it."""
+    live = settings.evaluator
+    if live.concurrency > 1:
         raise BayevalError("--concurrency is for one task; a suite asks its tasks' items "
                            "one batch at a time (--batch)")
-    spec = {} if suite is None else suite if isinstance(suite, dict) else read_suite_file(
-        suite)
-    count = len(spec.get("tasks", []))
-    if max_items is not None and count > max_items:  # before any matrix is read or file made
-        raise BayevalError(f"--max-items {max_items} cannot give each of the suite's {count} "
-                           "tasks an item; raise it or take fewer tasks")
+    entries = [] if settings.subtasks else [t.suite_entry() for t in settings.tasks]
+    if settings.max_items is not None and len(entries) > settings.max_items:
+        # before any matrix is read or file made
+        raise BayevalError(f"--max-items {settings.max_items} cannot give each of the "
+                           f"suite's {len(entries)} tasks an item; raise it or take fewer "
+                           "tasks")
     # a suite's tasks may each name their own Inspect task (and command)
-    own = [t.get("inspect_task") for t in spec.get("tasks", [])]
-    kind = evaluator_kind(evaluator, command or next(
-        (t["command"] for t in spec.get("tasks", []) if t.get("command")), None), timeout,
-        retries, "CMD {item}", live.get("lm_eval_args"), harness=True,
-        inspect_task=live.get("inspect_task") or (own[0] if own and all(own) else None))
-    if suite is not None:
-        if kind not in _SUITE_EVALUATORS:
-            raise BayevalError(f"--suite runs its tasks with --evaluator "
-                               f"{', '.join(_SUITE_EVALUATORS)}; for a harness group's "
-                               "subtasks use --subtasks")
-        tasks = _suite_tasks(spec, harness)
+    own = [t.get("inspect_task") for t in entries]
+    kind = evaluator_kind(live.kind, live.command or next(
+        (t["command"] for t in entries if t.get("command")), None), live.timeout,
+        live.retries, "CMD {item}", live.lm_eval_args, harness=True,
+        inspect_task=live.inspect_task or (own[0] if own and all(own) else None))
+    if settings.subtasks:
+        tasks = _group_tasks(settings)
+        label = tasks[0]["group"]
     else:
-        spec = {"name": None, "tasks": []}
-        tasks = _group_tasks(dataset, reference, harness, live)
-        spec["name"] = tasks[0]["group"]
+        tasks = _suite_tasks(entries)
+        label = settings.name or "+".join(t["name"] for t in entries)
     from bayeval.methods import make_method, parse_method_spec
     from bayeval.suite import NEVER, SuiteRule
 
-    name, params = parse_method_spec(method or spec.get("method") or "active-pai")
+    name, params = parse_method_spec(settings.method or DEFAULT_METHOD)
     probe = make_method(name, **params)
     if not (probe.estimator.needs_probabilities and not probe.with_replacement):
         raise BayevalError(f"a suite's tasks run a design-valid method drawing without "
                            f"replacement (active-pai); {name!r} is not one")
-    eps = epsilon if epsilon is not None else spec.get("epsilon", 0.05)
-    rule = SuiteRule(float(eps), spec.get("task_epsilon"), int(params.get("n_min", 30)),
-                     max_items, probe.level)
+    eps = settings.epsilon if settings.epsilon is not None else 0.05
+    rule = SuiteRule(float(eps), settings.task_epsilon, int(params.get("n_min", 30)),
+                     settings.max_items, probe.level)
     params["epsilon"] = NEVER  # the suite's rule stops the tasks
-    seed = 0 if seed is None else seed
-    names = _targets(tasks, target, kind, seed)
+    seed = 0 if settings.seed is None else settings.seed
+    names = _targets(tasks, settings.target, kind, seed)
+    journal = None if settings.journal is None else Path(settings.journal)
     if journal is None and kind != EvaluatorKind.oracle.value:
         from bayeval.data.io import safe_file_name
 
-        journal = Path(f"bayeval-suite-{safe_file_name(spec['name'])}-"
+        journal = Path(f"bayeval-suite-{safe_file_name(label)}-"
                        f"{time.strftime('%Y%m%d-%H%M%S')}")
-    if batch is None:  # one harness run (Inspect eval) per batch, as for one task
-        batch = {EvaluatorKind.lm_eval.value: 32, EvaluatorKind.inspect.value: 8}.get(kind, 1)
-    return _start(spec["name"], tasks, names, kind, command, timeout, retries, name, params,
-                  rule, seed, journal, quiet, batch, live, suite is None)
+    # one harness run (Inspect eval) per batch, as for one task
+    batch = live.batch or {EvaluatorKind.lm_eval.value: 32,
+                           EvaluatorKind.inspect.value: 8}.get(kind, 1)
+    return _start(label, tasks, names, kind, settings, name, params, rule, seed, journal,
+                  watch, batch)
 
 
-def _suite_tasks(spec: dict[str, Any], harness) -> list[dict[str, Any]]:
+def _suite_tasks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each task's source record and whole matrix (the reference and its target)."""
     tasks = []
-    for t in spec["tasks"]:
+    for t in entries:
         ref = Path(t["reference"]) if "reference" in t else None
-        source, matrix = fresh_source(t.get("dataset"), ref, task=t.get("task") or harness[0],
-                                      metric=t.get("metric"), filter_name=t.get("filter"))
+        source, matrix = fresh_source(t.get("dataset"), ref, task=t.get("task"),
+                                      metric=t.get("metric"), filter_name=t.get("filter"),
+                                      repeated_models=t.get("repeated_models", "error"))
         cost = t.get("cost") or _task_cost(source, matrix)
         tasks.append({**t, "source": source, "matrix": matrix, "weight": t.get("weight", 1),
                       "cost": cost})
     return tasks
 
 
-def _group_tasks(dataset, reference, harness, live) -> list[dict[str, Any]]:
+def _group_tasks(settings: RunSettings) -> list[dict[str, Any]]:
     """A harness group's subtasks as a suite's tasks, weighted as the harness aggregates
     the group (``group_mean``: by documents, or equal)."""
     from bayeval.data.lm_eval import harness_task, subtask_columns, subtask_matrix
 
-    source, group = fresh_source(dataset, reference, task=harness[0], metric=harness[1],
-                                 filter_name=harness[2],
-                                 repeated_models=live.get("repeated_models", "error"))
+    t = settings.tasks[0]
+    source, group = fresh_source(t.dataset, t.reference and Path(t.reference), task=t.task,
+                                 metric=t.metric, filter_name=t.filter,
+                                 repeated_models=t.repeated_models)
     parts = subtask_columns(group)
     if len(parts) < 2:
         raise BayevalError(f"--subtasks: {group.name} is not a harness group of two or more "
                            "subtasks (its matrix names none)")
-    mean = live.get("group_mean")
+    mean = settings.group_mean
     if mean is None:
         from bayeval.compression.subset import group_aggregation
 
@@ -327,36 +188,36 @@ def _targets(tasks: list[dict[str, Any]], target: str | None, kind: str,
     return names
 
 
-def _settings(kind: str, task: dict[str, Any], command, timeout, retries, journal_dir,
-              live) -> EvaluatorSettings:
-    """A task's evaluator settings (journaled with it for a resume)."""
-    cmd = task.get("command") or command
+def _settings(kind: str, task: dict[str, Any], live, journal_dir) -> EvaluatorSettings:
+    """A task's evaluator settings (journaled with it for a resume); ``live``: the run's
+    :class:`~bayeval.evaluation.settings.EvaluatorOptions`."""
+    cmd = task.get("command") or live.command
     if cmd is not None:
         cmd = cmd.replace("{task}", shlex.quote(task["name"]))
-    settings = EvaluatorSettings(kind, cmd, timeout, retries, 1, 1)
+    settings = EvaluatorSettings(kind, cmd, live.timeout, live.retries, 1, 1)
     if kind == EvaluatorKind.lm_eval.value:  # a group's subtasks: the group's harness run
         from bayeval.harness import harness_settings
 
-        kept = live.get("output_path")
+        kept = live.output_path
         if kept is not None and "group" not in task:  # a suite: each task's output apart
             kept = Path(kept) / task["name"]
         settings = settings.replace(
-            **harness_settings(task["matrix"], live["lm_eval_args"],
+            **harness_settings(task["matrix"], live.lm_eval_args,
                                task["source"].get("task") if "group" not in task else None,
                                task["source"].get("metric"), task["source"].get("filter")),
-            lm_eval_mode=live.get("lm_eval_mode"),
+            lm_eval_mode=live.lm_eval_mode,
             output_path=None if kept is None else str(kept))
     if kind == EvaluatorKind.inspect.value:  # each task's logs a folder of their own
-        base = live.get("output_path") or journal_dir
+        base = live.output_path or journal_dir
         settings = settings.replace(
             task=task["source"].get("task"), metric=task["source"].get("metric"),
-            inspect_task=task.get("inspect_task") or live.get("inspect_task"),
+            inspect_task=task.get("inspect_task") or live.inspect_task,
             output_path=None if base is None else str(Path(base) / f"{task['name']}.inspect"))
     return settings
 
 
-def _start(label, tasks, names, kind, command, timeout, retries, method_name, params, rule,
-           seed, journal, quiet, batch, live, group) -> dict[str, Any]:
+def _start(label, tasks, names, kind, run_settings: RunSettings, method_name, params, rule,
+           seed, journal, watch, batch) -> dict[str, Any]:
     from bayeval.data.io import safe_file_name
     from bayeval.files import write_file
     from bayeval.session import Session
@@ -367,13 +228,14 @@ def _start(label, tasks, names, kind, command, timeout, retries, method_name, pa
         if journal.exists() and any(journal.iterdir()):
             raise BayevalError(f"--journal {journal}: a suite's folder must be new or empty "
                                "(continue a run with --resume)")
-    settings = [_settings(kind, t, command, timeout, retries, journal, live) for t in tasks]
+    group = run_settings.subtasks
+    settings = [_settings(kind, t, run_settings.evaluator, journal) for t in tasks]
     if group:  # a group's subtasks share the group's evaluator (one model, one task)
         evaluators = [settings[0].evaluator_for(tasks[0]["group_matrix"], [names[0]])
                       ] * len(tasks)
     else:
         evaluators = _task_evaluators(settings, [t["matrix"] for t in tasks], names)
-    setup_jax()
+    prepare_jax()
     files = [None if journal is None else
              journal / f"{k:02d}-{safe_file_name(t['name'])}.jsonl"
              for k, t in enumerate(tasks)]
@@ -404,7 +266,7 @@ def _start(label, tasks, names, kind, command, timeout, retries, method_name, pa
 
     truths = [st.true_score(t["matrix"], n) for t, n, st in zip(tasks, names, settings,
                                                                  strict=True)]
-    return _run(run, evaluators, batch, quiet, label, journal, truths, group,
+    return _run(run, evaluators, batch, watch, label, journal, truths, group,
                 tasks[0].get("group_mean"))
 
 
@@ -452,8 +314,8 @@ def _suite_record(path: Path) -> dict[str, Any]:
     return record
 
 
-def _resume(journal: Path, quiet: bool, batch: int | None,
-            max_items: int | None) -> dict[str, Any]:
+def resume_suite(journal: Path, max_items: int | None = None, batch: int | None = None,
+                 watch: Watch | None = None) -> dict[str, Any]:
     """The suite recorded in the folder ``journal``, continued (with a new budget of
     ``max_items`` over all tasks, if given)."""
     from bayeval.session import Session
@@ -477,7 +339,7 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
         if CHECK in record:
             renewed = seal_header(renewed)
         write_file(path, json.dumps(renewed, indent=1), durable=True)
-    setup_jax()
+    prepare_jax()
     from bayeval.data.lm_eval import subtask_matrix
 
     read: dict[str, Any] = {}  # each source's matrix, read once for all the tasks it holds
@@ -500,7 +362,7 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
                 matrix = subtask_matrix(matrix, source["subtask"])
             held = [m for m in source.get("held_out", []) if m in set(matrix.models)]
             reference = matrix.drop_models(held) if held else matrix
-        session = resume_session(Session, file, {}, reference)
+        session = resume_session(Session, file, reference)
         mine = session.extra.get("suite")
         if mine is not None and mine != {"run": record.get(RUN), "task": entry["name"]}:
             session.close()
@@ -522,7 +384,7 @@ def _resume(journal: Path, quiet: bool, batch: int | None,
     run = SuiteRun([e["name"] for e in entries], sessions, [e["weight"] for e in entries],
                    rule, [e["cost"] for e in entries])
     batch = batch or record.get("batch", 1)  # how many at once may change; not the estimate
-    return _run(run, evaluators, batch, quiet, record["suite"], Path(journal), truths,
+    return _run(run, evaluators, batch, watch, record["suite"], Path(journal), truths,
                 bool(record.get("group")), record.get("group_mean"))
 
 
@@ -549,12 +411,14 @@ def _journal_source(file: Path) -> dict[str, Any] | None:
     return source if isinstance(source, dict) and source else None
 
 
-def _run(run, evaluators, batch, quiet, label, journal, truths, group,
+def _run(run, evaluators, batch, watch, label, journal, truths, group,
          group_mean) -> dict[str, Any]:
+    from bayeval.evaluators import closing
     from bayeval.experiments.metrics import covers
 
     try:
-        _with_progress(run, evaluators, batch, quiet)
+        with closing(evaluators), watched(watch, run, batch) as on_step:
+            run.run(evaluators, batch, on_step=on_step)
     except KeyboardInterrupt as exc:
         if journal is not None:
             exc.add_note(f"bayeval evaluate --resume --journal {shlex.quote(str(journal))}")
@@ -605,72 +469,3 @@ def _harness_counts(evaluators: list[Any]) -> dict[str, int]:
     distinct = {id(e): e for e in evaluators}.values()
     return {"harness_models_loaded": sum(e.loaded_model for e in distinct),
             "harness_launches": sum(e.launches for e in distinct)}
-
-
-def _with_progress(run, evaluators, batch: int, quiet: bool) -> None:
-    """``run.run`` with a progress bar on a terminal, one line per 10 items otherwise;
-    the evaluators closed however it ends (:func:`bayeval.evaluators.closing`)."""
-    from bayeval.evaluators import closing
-
-    with closing(evaluators):
-        _shown(run, evaluators, batch, quiet)
-
-
-def _shown(run, evaluators, batch: int, quiet: bool) -> None:
-    total = sum(s.n_items for s in run.sessions)
-    if run.rule.max_items is not None:
-        total = min(total, run.rule.max_items)
-
-    def status() -> str:
-        value, lo, hi = run.average()
-        return f"average {value:.3f} [{lo:.3f}, {hi:.3f}]"
-
-    used = [sum(s.n_observed for s in run.sessions)]
-    if quiet:
-        run.run(evaluators, batch)
-        return
-    if not err.is_terminal:
-        def on_line(k: int, session: Any, item: str, score: float | None) -> None:
-            now = sum(s.n_observed for s in run.sessions)
-            if now - used[0] >= max(batch, 10):
-                used[0] = now
-                err.print(f"evaluating: {now}/{total} items, {run.names[k]} "
-                          f"{session.n_observed}, {status()}", highlight=False)
-
-        run.run(evaluators, batch, on_step=on_line)
-        return
-    with progress_bar("evaluating") as progress:
-        bar = progress.add_task("eval", total=total, completed=used[0], status="")
-
-        def on_step(k: int, session: Any, item: str, score: float | None) -> None:
-            progress.update(bar, completed=sum(s.n_observed for s in run.sessions),
-                            status=f"{run.names[k]}: {status()}")
-
-        run.run(evaluators, batch, on_step=on_step)
-
-
-def print_suite(r: dict[str, Any], out: Callable[..., None]) -> None:
-    """The suite's table: a row per task and the average's."""
-    from rich.table import Table
-
-    title = (f"{r['group']} by subtask ({r['group_mean']}-weighted, as the harness "
-             "aggregates it)" if r.get("group") else f"suite {r['suite']}")
-    table = Table(title=title)
-    table.add_column("task", overflow="fold")  # a subtask's long name wraps, whole
-    for col in ("weight", "estimate", f"{r['level']:.0%} interval", "items", "true score"):
-        table.add_column(col, no_wrap=True)
-    for t in r["tasks"]:
-        truth = "" if t["true_score"] is None else (
-            f"{t['true_score']:.4f}{'' if t['covered'] else ' (OUTSIDE)'}")
-        table.add_row(t["task"], f"{t['weight']:.3f}", f"{t['estimate']:.4f}",
-                      f"[{t['lower']:.4f}, {t['upper']:.4f}]",
-                      f"{t['items_used']} of {t['n_items']}", truth)
-    truth = "" if r["true_score"] is None else (
-        f"{r['true_score']:.4f}{'' if r['covered'] else ' (OUTSIDE)'}")
-    table.add_row("[bold]average[/]" if not r.get("group") else f"[bold]{r['group']}[/]",
-                  "1", f"{r['estimate']:.4f}", f"[{r['lower']:.4f}, {r['upper']:.4f}]",
-                  f"{r['items_used']} of {r['n_items']}", truth)
-    out(table)
-    targets = sorted({t["target"] for t in r["tasks"]})
-    out(f"target {', '.join(targets)} · method {r['method']} · stopped: {r['stopped']} · "
-        f"cost {r['cost']:g}" + (f" · journal {r['journal']}" if r["journal"] else ""))

@@ -1,0 +1,58 @@
+"""The names a live run's settings take: evaluator kinds, harness modes, methods by
+default, and the file a suite's folder keeps (one home for the library and the command
+line alike; nothing here imports more than the standard library)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+DEFAULT_DATASET = "ifeval"
+DEFAULT_METHOD = "active-pai"
+JOINT_METHOD = "active-pai-joint"  # the default for several targets
+JOINT_METHODS = ("active-pai-joint", "bayesame-joint")  # the methods several targets take
+FAILURES_IN_A_ROW = 3  # a live evaluator failing this often in a row stops the run
+# a suite's journal folder holds this record beside its tasks' journals
+SUITE_FILE = "suite.json"
+LM_EVAL_PREFIX = "lm-eval:"
+INSPECT_PREFIX = "inspect:"  # bayeval.data.inspect_logs.INSPECT_PREFIX, without its import
+
+
+class LmEvalMode(StrEnum):
+    in_process = "in-process"
+    subprocess = "subprocess"
+
+
+# a journal written before the in-process route existed launched the harness per batch
+SUBPROCESS = LmEvalMode.subprocess.value
+
+
+class EvaluatorKind(StrEnum):
+    oracle = "oracle"
+    command = "command"
+    lm_eval = "lm-eval"
+    inspect = "inspect"
+
+
+class GroupMean(StrEnum):
+    """How a harness group's score combines its subtasks (the values of
+    bayeval.compression.estimate.GROUP_MEANS, kept here so that imports stay light)."""
+
+    size = "size"
+    equal = "equal"
+
+
+class RepeatedModels(StrEnum):
+    error = "error"
+    number = "number"
+
+
+# The evaluators that run a tool in this process on one model, a batch of items per call:
+# their kind → (the option naming what to run, what it takes, the tool's module and name,
+# how to install it).
+TOOL_EVALUATORS = {
+    EvaluatorKind.inspect.value: ("--inspect-task", "FILE.py@TASK (or a registered task name)",
+                                  "inspect_ai", "Inspect AI", "pip install 'bayeval[inspect]'"),
+    EvaluatorKind.lm_eval.value: ("--lm-eval-args",
+                                  "'--model … [--model_args …] [--include_path …]'",
+                                  "lm_eval", "lm-evaluation-harness", "pip install lm-eval"),
+}
