@@ -444,25 +444,38 @@ class LmEvalInProcess(HarnessEvaluator):
 
     def _continue(self, tracker: Any, folder: Path) -> None:
         """A resumed run continues the kept output of the run it resumes (the latest
-        partial run bayeval kept there for this model): its samples files are appended
-        to, its summary counts their documents, and a document they hold is never
-        appended again, so the folder reads back as one run of every document scored."""
-        earlier = sorted(folder.glob("results_*.json")) if folder.is_dir() else []
-        for results in reversed(earlier):
+        partial run bayeval kept there for this model: a summary marked as bayeval's, or
+        samples with no summary, a run killed before it could write one): its samples
+        files are appended to, its summary counts their documents, and a document they
+        hold is never appended again, so the folder reads back as one run of every
+        document scored."""
+        if not folder.is_dir():
+            return
+        runs = {p.stem.removeprefix("results_") for p in folder.glob("results_*.json")}
+        runs |= {p.stem.rsplit("_", 1)[-1] for p in folder.glob("samples_*.jsonl")}
+        if not runs:
+            return
+        newest = max(runs)
+        results = folder / f"results_{newest}.json"
+        if results.is_file():
             try:
                 partial = "bayeval" in json.loads(results.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                continue
+                partial = False
             if not partial:
                 return  # the newest run there is a full one: a new partial run beside it
-            tracker.date_id = results.stem.removeprefix("results_")
-            for key, prepared in self.prepared.items():
-                samples = folder / f"samples_{key}_{tracker.date_id}.jsonl"
-                if samples.is_file():
-                    records = [json.loads(line) for line in
-                               samples.read_text(encoding="utf-8").splitlines() if line]
-                    self._kept_docs[key] = prepared.take_records(records)
-            return
+        tracker.date_id = newest
+        for key, prepared in self.prepared.items():
+            samples = folder / f"samples_{key}_{newest}.jsonl"
+            if samples.is_file():
+                text = samples.read_bytes()
+                if text and not text.endswith(b"\n"):  # a line cut by a kill: dropped
+                    text = text[:text.rfind(b"\n") + 1]  # (its document runs again)
+                    with open(samples, "r+b") as f:
+                        f.truncate(len(text))
+                records = [json.loads(line) for line in text.decode("utf-8").splitlines()
+                           if line]
+                self._kept_docs[key] = prepared.take_records(records)
 
     @staticmethod
     def _seed(seeds: dict[str, int | None]) -> None:

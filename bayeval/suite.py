@@ -228,17 +228,22 @@ class SuiteRun:
         self.rule = rule
         self._stuck: set[int] = set()  # tasks that had nothing left to ask
 
-    def _state(self) -> tuple[np.ndarray, ...]:
+    def _state(self, flying: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """(items per task, estimates, lower and upper bounds, tasks with items left);
+        ``flying``: items per task asked and not yet told, counted as taken."""
         n = np.array([s.n_observed for s in self.sessions])
+        if flying is not None:
+            n = n + flying
         rows = [s.estimate() if s.n_observed else (0.5, 0.0, 1.0) for s in self.sessions]
         est, low, high = (np.array(col, np.float64) for col in zip(*rows, strict=True))
         left = np.array([not s.done and k not in self._stuck
                          for k, s in enumerate(self.sessions)])
         return n, est, low, high, left
 
-    def next_task(self) -> int:
-        """The task the next item goes to, or -1 once the suite is done."""
-        n, est, low, high, left = self._state()
+    def next_task(self, flying: np.ndarray | None = None) -> int:
+        """The task the next item goes to, or -1 once the suite is done (``flying``: items
+        per task in flight, counted as taken)."""
+        n, est, low, high, left = self._state(flying)
         return int(choose_task(n, low, high, est, left, self.weights, self.costs,
                                self.rule))
 
@@ -259,16 +264,20 @@ class SuiteRun:
 
     def run(self, evaluators: Sequence[Callable[[str], float]], batch: int = 1,
             on_step: Callable[[int, Any, str, float | None], None] | None = None,
-            max_failures: int | None = None) -> None:
+            max_failures: int | None = None, concurrency: int = 1) -> None:
         """Ask, evaluate and tell until the suite stops: ``evaluators[k](item)`` scores
         an item of task k; a batch of ``batch`` items of the chosen task is asked at
-        once (one evaluator call where it has ``evaluate_batch``). Failures pass through
-        :func:`bayeval.runner.evaluate_or_skip` as in a one-task run; ``on_step(k,
-        session, item, score)`` after each."""
+        once (one evaluator call where it has ``evaluate_batch``), or with ``concurrency``
+        K > 1 K evaluations are kept in flight across the tasks (:meth:`_streaming`).
+        Failures pass through :func:`bayeval.runner.evaluate_or_skip` as in a one-task
+        run; ``on_step(k, session, item, score)`` after each."""
         from bayeval.runner import _answer, evaluate_or_skip
 
         if len(evaluators) != len(self.sessions):
             raise BayevalError("a suite needs one evaluator per task")
+        if concurrency > 1:
+            self._streaming(evaluators, concurrency, on_step, max_failures)
+            return
         # a resumed task's items asked before the interruption are answered first, as the
         # interrupted run would have: then the allocation goes on from the same states
         owed = [(k, s.unanswered) for k, s in enumerate(self.sessions) if s.unanswered]
@@ -292,6 +301,58 @@ class SuiteRun:
                 continue
             for item in asked:
                 evaluate_or_skip(session, evaluator, (item,), step, max_failures)
+
+    def _streaming(self, evaluators: Sequence[Callable[[str], float]], concurrency: int,
+                   on_step: Callable[[int, Any, str, float | None], None] | None,
+                   max_failures: int | None) -> None:
+        """K evaluations in flight across the tasks (docs/methods.md §9 "Streaming" and
+        "Suites"): whenever one finishes its score is told to its task, and the next item
+        goes to the task the allocation picks from what is told so far, the items in
+        flight counted as taken (toward the budget too). Each task's session draws as it
+        does with K in flight alone (its rounds applied in draw order), so each task's
+        interval stays design-valid; what is in flight at the stop is waited for and
+        told."""
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        from bayeval.evaluators import WAIT_SLICE
+        from bayeval.runner import _answer, _attempt, evaluate_or_skip
+
+        K = len(self.sessions)
+        owed = [k for k, s in enumerate(self.sessions) for _ in range(s.unanswered)]
+        pool = ThreadPoolExecutor(concurrency, thread_name_prefix="bayeval-suite")
+        flying: dict[Any, tuple[int, str]] = {}
+        try:
+            while True:
+                while len(flying) < concurrency:
+                    counts = np.bincount([k for k, _ in flying.values()], minlength=K)
+                    k = owed.pop(0) if owed else self.next_task(counts)
+                    if k < 0:
+                        break
+                    asked = self.sessions[k].ask(1)
+                    if not asked:  # nothing it can still ask
+                        self._stuck.add(k)
+                        continue
+                    future = pool.submit(_attempt, evaluators[k], (asked[0],),
+                                         self.sessions[k].times)
+                    flying[future] = (k, asked[0])
+                if not flying:
+                    return
+                finished: set = set()
+                while not finished:  # in slices: see bayeval.evaluators.WAIT_SLICE
+                    finished, _ = wait(flying, timeout=WAIT_SLICE,
+                                       return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=lambda f: f.result()[1]):
+                    k, item = flying.pop(future)
+                    step = None if on_step is None else (
+                        lambda s, i, score, k=k: on_step(k, s, i, score))
+                    evaluate_or_skip(self.sessions[k], _answer(future.result()[0]), (item,),
+                                     step, max_failures)
+        finally:
+            for k in {k for k, _ in flying.values()}:
+                cancel = getattr(evaluators[k], "cancel", None)
+                if cancel is not None:
+                    cancel()
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def average(self) -> tuple[float, float, float]:
         """(θ̄, L, U): the weighted average so far and its interval."""

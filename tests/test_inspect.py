@@ -309,3 +309,28 @@ def test_a_suite_of_inspect_tasks_runs_each_with_inspect_at_its_logs_cost(logs, 
                  for s in read_eval_log(info).samples]
         assert len(asked) == len(set(asked)) == t["items_used"]  # the asked samples only
     assert r["estimate"] == pytest.approx(np.mean([t["estimate"] for t in r["tasks"]]))
+
+
+def test_the_inspect_run_from_python_is_the_commands(logs, tmp_path):
+    # README "With Inspect AI": `bayeval evaluate --reference inspect:LOGS --evaluator
+    # inspect --inspect-task FILE@TASK --target MODEL` and bayeval.evaluate with the same
+    # settings ask the same samples and give the same estimate and interval
+    from typer.testing import CliRunner
+
+    import bayeval
+    from bayeval.cli import app
+    from bayeval.evaluation import EvaluatorOptions, RunSettings, TaskSettings
+
+    done = CliRunner().invoke(app, [
+        "evaluate", "--reference", f"inspect:{logs}", "--evaluator", "inspect",
+        "--inspect-task", f"{TASK_FILE}@doubling", "--target", "skilled/0.7", "--batch",
+        "4", "--max-items", "12", "--journal", str(tmp_path / "a.jsonl"), "-q", "--json"])
+    assert done.exit_code == 0, done.output[-800:]
+    command = json.loads(done.stdout.strip().splitlines()[-1])
+    python = bayeval.evaluate(RunSettings(
+        tasks=TaskSettings(reference=f"inspect:{logs}"),
+        evaluator=EvaluatorOptions("inspect", inspect_task=f"{TASK_FILE}@doubling", batch=4),
+        target="skilled/0.7", max_items=12, journal=tmp_path / "b.jsonl"))
+    for key in ("estimate", "lower", "upper", "items_used", "items"):
+        assert python[key] == command[key], key
+    assert python["inspect_logs"] == f"{tmp_path / 'b.jsonl'}.inspect"

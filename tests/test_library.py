@@ -89,14 +89,14 @@ def test_joint_run_twin():
 
 
 def test_suite_twin_and_run_file(tmp_path):
-    """README: ``bayeval evaluate --suite examples/suites/leaderboard.toml``; the suite
-    file read as a run file is the same run, and ``--save-run`` then ``--run``
+    """README: ``bayeval evaluate --suite examples/suites/open_llm_leaderboard.toml``;
+    the suite file read as a run file is the same run, and ``--save-run`` then ``--run``
     reproduces it."""
-    suite = ROOT / "examples" / "suites" / "leaderboard.toml"
+    suite = ROOT / "examples" / "suites" / "open_llm_leaderboard.toml"
     command = _command("--suite", str(suite), "--save-run", str(tmp_path / "run.toml"))
     python = bayeval.evaluate(RunSettings.from_file(suite))
     _same(command, python)
-    assert python["suite"] == "leaderboard" and len(python["tasks"]) == 3
+    assert python["suite"] == "open_llm_leaderboard" and len(python["tasks"]) == 2
     again = _command("--run", str(tmp_path / "run.toml"))
     _same(command, again)
 

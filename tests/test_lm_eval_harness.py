@@ -736,11 +736,12 @@ def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_pa
     assert [s for _, s in session.observations] == [float(k % 3 == 0) for k in asked]
 
 
-def test_a_suite_of_separate_harness_tasks_loads_the_model_once(tmp_path, cli):
+def test_a_suite_of_separate_harness_tasks_loads_the_model_once(tmp_path, cli, killed_when):
     # two separate tasks (not a group) through one loaded model: each task's requests built
-    # once, only the chosen documents run, each task's output kept apart under its name;
-    # a run cut by its budget resumes on a new budget with nothing run twice; the results
-    # file holds both tasks under the harness's names, readable by the harness's make_table
+    # once, only the chosen documents run, each task's output kept apart under its name; a
+    # run SIGKILLed mid-way resumes (on a budget) with nothing lost and no document run
+    # twice; the results file holds both tasks under the harness's names, readable by the
+    # harness's make_table
     from lm_eval.utils import make_table
 
     os.environ.update(OFFLINE)
@@ -760,15 +761,25 @@ def test_a_suite_of_separate_harness_tasks_loads_the_model_once(tmp_path, cli):
         "[[tasks]]\nreference = 'lm-eval:logs'\ntask = 'toy_add_b'\n")
     run = ("evaluate", "--suite", "two.toml", "--evaluator", "lm-eval", "--target",
            "org/new", "--lm-eval-args",
-           "--model dummy --model_args pretrained=org/new --include_path .", "--batch", "5",
-           "--output-path", "kept", "--json", "-q")
-    cut = json.loads(_in_process(cli, tmp_path, *run, "--journal", "j", "--max-items", "20"))
-    assert cut["harness_models_loaded"] == 1 and cut["items_used"] == 20
-    assert cut["harness_launches"] == 4  # 4 batches of 5, each one call
+           "--model dummy --model_args pretrained=org/new --include_path .",
+           "--output-path", "kept", "--journal", "j", "--json", "-q")
+    os.chdir(tmp_path)  # the killed process runs here, as a user's would
+    try:
+        killed_when([*run, "--batch", "1"], lambda: sum(
+            line.count('"tell"') for f in (tmp_path / "j").glob("*.jsonl")
+            for line in f.read_text().splitlines()) >= 12, 300)
+    finally:
+        os.chdir(here)
+    before = {f.name: [line for line in f.read_text().splitlines() if '"tell"' in line]
+              for f in (tmp_path / "j").glob("*.jsonl")}
     done = json.loads(_in_process(cli, tmp_path, "evaluate", "--resume", "--journal", "j",
-                                  "--max-items", "50", "--harness-results", "r.json",
-                                  "--json", "-q"))
+                                  "--max-items", "50", "--batch", "5", "--harness-results",
+                                  "r.json", "--json", "-q"))
     assert done["harness_models_loaded"] == 1 and done["items_used"] == 50
+    assert done["harness_launches"] <= 50 // 5 + 2  # a batch per call (and the owed ones)
+    for f in (tmp_path / "j").glob("*.jsonl"):  # nothing journaled was lost
+        told = [line for line in f.read_text().splitlines() if '"tell"' in line]
+        assert told[:len(before[f.name])] == before[f.name]
     for row, task in zip(done["tasks"], (TASK, "toy_add_b"), strict=True):
         kept = read_lm_eval_samples(tmp_path / "kept" / row["task"], task)
         scored = np.flatnonzero(~np.isnan(kept.row("org/new")))
@@ -813,3 +824,62 @@ def test_a_resumed_evaluator_continues_the_kept_output_counting_each_document_on
         np.mean([r["acc"] for r in records]))
     kept = read_lm_eval_samples(tmp_path, TASK)
     assert kept.models == ["org/new"] and int((~np.isnan(kept.scores)).sum()) == 3
+
+
+def test_the_harness_run_from_python_is_the_commands(workdir, cli, tmp_path):
+    # README "With lm-evaluation-harness": `bayeval evaluate --reference lm-eval:logs
+    # --task T --evaluator lm-eval --target NEW --lm-eval-args …` and bayeval.evaluate with
+    # the same settings run the same documents to the same estimate and interval
+    import bayeval
+    from bayeval.evaluation import EvaluatorOptions, RunSettings, TaskSettings
+
+    os.environ.update(OFFLINE)
+    args = "--model dummy --model_args pretrained=org/new --include_path ."
+    command = json.loads(_in_process(cli, workdir, *HARNESS_RUN, "--lm-eval-args", args,
+                                     "--batch", "10", "--max-items", "30", "--journal",
+                                     str(tmp_path / "a.jsonl"), "--json", "-q"))
+    settings = RunSettings(
+        tasks=TaskSettings(reference=f"lm-eval:{workdir / 'logs'}", task=TASK),
+        evaluator=EvaluatorOptions("lm-eval", lm_eval_args=args, batch=10),
+        target="org/new", max_items=30, journal=tmp_path / "b.jsonl")
+    cwd = os.getcwd()
+    os.chdir(workdir)  # the harness reads the task's data relative to where it runs
+    try:
+        python = bayeval.evaluate(settings)
+    finally:
+        os.chdir(cwd)
+    for key in ("estimate", "lower", "upper", "items_used", "items", "harness_launches"):
+        assert python[key] == command[key], key
+
+
+def test_kept_output_of_a_run_killed_before_its_summary_is_continued(workdir, tmp_path):
+    # SIGKILL leaves the kept samples without a summary, possibly with a last line cut:
+    # the resume's evaluator continues those samples (the cut line dropped, its document
+    # run again) and the folder reads back as one run holding each document once
+    from lm_eval.tasks import TaskManager
+
+    from bayeval.harness import LmEvalInProcess
+
+    items = read_lm_eval_samples(workdir / "logs", TASK).items[:4]
+    manager = TaskManager(include_path=str(workdir), include_defaults=False)
+    cwd = os.getcwd()
+    os.chdir(workdir)
+    try:
+        with LmEvalInProcess("dummy", TASK, random_seed=3, output_path=tmp_path,
+                             name="org/new", task_manager=manager) as evaluator:
+            evaluator.evaluate_batch(list(items[:3]))
+        [results] = tmp_path.rglob("results_*.json")
+        results.unlink()  # killed before the summary was written
+        [samples] = tmp_path.rglob(f"samples_{TASK}_*.jsonl")
+        text = samples.read_bytes()
+        samples.write_bytes(text[:-20])  # ... and in the middle of its last line
+        with LmEvalInProcess("dummy", TASK, random_seed=3, output_path=tmp_path,
+                             name="org/new", task_manager=manager) as evaluator:
+            evaluator.evaluate_batch(list(items[2:]))
+    finally:
+        os.chdir(cwd)
+    assert [p.name for p in tmp_path.rglob(f"samples_{TASK}_*.jsonl")] == [samples.name]
+    docs = sorted(json.loads(line)["doc_id"] for line in samples.read_text().splitlines())
+    assert docs == [0, 1, 2, 3]
+    kept = read_lm_eval_samples(tmp_path, TASK)
+    assert int((~np.isnan(kept.scores)).sum()) == 4

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -400,6 +401,17 @@ def test_a_suite_runs_a_command_per_task_with_its_name(tmp_path, cli):
         assert t["true_score"] is None  # a command's scores: nothing to judge against
 
 
+def _glue_answers(path):
+    """A file of ``item score`` lines: the GLUE suite's target's scores, for a command
+    that looks each answer up."""
+    rows = []
+    for name in ("rte", "mrpc"):
+        m = load_dataset(name)
+        rows += [f"{i} {s:g}" for i, s in zip(m.items, m.row(f"{name}-model-003"), strict=True)]
+    path.write_text("\n".join(rows) + "\n")
+    return path
+
+
 def _tells(folder) -> dict[str, list[tuple[str, float]]]:
     """Each task journal's (item, score) told, in order."""
     out = {}
@@ -414,12 +426,7 @@ def test_a_suite_killed_mid_run_resumes_to_the_uninterrupted_result(tmp_path, cl
     # a live suite (a command that looks each answer up, slowly) SIGKILLed after its first
     # scores, then resumed: nothing journaled is lost and the result is the one an
     # uninterrupted run gives (the allocation reads only the tasks' journaled states)
-    answers = tmp_path / "answers.txt"
-    rows = []
-    for name in ("rte", "mrpc"):
-        m = load_dataset(name)
-        rows += [f"{i} {s:g}" for i, s in zip(m.items, m.row(f"{name}-model-003"), strict=True)]
-    answers.write_text("\n".join(rows) + "\n")
+    answers = _glue_answers(tmp_path / "answers.txt")
     suite = _suite_file(tmp_path / "s.toml", "epsilon = 0.1\n" + GLUE)
     args = ["evaluate", "--suite", str(suite), "--evaluator", "command",
             "--command", f"sleep 0.02; awk -v i={{item}} '$1 == i {{print $2}}' {answers}",
@@ -441,3 +448,64 @@ def test_a_suite_killed_mid_run_resumes_to_the_uninterrupted_result(tmp_path, cl
     assert after == _tells(tmp_path / "a")  # the uninterrupted run's items and scores
     for key in ("estimate", "lower", "upper", "items_used"):
         assert b[key] == a[key]
+
+
+def test_the_open_llm_leaderboard_suite_names_the_harness_tasks(tmp_path):
+    # examples/suites/open_llm_leaderboard.toml: simulated, each task is reported (and
+    # written with --harness-results) under the harness's own task and metric; with
+    # --evaluator lm-eval each task would run the harness task its matrix names
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+    from bayeval.evaluation import RunSettings
+    from bayeval.evaluation.sources import fresh_source
+    from bayeval.harness import harness_settings
+
+    suite = Path(__file__).resolve().parents[1] / "examples/suites/open_llm_leaderboard.toml"
+    done = CliRunner().invoke(app, ["evaluate", "--suite", str(suite), "--max-items", "120",
+                                    "--harness-results", str(tmp_path / "r.json"), "--json",
+                                    "-q"])
+    assert done.exit_code == 0, done.output
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [t["task"] for t in result["tasks"]] == ["leaderboard_ifeval", "leaderboard_musr"]
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert set(written["results"]) >= {"leaderboard_ifeval", "leaderboard_musr"}
+    assert any(k.startswith("prompt_level_strict_acc")
+               for k in written["results"]["leaderboard_ifeval"])
+    assert any(k.startswith("acc_norm") for k in written["results"]["leaderboard_musr"])
+    runs = []
+    for task in RunSettings.from_file(suite).tasks:
+        _, matrix = fresh_source(task.dataset, None)
+        runs.append(harness_settings(matrix, "--model hf", None, None, None))
+    assert [(r["task"], r["metric"]) for r in runs] == [
+        ("leaderboard_ifeval", "prompt_level_strict_acc"), ("leaderboard_musr", "acc_norm")]
+    assert runs[1]["subtasks"]  # the group's subtasks, as the harness runs them
+
+
+def test_a_suite_keeps_k_evaluations_in_flight_across_its_tasks(tmp_path, cli):
+    # --concurrency 3 on a suite: evaluations of both tasks overlap (at most 3 at once,
+    # seen in the command's own start/end log), every drawn item is told once to its
+    # task, the items in flight at the stop are told too, the average's interval meets ε,
+    # and a resume of the finished folder reports the same result
+    answers, log = _glue_answers(tmp_path / "answers.txt"), tmp_path / "log.txt"
+    suite = _suite_file(tmp_path / "s.toml", "epsilon = 0.15\n" + GLUE)
+    command = (f"echo + >> {log}; sleep 0.05; echo - >> {log}; "
+               f"awk -v i={{item}} '$1 == i {{print $2}}' {answers}")
+    done = cli("evaluate", "--suite", str(suite), "--evaluator", "command", "--command",
+               command, "--concurrency", "3", "--method", "active-pai(n_min=10)",
+               "--journal", tmp_path / "j", "--json", "-q")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    marks = log.read_text().split()
+    depth = np.cumsum([1 if m == "+" else -1 for m in marks])
+    assert 2 <= depth.max() <= 3 and depth[-1] == 0
+    told = _tells(tmp_path / "j")
+    assert all(len({i for i, _ in t}) == len(t) for t in told.values())  # each item once
+    assert sum(map(len, told.values())) == result["items_used"] == marks.count("+")
+    assert [t["items_used"] for t in result["tasks"]] == [len(t) for t in told.values()]
+    assert result["upper"] - result["lower"] <= 0.15 or "budget" in result["stopped"]
+    again = cli("evaluate", "--resume", "--journal", tmp_path / "j", "--json", "-q")
+    assert again.returncode == 0, again.stderr
+    b = json.loads(again.stdout)
+    for key in ("estimate", "lower", "upper", "items_used"):
+        assert b[key] == result[key]

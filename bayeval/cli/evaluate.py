@@ -97,7 +97,9 @@ def evaluate(
         help="Evaluations kept in flight (--evaluator command or oracle): when one "
              "finishes, its score is told and the next item is drawn from the latest "
              "state, so a slow item never holds the others back; the interval stays "
-             "design-valid (rounds are applied in draw order).")] = 1,
+             "design-valid (rounds are applied in draw order). A suite keeps K in "
+             "flight across its tasks, each next item going where the allocation "
+             "says.")] = 1,
     command: Annotated[str | None, typer.Option(
         help="Shell command that evaluates one item and prints its score (0..1) as the "
              "last line; {item} (unquoted: it is passed quoted, as one argument) becomes the "

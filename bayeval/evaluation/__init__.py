@@ -69,15 +69,12 @@ def resume(journal: str | Path, *, max_items: int | None = None, batch: int | No
     options of a run that failed before any score (``lm_eval_args``)."""
     journal = Path(journal)
     if (journal / SUITE_FILE).is_file():
-        if concurrency > 1:
-            raise BayevalError("--concurrency is for one task; a suite asks its tasks' "
-                               "items one batch at a time (--batch)")
         if lm_eval_args is not None:
             raise BayevalError("--lm-eval-args: a suite's harness options are kept in its "
                                "tasks' journals")
         from bayeval.evaluation.suite_run import resume_suite
 
-        return resume_suite(journal, max_items, batch, watch)
+        return resume_suite(journal, max_items, batch, watch, concurrency)
     from bayeval.evaluation.single import resume_single
 
     return resume_single(journal, max_items, batch, concurrency, lm_eval_args, watch)

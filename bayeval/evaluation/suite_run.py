@@ -72,9 +72,6 @@ def run_suite(settings: RunSettings, watch: Watch | None = None) -> dict[str, An
     """A fresh suite run (several tasks), or a harness group's subtasks as one
     (``settings.subtasks``); its result as ``evaluate --json`` prints it."""
     live = settings.evaluator
-    if live.concurrency > 1:
-        raise BayevalError("--concurrency is for one task; a suite asks its tasks' items "
-                           "one batch at a time (--batch)")
     entries = [] if settings.subtasks else [t.suite_entry() for t in settings.tasks]
     if settings.max_items is not None and len(entries) > settings.max_items:
         # before any matrix is read or file made
@@ -87,6 +84,9 @@ def run_suite(settings: RunSettings, watch: Watch | None = None) -> dict[str, An
         (t["command"] for t in entries if t.get("command")), None), live.timeout,
         live.retries, "CMD {item}", live.lm_eval_args, harness=True,
         inspect_task=live.inspect_task or (own[0] if own and all(own) else None))
+    from bayeval.evaluation.single import refuse_concurrency
+
+    refuse_concurrency(live.concurrency, kind)
     if settings.subtasks:
         tasks = _group_tasks(settings)
         label = tasks[0]["group"]
@@ -267,7 +267,7 @@ def _start(label, tasks, names, kind, run_settings: RunSettings, method_name, pa
     truths = [st.true_score(t["matrix"], n) for t, n, st in zip(tasks, names, settings,
                                                                  strict=True)]
     return _run(run, evaluators, batch, watch, label, journal, truths, group,
-                tasks[0].get("group_mean"))
+                tasks[0].get("group_mean"), run_settings.evaluator.concurrency)
 
 
 def _suite_record(path: Path) -> dict[str, Any]:
@@ -315,9 +315,10 @@ def _suite_record(path: Path) -> dict[str, Any]:
 
 
 def resume_suite(journal: Path, max_items: int | None = None, batch: int | None = None,
-                 watch: Watch | None = None) -> dict[str, Any]:
+                 watch: Watch | None = None, concurrency: int = 1) -> dict[str, Any]:
     """The suite recorded in the folder ``journal``, continued (with a new budget of
-    ``max_items`` over all tasks, if given)."""
+    ``max_items`` over all tasks, if given; ``batch`` and ``concurrency``: how many are
+    asked at once, which the estimate does not depend on)."""
     from bayeval.session import Session
     from bayeval.suite import SuiteRule, SuiteRun
 
@@ -384,8 +385,12 @@ def resume_suite(journal: Path, max_items: int | None = None, batch: int | None 
     run = SuiteRun([e["name"] for e in entries], sessions, [e["weight"] for e in entries],
                    rule, [e["cost"] for e in entries])
     batch = batch or record.get("batch", 1)  # how many at once may change; not the estimate
+    if concurrency > 1:
+        from bayeval.evaluation.single import refuse_concurrency
+
+        refuse_concurrency(concurrency, settings[0].evaluator)
     return _run(run, evaluators, batch, watch, record["suite"], Path(journal), truths,
-                bool(record.get("group")), record.get("group_mean"))
+                bool(record.get("group")), record.get("group_mean"), concurrency)
 
 
 def _task_evaluators(settings: list[EvaluatorSettings], matrices: list[Any],
@@ -412,13 +417,13 @@ def _journal_source(file: Path) -> dict[str, Any] | None:
 
 
 def _run(run, evaluators, batch, watch, label, journal, truths, group,
-         group_mean) -> dict[str, Any]:
+         group_mean, concurrency: int = 1) -> dict[str, Any]:
     from bayeval.evaluators import closing
     from bayeval.experiments.metrics import covers
 
     try:
         with closing(evaluators), watched(watch, run, batch) as on_step:
-            run.run(evaluators, batch, on_step=on_step)
+            run.run(evaluators, batch, on_step=on_step, concurrency=concurrency)
     except KeyboardInterrupt as exc:
         if journal is not None:
             exc.add_note(f"bayeval evaluate --resume --journal {shlex.quote(str(journal))}")
