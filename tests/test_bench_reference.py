@@ -88,3 +88,35 @@ def test_emit_report_prints_writes_and_makes_the_folder(tmp_path, capsys):
     assert capsys.readouterr().out == text + "\n"  # print adds its own newline
     assert emit_report(["x"], None) == "x\n"
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["report.md"]
+
+
+def test_bench_suite_runs_on_the_users_matrices(user_matrix, tmp_path, monkeypatch):
+    # `bench suite --reference A --reference B`: a suite of two of the user's matrices
+    # (their rows one model by id), labelled by the files; refused with fewer than two or
+    # beside --suites
+    from typer.testing import CliRunner
+
+    from bayeval.cli import app
+
+    whole = read_matrix(user_matrix)
+    paths = []
+    for k, cols in enumerate((slice(0, 75), slice(75, 150))):
+        part = ScoreMatrix(whole.scores[:, cols], whole.models, whole.items[cols],
+                           name=f"part{k}")
+        paths.append(tmp_path / f"part{k}.csv")
+        write_matrix(part, paths[-1])
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    args = ["bench", "suite", "--reference", str(paths[0]), "--reference", str(paths[1]),
+            "--epsilons", "0.2", "--seeds", "1", "--targets", "2", "--reps", "1",
+            "--out", str(out)]
+    done = CliRunner().invoke(app, args)
+    assert done.exit_code == 0, (done.output[-3000:], done.exception)
+    labels = [bench_dataset(read_matrix(p))[0] for p in paths]
+    assert all(label.startswith(f"part{k}-") for k, label in enumerate(labels))
+    report = (out / "report.md").read_text()
+    assert "+".join(labels) in report or all(label in report for label in labels)
+    one = CliRunner().invoke(app, ["bench", "suite", "--reference", str(paths[0])])
+    assert one.exit_code == 2 and "two or more matrices" in one.output
+    both = CliRunner().invoke(app, [*args[:6], "--suites", "leaderboard"])
+    assert both.exit_code == 2 and "--suites or --reference, not both" in both.output

@@ -78,14 +78,14 @@ def test_own_model_command_and_resume_twin(tmp_path):
 
 
 def test_joint_run_twin():
-    """README: several models in one run (``--targets``), here of the own-model matrix
-    with the oracle."""
-    args = ["--reference", str(OWN / "scores.csv"), "--targets", "model-00,model-01",
-            "--max-items", "120"]
-    python = bayeval.evaluate(reference=str(OWN / "scores.csv"),
-                              targets=["model-00", "model-01"], max_items=120)
+    """README: several models in one run (``--targets``), here two of the bundled RTE
+    matrix with the oracle (the shapes of test_cli's live joint run: compiled once)."""
+    args = ["--dataset", "rte", "--targets", "rte-model-001,rte-model-002",
+            "--max-items", "60"]
+    python = bayeval.evaluate(dataset="rte", targets=["rte-model-001", "rte-model-002"],
+                              max_items=60)
     _same(_command(*args), python)
-    assert [t["target"] for t in python["targets"]] == ["model-00", "model-01"]
+    assert [t["target"] for t in python["targets"]] == ["rte-model-001", "rte-model-002"]
 
 
 def test_suite_twin_and_run_file(tmp_path):

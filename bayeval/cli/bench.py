@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import typer
@@ -628,6 +628,7 @@ def bench_validity(
 
 @bench_app.command("suite", cls=CheckedCommand)
 def bench_suite(
+    ctx: typer.Context,
     suites: Annotated[str, typer.Option(
         help="Comma-separated suites: leaderboard (IFEval, MuSR, ARC of the Open LLM "
              "Leaderboard), helm_lite (commonsense, MATH, MMLU), musr_subtasks (MuSR's "
@@ -639,6 +640,15 @@ def bench_suite(
              "stop.")] = "0.02,0.05,0.1",
     method: Annotated[str, typer.Option(
         help="The design-valid method each task runs.")] = "active-pai",
+    references: Annotated[list[Path] | None, typer.Option(
+        "--reference", metavar="FILE",
+        help="Your own score matrices as one suite's tasks (give it once per task, two or "
+             "more: .npz, .csv or .parquet), instead of --suites; their rows are one "
+             "model by id (see --rows).")] = None,
+    rows: Annotated[str, typer.Option(
+        help="With --reference: how the tasks' rows are matched, 'id' (by model id), "
+             "'order' (row i of every file is one model) or 'auto' (by id where the "
+             "files share ids, else by order).")] = "auto",
     seeds: DrawsOption = 10,
     targets: Annotated[int, typer.Option(min=1, help="Targets per draw.")] = 20,
     reps: RepsOption = 5,
@@ -655,30 +665,65 @@ def bench_suite(
     against independent per-task runs at the same average width and against uniform
     sampling with the same allocation and stop. Every (suite, task, method, seed) is
     saved under OUT/units as it finishes and reused by a rerun."""
-    from bayeval.data.bundled import list_datasets
-    from bayeval.experiments.suite import SUITES, run_suite_bench, write_report
+    from bayeval.experiments.suite import run_suite_bench, write_report
 
     where = check_executor(executor, workers, address)
     eps = comma_floats("--epsilons", epsilons)
     if not eps or any(not 0 < e < 1 for e in eps):
         raise fail(f"--epsilons: every ε must be in (0, 1), got {epsilons!r}")
-    chosen = {}
-    for name in comma_list(suites):
-        tasks = SUITES.get(name) or tuple(name.split("+"))
-        unknown = [t for t in tasks if t.partition(":")[0] not in list_datasets()]
-        if unknown or len(tasks) < 2:
-            raise fail(f"--suites: {name!r} is neither a known suite ({', '.join(SUITES)}) "
-                       "nor two or more bundled datasets joined by '+'")
-        chosen[name] = tasks
-    if not chosen:
-        raise fail("--suites: none given")
+    try:
+        chosen, matrices = _bench_suites(ctx, suites, references, rows)
+    except BayevalError as exc:
+        raise fail(str(exc)) from None
     try:
         setup_jax()
         runs = run_suite_bench(chosen, eps, seeds, targets, reps, reference_fraction,
-                               method, out=out, executor=where, log=bench_log)
+                               method, out=out, executor=where, log=bench_log,
+                               matrices=matrices, rows=rows)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     runs.to_csv(out / "runs.csv", index=False)
     report = write_report(runs, out)
     print(report.read_text())
     err.print(f"wrote {out}/results.csv, strata.csv, runs.csv, suite.png, report.md")
+
+
+def _bench_suites(ctx: typer.Context, suites: str, references: list[Path] | None,
+                  rows: str) -> tuple[dict[str, tuple[str, ...]], dict[str, Any] | None]:
+    """The suites ``bench suite`` runs (name → its tasks) and, with --reference, the
+    user's matrices by label (one suite of them), checked before any work."""
+    from bayeval.data.bundled import list_datasets
+    from bayeval.experiments.suite import SUITES
+
+    if rows not in ("auto", "id", "order"):
+        raise BayevalError(f"--rows must be auto, id or order, got {rows!r}")
+    if references:
+        if _given(ctx, "suites"):
+            raise BayevalError("give --suites or --reference, not both")
+        if len(references) < 2:
+            raise BayevalError("--reference: a suite needs two or more matrices (give "
+                               "--reference once per task)")
+        from bayeval.data.sources import bench_dataset
+
+        matrices = {}
+        for path in references:
+            _, matrix = fresh_source(None, path)
+            label, matrix = bench_dataset(matrix)
+            if label in matrices:
+                raise BayevalError(f"--reference {path}: given twice")
+            matrices[label] = matrix
+        return {"+".join(matrices): tuple(matrices)}, matrices
+    if rows != "auto":
+        raise BayevalError("--rows matches the rows of your --reference matrices")
+    chosen = {}
+    for name in comma_list(suites):
+        tasks = SUITES.get(name) or tuple(name.split("+"))
+        unknown = [t for t in tasks if t.partition(":")[0] not in list_datasets()]
+        if unknown or len(tasks) < 2:
+            raise BayevalError(f"--suites: {name!r} is neither a known suite "
+                               f"({', '.join(SUITES)}) nor two or more bundled datasets "
+                               "joined by '+'")
+        chosen[name] = tasks
+    if not chosen:
+        raise BayevalError("--suites: none given")
+    return chosen, None

@@ -217,15 +217,24 @@ def run_suite_bench(suites: dict[str, Sequence[str]], epsilons: Sequence[float] 
                     reference_fraction: float = 0.5, method: str = "active-pai",
                     n_min: int = 30, weights: dict[str, Sequence[float]] | None = None,
                     out: Path | None = None, executor: Executor | None = None,
-                    log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Per-run rows of every suite (name → its bundled tasks), ε and scheme (module
-    docstring). Every (suite, task, method, seed) is a unit saved under ``out``."""
+                    log: Callable[[str], None] = print,
+                    matrices: dict[str, ScoreMatrix] | None = None,
+                    rows: str = "auto") -> pd.DataFrame:
+    """Per-run rows of every suite (name → its tasks), ε and scheme (module docstring).
+    A task is a bundled name (:func:`task_matrix`), or one of ``matrices`` (a user's
+    score matrices by label). ``rows``: how the tasks' rows are one model: ``id`` (by
+    model id), ``order`` (row i of every task, for unnamed rows) or ``auto`` (by id where
+    the tasks share ids, else by order). Every (suite, task, method, seed) is a unit
+    saved under ``out``."""
+    if rows not in ("auto", "id", "order"):
+        raise ValueError(f"rows must be auto, id or order, got {rows!r}")
     frames = []
     for label, names in suites.items():
         t0 = time.time()
-        data = {name: task_matrix(name) for name in names}
-        same_rows = not set(data[names[0]].models).intersection(data[names[1]].models) \
-            if len(names) > 1 else False
+        data = {name: (matrices or {}).get(name) or task_matrix(name) for name in names}
+        shared = bool(set(data[names[0]].models).intersection(data[names[1]].models)) \
+            if len(names) > 1 else True
+        same_rows = rows == "order" or (rows == "auto" and not shared)
         settings = {"tasks": list(names), "n_targets": int(n_targets), "reps": int(reps),
                     "reference_fraction": float(reference_fraction),
                     "same_rows": bool(same_rows)}
