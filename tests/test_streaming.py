@@ -164,9 +164,14 @@ def test_one_in_flight_is_the_one_at_a_time_run(world):
                                                                        targets)
     stream = _compile_stream_chunk(method.compiled_as, reference.n_items, False, 1, 1)(
         values, loops, keys, targets, jnp.ones(targets.shape))
-    np.testing.assert_array_equal(plain[0]["items"], stream[0]["items"])
-    np.testing.assert_array_equal(plain[0]["estimate"], stream[0]["estimate"])
-    np.testing.assert_array_equal(plain[1], stream[1])
+    np.testing.assert_array_equal(plain[0]["items"], stream[0]["items"])  # every step
+    # two differently compiled programs: XLA may fuse their sums differently and round a
+    # last bit apart (seen with its CPU fusion emitters off, as the tests compile), never
+    # more than a few units in the last place
+    np.testing.assert_allclose(plain[0]["estimate"], stream[0]["estimate"], rtol=1e-14,
+                               atol=0)
+    jax.tree_util.tree_map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-14, atol=0),
+                           plain[1], stream[1])
 
 
 def test_a_crash_with_items_in_flight_loses_no_score_and_reasks_the_rest(world, tmp_path):

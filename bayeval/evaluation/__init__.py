@@ -13,7 +13,9 @@ from its journal. Their settings are frozen values (:class:`RunSettings`,
 The layers under it: :mod:`~bayeval.evaluation.sources` (where the reference comes
 from), :mod:`~bayeval.evaluation.evaluator_settings` (the evaluator a journal keeps),
 :mod:`~bayeval.evaluation.single` (one task's run), :mod:`~bayeval.evaluation.suite_run`
-(a suite's), :mod:`~bayeval.evaluation.results` (the result in other tools' formats).
+(a suite's), :mod:`~bayeval.evaluation.results` (the result in other tools' formats);
+:mod:`~bayeval.evaluation.select` is ``bayeval select``'s live run of the best-model
+search the same way.
 """
 
 from __future__ import annotations
