@@ -339,3 +339,26 @@ def test_the_bench_cli_refuses_an_address_without_ray(tmp_path):
     assert done.exit_code != 0
     assert "--address is the Ray cluster's: give it with --executor ray" in done.output
     assert not (tmp_path / "units").exists()
+
+
+def test_clustered_coverage_against_its_closed_form():
+    # the cluster-robust SE of a coverage share: with one run per cluster it is the
+    # binomial SE times sqrt(n/(n−1)); with clusters, against the sandwich computed by
+    # dense algebra (X = 1, residuals e, cluster indicator matrix C: (X'X)⁻¹ X'C C'X
+    # (X'X)⁻¹ e-weighted, times G/(G−1)); identical runs in a cluster widen it
+    from bayeval.experiments.metrics import clustered_coverage, coverage
+
+    rng = np.random.default_rng(0)
+    y = rng.random(200) < 0.9
+    share, se = clustered_coverage(y, np.arange(200))
+    assert share == coverage(y)[0]
+    assert se == pytest.approx(coverage(y)[1] * np.sqrt(200 / 199), rel=1e-12)
+    clusters = rng.integers(0, 30, 200)
+    e = y - y.mean()
+    C = (clusters[:, None] == np.unique(clusters)[None, :]).astype(float)
+    G = C.shape[1]
+    dense = np.sqrt(G / (G - 1) * (e @ C @ C.T @ e)) / 200
+    assert clustered_coverage(y, clusters)[1] == pytest.approx(dense, rel=1e-12)
+    copies = np.repeat(y[:40], 5)  # each run five times: five times the weight of one
+    assert clustered_coverage(copies, np.repeat(np.arange(40), 5))[1] > 2 * coverage(
+        copies)[1]

@@ -24,6 +24,23 @@ def coverage(covered) -> tuple[float, float]:
     return share, math.sqrt(max(share * (1 - share), 1e-12) / max(len(covered), 1))
 
 
+def clustered_coverage(covered, clusters) -> tuple[float, float]:
+    """(share of runs whose interval covered, its cluster-robust SE): runs of one cluster
+    (the same target model, run several times or in several draws) are not independent,
+    so the SE is the sandwich estimate over clusters, sqrt(G/(G−1) Σ_g (Σ_{i∈g}
+    (y_i − p̂))²) / n (Cameron & Miller 2015, "A Practitioner's Guide to Cluster-Robust
+    Inference", eq. 11 with the G/(G−1) correction), floored as :func:`coverage`'s."""
+    y = np.asarray(covered, float)
+    groups = np.unique(np.asarray(clusters), return_inverse=True)[1]
+    share = float(y.mean())
+    sums = np.bincount(groups, weights=y - share)
+    G, n = sums.size, y.size
+    if G < 2:
+        return share, math.sqrt(max(share * (1 - share), 1e-12) / max(n, 1))
+    var = G / (G - 1) * float(np.sum(sums**2)) / n**2
+    return share, math.sqrt(max(var, 1e-12 / n))
+
+
 def rmse_curve(estimate: np.ndarray, truth: np.ndarray) -> np.ndarray:
     """RMSE(n) = sqrt(mean over runs of (R̂_n − R*)²); ``estimate`` is (runs, N)."""
     return np.sqrt(np.mean((estimate - truth[:, None]) ** 2, axis=0))

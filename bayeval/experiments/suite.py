@@ -36,7 +36,7 @@ from bayeval.data import ScoreMatrix
 from bayeval.data.bundled import load_dataset
 from bayeval.data.lm_eval import subtask_matrix
 from bayeval.errors import DataError
-from bayeval.experiments.metrics import coverage, covers
+from bayeval.experiments.metrics import clustered_coverage, coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.experiments.validity import NOMINAL, STRATA
@@ -165,18 +165,29 @@ def compose_schemes(tasks: Sequence[str], active: Sequence[dict], uniform: Seque
     return pd.concat(out, ignore_index=True).assign(epsilon=epsilon)
 
 
+def _cover(runs: pd.DataFrame, column: str) -> tuple[float, float]:
+    """Coverage ± SE of ``runs[column]``: clustered by target model where the runs name
+    it (``cluster``), else binomial."""
+    if "cluster" in runs:
+        return clustered_coverage(runs[column], runs["cluster"])
+    return coverage(runs[column])
+
+
 def summarise(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
-    """Per (suite, ε, scheme): coverage ± SE of the average and of each task, mean items
-    (per task too), and the suite scheme's saving against the others."""
+    """Per (suite, ε, scheme): coverage ± SE of the average and of each task (the SE
+    clustered by target model where the runs name it: :func:`clustered_coverage`), mean
+    items (per task too), and the suite scheme's saving against the others."""
     rows = []
     for (label, eps, scheme), part in runs.groupby(["suite", "epsilon", "scheme"],
                                                    sort=False):
         row = {"suite": label, "epsilon": eps, "scheme": scheme, "runs": len(part)}
-        row["average_coverage"], row["average_se"] = coverage(part.average_covered)
+        row["average_coverage"], row["average_se"] = _cover(part, "average_covered")
+        if "cluster" in part:
+            row["targets"] = int(part["cluster"].nunique())
         for task in tasks:
             if f"{task}/covered" not in part:
                 continue
-            row[f"{task}_coverage"], row[f"{task}_se"] = coverage(part[f"{task}/covered"])
+            row[f"{task}_coverage"], row[f"{task}_se"] = _cover(part, f"{task}/covered")
             row[f"{task}_items"] = float(part[f"{task}/n"].mean())
         row["items"] = float(part["items"].mean())
         row["items_se"] = float(part["items"].std(ddof=1) / math.sqrt(len(part)))
@@ -192,7 +203,8 @@ def summarise(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
 
 
 def strata_table(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
-    """Coverage ± SE per (suite, ε, scheme, task, the target's score range on the task)."""
+    """Coverage ± SE (clustered by target model where the runs name it) per (suite, ε,
+    scheme, task, the target's score range on the task)."""
     rows = []
     for (label, eps, scheme), part in runs.groupby(["suite", "epsilon", "scheme"],
                                                    sort=False):
@@ -204,7 +216,7 @@ def strata_table(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
                 cell = part[(truth >= lo) & (truth < hi)]
                 if cell.empty:
                     continue
-                cov, se = coverage(cell[f"{task}/covered"])
+                cov, se = _cover(cell, f"{task}/covered")
                 rows.append({"suite": label, "epsilon": eps, "scheme": scheme,
                              "task": task, "stratum": name, "runs": len(cell),
                              "coverage": cov, "coverage_se": se,
@@ -248,8 +260,15 @@ def run_suite_bench(suites: dict[str, Sequence[str]], epsilons: Sequence[float] 
         active = [_joined([done[u] for u in units[name, method]]) for name in names]
         uniform = [_joined([done[u] for u in units[name, "random"]]) for name in names]
         w = (weights or SUITE_WEIGHTS).get(label, [1.0] * len(names))
+        # each run's target model (its row of the first task): the clusters of the SEs
+        first = data[names[0]]
+        cluster = np.concatenate([
+            np.repeat(first.models[suite_split([data[n] for n in names], n_targets,
+                                               reference_fraction, s, same_rows)[0][0]],
+                      reps) for s in range(seeds)])
         for eps in epsilons:
             runs = compose_schemes(names, active, uniform, w, eps, n_min).assign(suite=label)
+            runs["cluster"] = cluster[runs["run"].to_numpy()]
             frames.append(runs)
             part = runs[runs.scheme == "suite"]
             log(f"{label} ε={eps:g}: {len(part)} runs, average coverage "
@@ -274,13 +293,16 @@ def write_report(runs: pd.DataFrame, out: Path, min_coverage: float = 0.94) -> P
     strata.to_csv(out / "strata.csv", index=False)
     lines = ["# Suites at the stop (docs/methods.md §9 \"Suites\")", "",
              "Coverage of the 95% interval of the suite's average and of each task at the "
-             "stop ± binomial SE; mean items (± SE) over the suite; the suite scheme's "
+             "stop ± its SE, clustered by target model (the runs of one target are not "
+             "independent: `targets` distinct models); mean items (± SE) over the suite; "
+             "the suite scheme's "
              "saving against independent per-task runs at the same average width and "
              "against uniform sampling with the suite's allocation and stop.", ""]
     for label, part in table.groupby("suite", sort=False):
         names = [t for t in tasks if part[f"{t}_coverage"].notna().any()]
         shown = pd.DataFrame({
             "ε": part.epsilon, "scheme": part.scheme, "runs": part.runs,
+            **({"targets": part.targets} if "targets" in part else {}),
             "average": [f"{c:.3f} ± {s:.3f}" for c, s in zip(part.average_coverage,
                                                               part.average_se, strict=True)],
             **{t: [f"{c:.3f} ± {s:.3f}" for c, s in zip(part[f"{t}_coverage"],
