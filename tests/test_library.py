@@ -171,3 +171,6 @@ def test_run_file_errors_name_the_file(tmp_path):
         RunSettings.from_file(file)
     result = CliRunner().invoke(app, ["evaluate", "--run", str(file), "--seed", "2"])
     assert result.exit_code == 2 and "drop --seed" in result.output
+    result = CliRunner().invoke(app, ["evaluate", "--run", str(tmp_path / "none.toml")])
+    assert result.exit_code == 2 and f"--run {tmp_path / 'none.toml'}: no such file" in (
+        result.output)

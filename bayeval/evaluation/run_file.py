@@ -1,6 +1,8 @@
 """The run file: a run's settings as TOML (or YAML where PyYAML is installed), one schema
-for a suite of several tasks and a run of one. ``bayeval evaluate --suite FILE`` and
-``--run FILE`` read it, ``--save-run FILE`` writes it::
+for a suite of several tasks and a run of one. ``bayeval evaluate --run FILE`` reads all
+of it and ``--save-run FILE`` writes it; ``--suite FILE`` reads a suite's keys (``name``,
+``epsilon``, ``task_epsilon``, ``method`` and two or more ``[[tasks]]``), the rest coming
+from the command's options::
 
     name = "board"            # the suite's name (default: the file's stem)
     epsilon = 0.05            # the interval's width (a suite: its average's)
@@ -59,13 +61,13 @@ _YAML_ALIASES = 50
 _TASK_LIMIT = 1000
 
 
-def _read_yaml(text: str, path: Path) -> Any:
+def _read_yaml(text: str, path: Path, flag: str = "--suite") -> Any:
     """A YAML suite read safely: duplicate keys refused, at most a few aliases (their
     expansion cannot blow up)."""
     try:
         import yaml
     except ImportError:
-        raise BayevalError(f"--suite {path}: a YAML suite needs PyYAML (pip install "
+        raise BayevalError(f"{flag} {path}: a YAML suite needs PyYAML (pip install "
                            "pyyaml); or write it as TOML") from None
 
     class Loader(yaml.SafeLoader):
@@ -75,7 +77,7 @@ def _read_yaml(text: str, path: Path) -> Any:
             if self.check_event(yaml.AliasEvent):
                 Loader.aliases += 1
                 if Loader.aliases > _YAML_ALIASES:
-                    raise BayevalError(f"--suite {path}: more than {_YAML_ALIASES} YAML "
+                    raise BayevalError(f"{flag} {path}: more than {_YAML_ALIASES} YAML "
                                        "aliases (*name); write the values out")
             return super().compose_node(parent, index)
 
@@ -83,7 +85,7 @@ def _read_yaml(text: str, path: Path) -> Any:
             keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
             twice = sorted({str(k) for k in keys if keys.count(k) > 1})
             if twice:
-                raise BayevalError(f"--suite {path}: key {twice[0]!r} is given twice "
+                raise BayevalError(f"{flag} {path}: key {twice[0]!r} is given twice "
                                    f"(line {node.start_mark.line + 1})")
             return super().construct_mapping(node, deep=deep)
 
@@ -98,10 +100,12 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     from bayeval.files import read_text
     from bayeval.suite import task_id  # (JAX: after the file is found)
 
-    text = read_text(path, f"--suite {path}")
+    flag = "--run" if run else "--suite"
+
+    text = read_text(path, f"{flag} {path}")
     try:
         if path.suffix in (".yaml", ".yml"):
-            spec = _read_yaml(text, path)
+            spec = _read_yaml(text, path, flag)
         else:
             import tomllib
 
@@ -109,27 +113,27 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     except BayevalError:
         raise
     except Exception as exc:  # tomllib's and yaml's own errors
-        raise BayevalError(f"--suite {path}: not a readable suite file "
+        raise BayevalError(f"{flag} {path}: not a readable suite file "
                            f"({str(exc).splitlines()[0]})") from None
     if not isinstance(spec, dict):
-        raise BayevalError(f"--suite {path}: expected a table with [[tasks]]")
+        raise BayevalError(f"{flag} {path}: expected a table with [[tasks]]")
     top = _TOP | _RUN if run else _TOP
     unknown = sorted(set(spec) - top)
     if unknown:
-        raise BayevalError(f"--suite {path}: unknown key {unknown[0]!r} (known: "
+        raise BayevalError(f"{flag} {path}: unknown key {unknown[0]!r} (known: "
                            f"{', '.join(sorted(top))})")
     tasks = spec.get("tasks")
     least = 1 if run else 2
     if not isinstance(tasks, list) or len(tasks) < least or not all(isinstance(t, dict)
                                                                    for t in tasks):
-        raise BayevalError(f"--suite {path}: a {'run' if run else 'suite'} needs "
+        raise BayevalError(f"{flag} {path}: a {'run' if run else 'suite'} needs "
                            f"{'one' if run else 'two'} or more [[tasks]] tables")
     if len(tasks) > _TASK_LIMIT:
-        raise BayevalError(f"--suite {path}: {len(tasks)} tasks; a suite holds at most "
+        raise BayevalError(f"{flag} {path}: {len(tasks)} tasks; a suite holds at most "
                            f"{_TASK_LIMIT}")
     out, labels = [], []
     for i, task in enumerate(tasks, start=1):
-        where = f"--suite {path}: task {i}"
+        where = f"{flag} {path}: task {i}"
         bad = sorted(set(task) - _TASK)
         if bad:
             raise BayevalError(f"{where}: unknown key {bad[0]!r} (known: "
@@ -163,11 +167,11 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
         out.append(entry)
     twice = sorted({n for n in labels if labels.count(n) > 1})
     if twice:
-        raise BayevalError(f"--suite {path}: two tasks are named {twice[0]!r}; give each a "
+        raise BayevalError(f"{flag} {path}: two tasks are named {twice[0]!r}; give each a "
                            "distinct name")
     for key in ("epsilon", "task_epsilon"):
         if key in spec and not (isinstance(spec[key], int | float) and 0 < spec[key] < 1):
-            raise BayevalError(f"--suite {path}: {key} must be in (0, 1), got {spec[key]!r}")
+            raise BayevalError(f"{flag} {path}: {key} must be in (0, 1), got {spec[key]!r}")
     name = spec.get("name") or (None if run else path.stem)
     return {**spec, "tasks": out, "name": None if name is None else str(name)}
 
