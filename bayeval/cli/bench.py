@@ -6,7 +6,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import numpy as np
 import typer
 
 from bayeval.cli.common import (
@@ -376,51 +375,14 @@ def bench_selection(
     HI-SySRs and HW-SySRs (docs/methods.md §10) use the references' scores:
 
         bayeval bench selection --history-share 0.5 --algorithms SySRs,HW-SySRs"""
-    import pandas as pd
+    from bayeval.experiments.selection import run_selection_bench
 
-    from bayeval.data.sources import bench_dataset
-    from bayeval.experiments.selection import (
-        ALGORITHMS,
-        BUDGET_GRID,
-        HISTORY_ALGORITHMS,
-        TABLE_BUDGETS,
-        merge_units,
-        selection_unit,
-        selection_units,
-        write_report,
-    )
-    from bayeval.experiments.units import run_units
-
-    algos = [a.strip() for a in algorithms.split(",") if a.strip()]
-    unknown = [a for a in algos if a not in ALGORITHMS]
-    if unknown:
-        raise fail(f"unknown algorithm(s) {unknown} (known: {', '.join(ALGORITHMS)})")
-    if history_share == 0 and any(a in HISTORY_ALGORITHMS for a in algos):
-        named = ", ".join(a for a in algos if a in HISTORY_ALGORITHMS)
-        raise fail(f"--algorithms {named} needs --history-share "
-                   "(e.g. 0.5): the share of models whose scores form the history")
-    if history_share > 0 and splits > runs:
-        raise fail(f"--splits {splits} is more than --runs {runs}")
     where = check_executor(executor, workers, address)
-    grid = sorted({*(b for b in BUDGET_GRID if b <= max_budget + 1e-12),
-                   *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
-    tables = []
     try:
-        for source in bench_sources(datasets, reference, task, metric, filter_name,
-                                repeated_models):
-            name, matrix = bench_dataset(source)
-            scores = matrix.scores
-            if np.isnan(scores).any():
-                raise BayevalError(f"{name}: the score matrix has missing entries")
-            plan = {algo: selection_units(name, scores.shape[0], algo, grid, runs,
-                                          history_share, splits) for algo in algos}
-            units = [u for algo in algos for u in plan[algo]]
-            done = iter(run_units(units, selection_unit, {name: scores}, out, where,
-                                  log=bench_log))
-            for algo in algos:
-                parts = [next(done) for _ in plan[algo]]
-                tables.append(merge_units(name, algo, parts, runs))
-            write_report(pd.concat(tables), out, runs)
+        run_selection_bench(
+            bench_sources(datasets, reference, task, metric, filter_name, repeated_models),
+            comma_list(algorithms), runs, max_budget, history_share, splits, out, where,
+            bench_log)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())

@@ -20,6 +20,8 @@ their tie draws.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -423,4 +425,47 @@ def write_report(table: pd.DataFrame, out, runs: int):
                 "—" if np.isnan(v) else f"{100 * v:.1f}" for v in vals) + " | "
                 + " | ".join(_confidence_cells(part, algo, "top_ok", (0.9, 0.95))) + " |")
     (out / "report.md").write_text("\n".join(lines) + "\n")
+    return out / "report.md"
+
+
+def run_selection_bench(sources: Sequence, algorithms: Sequence[str], runs: int = 1000,
+                        max_budget: float = 1.0, history_share: float = 0.0,
+                        splits: int = 4, out: Path = Path("results/selection"),
+                        executor: Any = None,
+                        log: Callable[[str], None] = print) -> Path:
+    """The SySRs paper's experiment (``bayeval bench selection``) on each of ``sources``
+    (bundled names or the user's matrices): every algorithm's accuracy of identifying the
+    best model and top-m error against the budget, in cached units of at most 250 runs,
+    the report rewritten after each dataset (a crash keeps the finished ones); returns
+    the report's path. Settings the algorithms cannot take are one-line errors before any
+    work."""
+    from bayeval.data.sources import bench_dataset
+    from bayeval.errors import BayevalError
+    from bayeval.experiments.units import run_units
+
+    unknown = [a for a in algorithms if a not in ALGORITHMS]
+    if unknown:
+        raise BayevalError(f"unknown algorithm(s) {unknown} (known: {', '.join(ALGORITHMS)})")
+    if history_share == 0 and any(a in HISTORY_ALGORITHMS for a in algorithms):
+        named = ", ".join(a for a in algorithms if a in HISTORY_ALGORITHMS)
+        raise BayevalError(f"--algorithms {named} needs --history-share "
+                           "(e.g. 0.5): the share of models whose scores form the history")
+    if history_share > 0 and splits > runs:
+        raise BayevalError(f"--splits {splits} is more than --runs {runs}")
+    grid = sorted({*(b for b in BUDGET_GRID if b <= max_budget + 1e-12),
+                   *(b for b in TABLE_BUDGETS if b <= max_budget + 1e-12)})
+    tables = []
+    for source in sources:
+        name, matrix = bench_dataset(source)
+        scores = matrix.scores
+        if np.isnan(scores).any():
+            raise BayevalError(f"{name}: the score matrix has missing entries")
+        plan = {algo: selection_units(name, scores.shape[0], algo, grid, runs,
+                                      history_share, splits) for algo in algorithms}
+        units = [u for algo in algorithms for u in plan[algo]]
+        done = iter(run_units(units, selection_unit, {name: scores}, out, executor, log=log))
+        for algo in algorithms:
+            parts = [next(done) for _ in plan[algo]]
+            tables.append(merge_units(name, algo, parts, runs))
+        write_report(pd.concat(tables), out, runs)
     return out / "report.md"
