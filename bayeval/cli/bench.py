@@ -180,32 +180,20 @@ def bench_estimation(
     cost–accuracy of the two-condition rule, for every method, full-length runs. Every
     (regime, method, seed) is saved under OUT/units as soon as it is done and reused by a
     rerun with the same settings; --workers or --executor ray spread them."""
-    import pandas as pd
-
-    from bayeval.experiments.estimation import run_estimation, write_report
+    from bayeval.experiments.estimation import run_estimation_bench
     from bayeval.methods import split_method_specs
 
-    all_curves, all_stops = [], []
     where = check_executor(executor, workers, address)
     try:
         sources = bench_sources(datasets, reference, task, metric, filter_name,
                                 repeated_models)
         setup_jax()
-        for name in sources:
-            curves, stops = run_estimation(
-                name, regimes=[r.strip() for r in regimes.split(",")],
-                methods=split_method_specs(methods), n_targets=targets,
-                seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
-                log=bench_log, runs_dir=out / "runs",
-                out=out, executor=where)
-            all_curves.append(curves)
-            all_stops.append(stops)
-            write_report(pd.concat(all_curves), pd.concat(all_stops), out)  # keep partial
+        report = run_estimation_bench(sources, comma_list(regimes),
+                                      split_method_specs(methods), targets, seeds,
+                                      reference_fraction, split_seed, out, where, bench_log)
     except BayevalError as exc:
         raise fail(str(exc)) from None
-    report = write_report(pd.concat(all_curves), pd.concat(all_stops), out)
-    out_text = report.read_text()
-    print(out_text)
+    print(report.read_text())
     err.print(f"wrote {out}/rmse_curves.csv, cost_accuracy.csv, irmse.csv, estimation.png, "
               "report.md")
 
@@ -296,36 +284,19 @@ def bench_multitarget(
     target stops at ε2, RMSE and coverage then, and RMSE against total evaluations. Every
     (regime, seed) is saved under OUT/units as it finishes and reused by a rerun with the
     same settings; --workers or --executor ray spread them."""
+    from bayeval.experiments.multitarget import run_multitarget_bench
+
     where = check_executor(executor, workers, address)
-    import pandas as pd
-
-    from bayeval.data.sources import bench_dataset
-    from bayeval.experiments.multitarget import run_multitarget, write_report
-
-    n_items = {}
-    all_costs, all_curves = [], []
     try:
         sources = bench_sources(datasets, reference, task, metric, filter_name,
                                 repeated_models)
         setup_jax()
-        for source in sources:
-            name, matrix = bench_dataset(source)
-            n_items[name] = matrix.n_items
-            costs, curves = run_multitarget(  # by name: the label n_items is keyed by
-                source, regimes=[r.strip() for r in regimes.split(",")], n_targets=targets,
-                seeds=seeds, reference_fraction=reference_fraction, split_seed=split_seed,
-                epsilon2=epsilon, joint_params={"refit_every": refit_every,
-                                                "selection": selection},
-                log=bench_log, out=out,
-                executor=where)
-            all_costs.append(costs)
-            all_curves.append(curves)
-            write_report(pd.concat(all_costs), pd.concat(all_curves), out, n_items, targets,
-                         epsilon)
+        report = run_multitarget_bench(
+            sources, comma_list(regimes), targets, seeds, reference_fraction, split_seed,
+            epsilon, {"refit_every": refit_every, "selection": selection}, out, where,
+            bench_log)
     except BayevalError as exc:
         raise fail(str(exc)) from None
-    report = write_report(pd.concat(all_costs), pd.concat(all_curves), out, n_items, targets,
-                          epsilon)
     print(report.read_text())
     err.print(f"wrote {out}/costs.csv, cost_table.csv, rmse_vs_evaluations.csv, "
               "multitarget.png, report.md")

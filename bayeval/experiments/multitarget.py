@@ -183,6 +183,33 @@ def run_multitarget(dataset: str | ScoreMatrix,
     return pd.DataFrame(costs), pd.concat(curves, ignore_index=True)
 
 
+def run_multitarget_bench(sources: Sequence, regimes: Sequence[str], n_targets: int = 5,
+                          seeds: int = 10, reference_fraction: float = 0.5,
+                          split_seed: int = 0, epsilon2: float = 0.02,
+                          joint_params: dict[str, Any] | None = None,
+                          out: Path = Path("results/multitarget"),
+                          executor: Executor | None = None,
+                          log: Callable[[str], None] = print) -> Path:
+    """Multi-target against independent single-target BayesAME (``bayeval bench
+    multitarget``) on each of ``sources``: :func:`run_multitarget` per dataset, the report
+    rewritten after each (a crash keeps the finished ones); returns the report's path."""
+    n_items: dict[str, int] = {}
+    all_costs, all_curves = [], []
+    for source in sources:
+        name, matrix = bench_dataset(source)
+        n_items[name] = matrix.n_items
+        costs, curves = run_multitarget(  # by name: the label n_items is keyed by
+            source, regimes=regimes, n_targets=n_targets, seeds=seeds,
+            reference_fraction=reference_fraction, split_seed=split_seed,
+            epsilon2=epsilon2, joint_params=joint_params, log=log, out=out,
+            executor=executor)
+        all_costs.append(costs)
+        all_curves.append(curves)
+        report = write_report(pd.concat(all_costs), pd.concat(all_curves), out, n_items,
+                              n_targets, epsilon2)
+    return report
+
+
 def cost_table(costs: pd.DataFrame) -> pd.DataFrame:
     """Mean over seeds per dataset × regime (seconds: median); RMSE = sqrt of the mean
     squared error."""
