@@ -12,6 +12,7 @@ run with everything so far journaled. Where the wall time goes is kept in the se
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -97,38 +98,61 @@ def _serial(session: Any, evaluator: Callable[..., float], batch: int,
 
 def _streaming(session: Any, evaluator: Callable[..., float], concurrency: int,
                on_step: Callable[..., None] | None, max_failures: int | None) -> None:
+    # after the stop nothing new is drawn; what is in flight is waited for, and its scores
+    # enter the estimate (docs/methods.md §9 "Batches")
+    def ask(flying: list) -> tuple | None:
+        if session.done and not session.unanswered:
+            return None
+        asked = session.ask(1)
+        return (evaluator, asked[0], None, session.times) if asked else None
+
+    def tell(_: Any, item: str, result: float | EvaluationError) -> None:
+        evaluate_or_skip(session, _answer(result), (item,), on_step, max_failures)
+
+    keep_in_flight(concurrency, ask, tell, session.times.waiting)
+
+
+def keep_in_flight(concurrency: int, ask: Callable[[list], tuple | None],
+                   tell: Callable[[Any, str, float | EvaluationError], None],
+                   waiting: Callable[[], Any] = contextlib.nullcontext) -> None:
+    """K evaluations kept in flight in threads until ``ask`` has nothing more and none is
+    left: ``ask(tags in flight)`` gives the next ``(evaluator, item, tag, clock)`` or
+    None; each result (a score or the EvaluationError raised) goes to ``tell(tag, item,
+    result)`` in the order they finished, in the caller's thread. Waits are in slices
+    (:data:`bayeval.evaluators.WAIT_SLICE`, so a signal is taken at once) inside
+    ``waiting()``; on the way out every evaluator still in flight is cancelled. A session
+    (:func:`run_session`) and a suite (:meth:`bayeval.suite.SuiteRun.run`) both stream
+    through it."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     from bayeval.evaluators import WAIT_SLICE
 
-    clock = session.times
     pool = ThreadPoolExecutor(concurrency, thread_name_prefix="bayeval-eval")
-    flying: dict[Any, str] = {}
+    flying: dict[Any, tuple[Callable[..., float], str, Any]] = {}
     try:
         while True:
-            # after the stop nothing new is drawn; what is in flight is waited for, and
-            # its scores enter the estimate (docs/methods.md §9 "Batches")
-            while ((not session.done or session.unanswered)
-                   and len(flying) < concurrency):
-                asked = session.ask(1)
-                if not asked:
+            while len(flying) < concurrency:
+                nxt = ask([tag for *_, tag in flying.values()])
+                if nxt is None:
                     break
-                flying[pool.submit(_attempt, evaluator, (asked[0],), clock)] = asked[0]
+                evaluator, item, tag, clock = nxt
+                flying[pool.submit(_attempt, evaluator, (item,), clock)] = (evaluator, item,
+                                                                           tag)
             if not flying:
                 return
             finished: set = set()
-            with clock.waiting():
+            with waiting():
                 while not finished:  # in slices: see bayeval.evaluators.WAIT_SLICE
                     finished, _ = wait(flying, timeout=WAIT_SLICE,
                                        return_when=FIRST_COMPLETED)
             for future in sorted(finished, key=lambda f: f.result()[1]):
-                item = flying.pop(future)
-                evaluate_or_skip(session, _answer(future.result()[0]), (item,), on_step,
-                                 max_failures)
+                _, item, tag = flying.pop(future)
+                tell(tag, item, future.result()[0])
     finally:
-        cancel = getattr(evaluator, "cancel", None)
-        if flying and cancel is not None:
-            cancel()
+        for evaluator in {id(e): e for e, *_ in flying.values()}.values():
+            cancel = getattr(evaluator, "cancel", None)
+            if cancel is not None:
+                cancel()
         pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -155,4 +179,4 @@ def _answer(result: float | EvaluationError) -> Callable[..., float]:
     return give
 
 
-__all__ = ["evaluate_or_skip", "run_session"]
+__all__ = ["evaluate_or_skip", "keep_in_flight", "run_session"]

@@ -312,47 +312,26 @@ class SuiteRun:
         does with K in flight alone (its rounds applied in draw order), so each task's
         interval stays design-valid; what is in flight at the stop is waited for and
         told."""
-        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-
-        from bayeval.evaluators import WAIT_SLICE
-        from bayeval.runner import _answer, _attempt, evaluate_or_skip
+        from bayeval.runner import _answer, evaluate_or_skip, keep_in_flight
 
         K = len(self.sessions)
         owed = [k for k, s in enumerate(self.sessions) for _ in range(s.unanswered)]
-        pool = ThreadPoolExecutor(concurrency, thread_name_prefix="bayeval-suite")
-        flying: dict[Any, tuple[int, str]] = {}
-        try:
-            while True:
-                while len(flying) < concurrency:
-                    counts = np.bincount([k for k, _ in flying.values()], minlength=K)
-                    k = owed.pop(0) if owed else self.next_task(counts)
-                    if k < 0:
-                        break
-                    asked = self.sessions[k].ask(1)
-                    if not asked:  # nothing it can still ask
-                        self._stuck.add(k)
-                        continue
-                    future = pool.submit(_attempt, evaluators[k], (asked[0],),
-                                         self.sessions[k].times)
-                    flying[future] = (k, asked[0])
-                if not flying:
-                    return
-                finished: set = set()
-                while not finished:  # in slices: see bayeval.evaluators.WAIT_SLICE
-                    finished, _ = wait(flying, timeout=WAIT_SLICE,
-                                       return_when=FIRST_COMPLETED)
-                for future in sorted(finished, key=lambda f: f.result()[1]):
-                    k, item = flying.pop(future)
-                    step = None if on_step is None else (
-                        lambda s, i, score, k=k: on_step(k, s, i, score))
-                    evaluate_or_skip(self.sessions[k], _answer(future.result()[0]), (item,),
-                                     step, max_failures)
-        finally:
-            for k in {k for k, _ in flying.values()}:
-                cancel = getattr(evaluators[k], "cancel", None)
-                if cancel is not None:
-                    cancel()
-            pool.shutdown(wait=False, cancel_futures=True)
+
+        def ask(flying: list[int]) -> tuple | None:
+            counts = np.bincount(flying, minlength=K)
+            while (k := owed.pop(0) if owed else self.next_task(counts)) >= 0:
+                asked = self.sessions[k].ask(1)
+                if asked:
+                    return evaluators[k], asked[0], k, self.sessions[k].times
+                self._stuck.add(k)  # nothing it can still ask
+            return None
+
+        def tell(k: int, item: str, result: Any) -> None:
+            step = None if on_step is None else (
+                lambda s, i, score: on_step(k, s, i, score))
+            evaluate_or_skip(self.sessions[k], _answer(result), (item,), step, max_failures)
+
+        keep_in_flight(concurrency, ask, tell)
 
     def average(self) -> tuple[float, float, float]:
         """(θ̄, L, U): the weighted average so far and its interval."""
