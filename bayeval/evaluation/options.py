@@ -5,6 +5,7 @@ line alike; nothing here imports more than the standard library)."""
 from __future__ import annotations
 
 from enum import StrEnum
+from pathlib import PurePath
 
 DEFAULT_DATASET = "ifeval"
 DEFAULT_METHOD = "active-pai"
@@ -15,6 +16,20 @@ FAILURES_IN_A_ROW = 3  # a live evaluator failing this often in a row stops the 
 SUITE_FILE = "suite.json"
 LM_EVAL_PREFIX = "lm-eval:"
 INSPECT_PREFIX = "inspect:"  # bayeval.data.inspect_logs.INSPECT_PREFIX, without its import
+
+
+def task_label(name: str | None, task: str | None, dataset: str | None,
+               reference: str | None) -> str:
+    """A task's name in a suite: its own, else its harness task, its dataset, or its
+    reference's stem (a folder of ``lm-eval:DIR`` or ``inspect:DIR``); the bundled default
+    where it names none."""
+    if name or task or dataset:
+        return str(name or task or dataset)
+    if reference:
+        prefix, sep, rest = str(reference).partition(":")
+        path = rest if sep and prefix in ("lm-eval", "inspect") else str(reference)
+        return PurePath(path).stem
+    return DEFAULT_DATASET
 
 
 class LmEvalMode(StrEnum):
@@ -45,6 +60,9 @@ class RepeatedModels(StrEnum):
     error = "error"
     number = "number"
 
+
+# items asked and evaluated together by default: one harness call (Inspect eval) per batch
+DEFAULT_BATCH = {EvaluatorKind.lm_eval.value: 32, EvaluatorKind.inspect.value: 8}
 
 # The evaluators that run a tool in this process on one model, a batch of items per call:
 # their kind → (the option naming what to run, what it takes, the tool's module and name,

@@ -97,6 +97,7 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     distinct name, weights and costs are positive numbers, no unknown key (one-line
     errors naming the file and the key). ``run``: a run file (one task or more, and the
     run's own keys, :data:`_RUN`)."""
+    from bayeval.evaluation.options import task_label
     from bayeval.files import read_text
     from bayeval.suite import task_id  # (JAX: after the file is found)
 
@@ -149,8 +150,8 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
                 entry["reference"] = f"{prefix}:{(path.parent / rest).resolve()}"
             else:
                 entry["reference"] = str((path.parent / ref).resolve())
-        label = str(entry.get("name") or entry.get("task") or entry.get("dataset")
-                    or Path(entry.get("reference") or "ifeval").stem)
+        label = task_label(entry.get("name"), entry.get("task"), entry.get("dataset"),
+                           entry.get("reference"))
         if not run or "name" in entry:  # a run file's settings keep a name not given unset
             entry["name"] = label
         for key in ("weight", "cost"):

@@ -13,7 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from bayeval.errors import BayevalError
-from bayeval.evaluation.options import EvaluatorKind, GroupMean, LmEvalMode, RepeatedModels
+from bayeval.evaluation.options import (
+    DEFAULT_BATCH,
+    EvaluatorKind,
+    GroupMean,
+    LmEvalMode,
+    RepeatedModels,
+    task_label,
+)
 
 __all__ = ["EvaluatorOptions", "RunSettings", "TaskSettings"]
 
@@ -83,10 +90,8 @@ class TaskSettings:
 
     @property
     def label(self) -> str:
-        """The task's name: its own, else its harness task, dataset or file stem."""
-        return str(self.name or self.task or self.dataset
-                   or (Path(self.reference.split(":", 1)[-1]).stem if self.reference
-                       else "ifeval"))
+        """The task's name (:func:`~bayeval.evaluation.options.task_label`)."""
+        return task_label(self.name, self.task, self.dataset, self.reference)
 
     def suite_entry(self) -> dict[str, Any]:
         """The task as a suite file's ``[[tasks]]`` table holds it (keys at their
@@ -132,6 +137,11 @@ class EvaluatorOptions:
         if self.concurrency > 1 and self.batch is not None and self.batch > 1:
             raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
                                "all its items; concurrency draws as each one finishes)")
+
+    @property
+    def batch_size(self) -> int:
+        """The batch asked: ``batch``, else the kind's default (:data:`DEFAULT_BATCH`)."""
+        return self.batch or DEFAULT_BATCH.get(self.kind, 1)
 
 
 @dataclass(frozen=True)

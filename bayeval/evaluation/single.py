@@ -70,9 +70,11 @@ def resume_single(journal: Path, max_items: int | None = None, batch: int | None
                 batch if batch is not None else journaled.batch)
 
 
-def _targets(settings: RunSettings, kind: str, matrix, seed: int) -> list[str]:
-    """The run's target names: --targets, --target, or (oracle) a model drawn with the
-    seed; an oracle's targets must be models of the matrix, and leave a reference."""
+def _targets(settings: RunSettings, kind: str, matrix, seed: int
+             ) -> tuple[list[str], list[str]]:
+    """(the run's target names, those the matrix holds, held out of its reference): the
+    names are --targets, --target, or (oracle) a model drawn with the seed; an oracle's
+    targets must be models of the matrix, and leave a reference."""
     several = settings.targets is not None
     if several:
         names = list(settings.targets or ())
@@ -96,7 +98,7 @@ def _targets(settings: RunSettings, kind: str, matrix, seed: int) -> list[str]:
             "out they leave no reference model" if several else
             f"{matrix.name} holds one model, {held[0]!r}: held out as the target it "
             "leaves no reference model")
-    return names
+    return names, held
 
 
 def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None
@@ -110,9 +112,7 @@ def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None
         raise BayevalError("--output-path keeps the harness's output or Inspect's "
                            "logs: it needs --evaluator lm-eval or inspect")
     journaled = EvaluatorSettings(kind, task.command or live.command, live.timeout,
-                                  live.retries,
-                                  live.batch or (32 if harness_run else 8 if inspect_run
-                                                 else 1), live.concurrency)
+                                  live.retries, live.batch_size, live.concurrency)
     if inspect_run:
         journaled = journaled.replace(
             task=task.task, metric=task.metric,
@@ -150,8 +150,7 @@ def _fresh(settings: RunSettings):
                                   harness_evaluator=kind == EvaluatorKind.lm_eval.value,
                                   repeated_models=task.repeated_models)
     seed = 0 if settings.seed is None else settings.seed
-    names = _targets(settings, kind, matrix, seed)
-    held = [t for t in names if t in set(matrix.models)]
+    names, held = _targets(settings, kind, matrix, seed)
     if held:
         source["held_out"] = held
     journal = None if settings.journal is None else Path(settings.journal)

@@ -113,9 +113,7 @@ def run_suite(settings: RunSettings, watch: Watch | None = None) -> dict[str, An
 
         journal = Path(f"bayeval-suite-{safe_file_name(label)}-"
                        f"{time.strftime('%Y%m%d-%H%M%S')}")
-    # one harness run (Inspect eval) per batch, as for one task
-    batch = live.batch or {EvaluatorKind.lm_eval.value: 32,
-                           EvaluatorKind.inspect.value: 8}.get(kind, 1)
+    batch = live.batch_size  # one harness run (Inspect eval) per batch, as for one task
     return _start(label, tasks, names, kind, settings, name, params, rule, seed, journal,
                   watch, batch)
 
