@@ -123,6 +123,14 @@ def test_cli_select_simulates_and_runs_a_command_with_resume(tmp_path):
     assert r["ranking"][0]["model"] == r["best"] and len(r["ranking"]) == 87
     means = rte.scores.mean(axis=1)
     assert r["found_best"] == bool(means[list(rte.models).index(r["best"])] == means.max())
+    # not quiet, stderr a log (no terminal): a plain progress line per tenth, the last one
+    # the whole budget spent, and the same selection
+    shown = runner.invoke(app, ["select", "--dataset", "rte", "--budget", "20%", "--json",
+                                "--seed", "3"])
+    lines = [x for x in shown.stderr.splitlines() if x.startswith("selecting: ")]
+    assert 1 <= len(lines) <= 10, shown.stderr
+    assert lines[-1].startswith(f"selecting: {r['evaluations']}/")
+    assert json.loads(shown.stdout)["best"] == r["best"]
 
     # live: a command that scores (model, item) from a table and fails on one pair
     models = [str(m) for m in rte.models[:5]]

@@ -307,12 +307,10 @@ def _save_run(settings: Any, path: Path) -> None:
     """``--save-run FILE``: the settings written as a run file, the seed made explicit
     (a run file reproduces its run)."""
     from bayeval.cli.common import check_output
-    from bayeval.evaluation.run_file import run_file_text
     from bayeval.files import write_file
 
     check_output(path, "--save-run")
-    write_file(path, run_file_text(settings.replace(seed=settings.seed or 0)),
-               durable=True)
+    write_file(path, settings.replace(seed=settings.seed or 0).to_toml(), durable=True)
 
 
 def _check_outputs(settings: Any, inspect_log: Path | None,

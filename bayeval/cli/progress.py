@@ -31,12 +31,22 @@ def _watch(run: Any, batch: int):
 @contextlib.contextmanager
 def _selecting(session: Any) -> Iterator[Callable[..., None] | None]:
     """A selection's bar: its evaluations of the whole schedule, the phase, the models
-    left (a log: no line per evaluation)."""
-    if not err.is_terminal:
-        yield None
-        return
+    left; where stderr is a log, a plain line per tenth of the evaluations."""
     schedule = session.schedule
     total = int(schedule.sum() + schedule[-1])
+    if not err.is_terminal:
+        shown = [(session.n_evaluations + len(session.skipped)) * 10 // total]
+
+        def on_line(s, model, item, score):
+            tenth = (s.n_evaluations + len(s.skipped)) * 10 // total
+            if tenth > shown[0]:
+                shown[0] = tenth
+                err.print(f"selecting: {s.n_evaluations + len(s.skipped)}/{total} "
+                          f"evaluations, phase {min(s.phase + 1, len(schedule))}/"
+                          f"{len(schedule)}, {int(s.alive.sum())} left", highlight=False)
+
+        yield on_line
+        return
     with progress_bar("selecting") as progress:
         task = progress.add_task("select", total=total, status="",
                                  completed=session.n_evaluations + len(session.skipped))
