@@ -1,7 +1,7 @@
 """Runs spread over every local device: the run axis of a vmapped engine split across a
 one-dimensional mesh, each device running its share of the runs as its own program.
 
-The engines (:func:`bayeval.simulate.simulate`, FAQ's
+The engines (:func:`bayeval.loop.simulate.simulate`, FAQ's
 :func:`~bayeval.methods.faq.simulate_hybrid`) batch independent runs along a leading axis.
 :func:`over_runs` wraps such a function in :func:`jax.shard_map` over a mesh named
 ``"runs"``: arguments marked as batched are split along their first axis, the others

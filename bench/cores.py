@@ -19,7 +19,7 @@ a warm-up call (compilation) the call is timed ``--repeats`` times and the media
 The results of 2–4 are checked equal to those of 1 (bit for bit, or the largest
 difference). FAQ: :func:`bayeval.methods.faq.simulate_hybrid`, the robust default policy
 at a 10% budget on IFEval+MuSR (history/new split 50/50, seed 0, as in ``bench
-coverage``). BayesAME: :func:`bayeval.simulate.simulate` with ``bayesame`` (exact bucket
+coverage``). BayesAME: :func:`bayeval.loop.simulate.simulate` with ``bayesame`` (exact bucket
 GP, information gain, re-fit every 50 steps) for ``--bayesame-steps`` items on IFEval.
 """
 
@@ -65,8 +65,8 @@ def faq_workload(runs: int, part: tuple[int, int]):
 
 def bayesame_workload(runs: int, steps: int, part: tuple[int, int]):
     from bayeval.data import load_dataset
+    from bayeval.loop.simulate import simulate
     from bayeval.methods import make_method
-    from bayeval.simulate import simulate
 
     matrix = load_dataset("ifeval")
     held = np.random.default_rng(0).choice(matrix.n_models, size=8, replace=False)

@@ -19,8 +19,8 @@ import numpy as np
 from bayeval.data import load_dataset
 from bayeval.estimators import gaussian_bounds, wilson_fpc_bounds, z_value
 from bayeval.evaluators import MatrixOracle
+from bayeval.loop.session import Session
 from bayeval.precision import enable_float64
-from bayeval.session import Session
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

@@ -4,7 +4,7 @@ one command that gives numbers on a lent accelerator (or on this machine's CPU).
     python bench/device_check.py [--runs 64] [--steps 100] [--dataset ifeval]
                                  [--methods random,active-pai,bayesame,faq] [--out FILE.md]
 
-For every method, :func:`bayeval.simulate.simulate` runs ``--runs`` (target, seed) pairs
+For every method, :func:`bayeval.loop.simulate.simulate` runs ``--runs`` (target, seed) pairs
 for ``--steps`` evaluations twice: the first call's time includes compilation, the
 second's is the steady state, reported per run-step (one ask, observe and estimate of one
 run). SySRs (:func:`bayeval.selection.successive_rejects.run_schedules`) runs the same way
@@ -23,11 +23,11 @@ import jax
 import numpy as np
 
 from bayeval.data import load_dataset
+from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method, parse_method_spec
 from bayeval.precision import enable_float64
 from bayeval.selection.schedule import phase_schedule
 from bayeval.selection.successive_rejects import run_schedules
-from bayeval.simulate import simulate
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

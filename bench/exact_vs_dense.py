@@ -26,10 +26,10 @@ import numpy as np
 
 from bayeval.acquisition import info_gain
 from bayeval.data import load_dataset, make_split
+from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method
 from bayeval.models.bucket_gp import default_sigma2, make_buckets
 from bayeval.precision import enable_float64
-from bayeval.simulate import simulate
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

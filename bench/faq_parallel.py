@@ -9,7 +9,7 @@ coverage``); the factor model is fitted on the history; then FAQ's robust defaul
 ``--chunk`` runs (:func:`bayeval.methods.faq.simulate_hybrid`). Reported: fit time, compile time,
 wall time of the whole run, microseconds per (run, round), and, as a ratio measured in the
 same process, the speed of the fast path against the generic composed-rule path
-(:func:`bayeval.simulate.simulate` with :func:`bayeval.acquisition.faq_rule`) on the first
+(:func:`bayeval.loop.simulate.simulate` with :func:`bayeval.acquisition.faq_rule`) on the first
 chunk of runs. JAX runs on whatever backend it finds (CPU here, a GPU where one is
 installed); the device is printed.
 """
@@ -26,10 +26,10 @@ from bayeval import acquisition as acq
 from bayeval.data import load_dataset
 from bayeval.estimators.pai import wald_interval
 from bayeval.inference.factor_laplace import prefitted
+from bayeval.loop.simulate import simulate
 from bayeval.methods.faq import HybridParams, faq_with, simulate_hybrid
 from bayeval.models.factor import factor_prior, fit_factors
 from bayeval.precision import enable_float64
-from bayeval.simulate import simulate
 from bayeval.stopping.rules import budget_rounds
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")

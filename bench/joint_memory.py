@@ -4,8 +4,8 @@ default), against the single-target engine on the same reference in the same pro
 Usage: python bench/joint_memory.py [--dataset arc_challenge] [--targets 10]
                                     [--steps 300] [--out bench/results/joint_memory.md]
 
-Runs one :class:`~bayeval.session.Session` of ``bayesame-joint`` through its initial design (every
-target on 10% of the items), the first re-fit (AdamW on ≤ 256 observed pairs, then the
+Runs one :class:`~bayeval.loop.session.Session` of ``bayesame-joint`` through its initial
+design (every target on 10% of the items), the first re-fit (AdamW on ≤ 256 observed pairs, then the
 posterior rebuilt on all of them), then ``--steps`` round-robin steps. Reports the peak
 resident memory of the process after each phase (``ru_maxrss``; the process holds nothing
 else of that size), the size of Σ_c (J² floats), the median time of a step (observe,
@@ -25,9 +25,9 @@ import jax
 import numpy as np
 
 from bayeval.data import load_dataset, make_split
+from bayeval.loop.session import Session
 from bayeval.methods import make_method
 from bayeval.precision import enable_float64
-from bayeval.session import Session
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

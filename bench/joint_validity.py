@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from bayeval.data import load_dataset
+from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method
 from bayeval.precision import enable_float64
-from bayeval.simulate import simulate
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

@@ -20,9 +20,9 @@ the process's peak resident set (``ru_maxrss``) against the matrix's own size.
   cost, then runs :func:`bayeval.methods.faq.simulate_hybrid` from the generating item
   factors and the Gaussian of the reference models' factors for ``--faq-rounds`` draws
   (10% of the items).
-* active-pai: :func:`bayeval.simulate.simulate` with the default ``active-pai``
+* active-pai: :func:`bayeval.loop.simulate.simulate` with the default ``active-pai``
   (calibrated-difficulty predictor) for ``--steps`` items.
-* BayesAME: :func:`bayeval.simulate.simulate` with ``bayesame`` (exact bucket GP,
+* BayesAME: :func:`bayeval.loop.simulate.simulate` with ``bayesame`` (exact bucket GP,
   information gain) for ``--steps`` items on ``--bayesame-runs`` runs.
 """
 
@@ -103,8 +103,8 @@ def child(opts) -> dict:
         steps, n_runs = opts.faq_rounds, opts.runs
         row["start_s"] = 0.0
     else:
+        from bayeval.loop.simulate import simulate
         from bayeval.methods import make_method
-        from bayeval.simulate import simulate
 
         n_runs = opts.runs if opts.child == "active-pai" else opts.bayesame_runs
         method = make_method(opts.child)

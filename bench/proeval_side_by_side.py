@@ -43,9 +43,10 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import load_dataset
-from bayeval.experiments.metrics import covers
+from bayeval.estimators.interval import covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.validity import variant_split
+from bayeval.loop.simulate import simulate
 from bayeval.methods import (
     accepts_parameter,
     make_method,
@@ -54,7 +55,6 @@ from bayeval.methods import (
 )
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.precision import enable_float64
-from bayeval.simulate import simulate
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

@@ -14,8 +14,8 @@ import time
 
 from bayeval.data import load_dataset
 from bayeval.evaluators import MatrixOracle
+from bayeval.loop.session import Session
 from bayeval.precision import enable_float64
-from bayeval.session import Session
 
 
 def main() -> None:

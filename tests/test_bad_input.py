@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bayeval.journal_check import sealed_journal
+from bayeval.loop.session import Session
+from bayeval.records.journal_check import sealed_journal
 from bayeval.selection.session import METHOD_NAME as SELECTION_METHOD
-from bayeval.session import Session
 
 USAGE = 2
 

@@ -12,9 +12,9 @@ from bayeval.data import ScoreMatrix
 from bayeval.evaluators import MatrixOracle
 from bayeval.experiments.metrics import integrated_rmse, rmse_curve, stopping_points
 from bayeval.inference.exact import ExactBucketGP
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import simulate
 from bayeval.methods import Method, make_method
-from bayeval.session import Session
-from bayeval.simulate import simulate
 from bayeval.stopping import any_of, budget, two_condition
 
 PARAMS = {"epsilon": 0.05, "refit_every": 10}

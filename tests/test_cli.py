@@ -366,23 +366,22 @@ def test_tables_are_never_cut_on_a_narrow_terminal(width):
 
     from rich.console import Console
 
-    from bayeval.cli.common import field_table, names_table
+    from bayeval.evaluation.summary import Summary
 
-    headers = ["model", "mean", "95% interval", "true rank", "note"]
-    rows = [[f"organisation/model-with-a-long-name-{k}", "0.71234", "[0.60123, 0.80111]",
-             str(k + 1), "reached the budget before the interval was narrow"]
+    headers = ("model", "mean", "95% interval", "true rank", "note")
+    rows = [(f"organisation/model-with-a-long-name-{k}", "0.71234", "[0.60123, 0.80111]",
+             str(k + 1), "reached the budget before the interval was narrow")
             for k in range(3)]
     screen = io.StringIO()
-    Console(file=screen, width=width).print(names_table(headers, rows, "ranking"))
+    Console(file=screen, width=width).print(Summary(rows, headers, "ranking"))
     shown = screen.getvalue()
     assert "…" not in shown and max(map(len, shown.splitlines())) <= width
     for row in rows:
         for cell in row:
             assert cell in " ".join(shown.split()), (cell, shown)
     path = "/tmp/pytest-of-root/pytest-36/popen-gw1/test_evaluate_warns_when_the/weak.npz"
-    table = field_table()
-    table.add_row("reference", f"{path} (43 models × 277 items)")
     screen = io.StringIO()
-    Console(file=screen, width=width).print(table)
+    Console(file=screen, width=width).print(Summary([("reference",
+                                                      f"{path} (43 models × 277 items)")]))
     assert "…" not in screen.getvalue()
     assert path in "".join(line.strip() for line in screen.getvalue().splitlines())

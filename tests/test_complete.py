@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import pytest
 
+from bayeval.loop.session import Session
 from bayeval.methods import method_names
 from bayeval.methods.base import accepts_parameter
-from bayeval.session import Session
 
 
 @pytest.fixture(scope="module")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from bayeval.evaluators import MatrixOracle
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method
-from bayeval.session import Session
-from bayeval.simulate import simulate
 
 RUNS = 250
 

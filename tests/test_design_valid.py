@@ -15,10 +15,10 @@ from bayeval import acquisition as acq
 from bayeval.errors import BayevalError
 from bayeval.estimators import design_valid as dv
 from bayeval.estimators.base import Draw
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import simulate
 from bayeval.methods import Method, make_method
 from bayeval.methods.active import active_rule
-from bayeval.session import Session
-from bayeval.simulate import simulate
 from bayeval.types import Prediction
 
 SCORES = np.array([1.0, 0.0, 1.0, 0.4])  # a continuous score too

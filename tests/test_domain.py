@@ -11,7 +11,7 @@ import pytest
 
 from bayeval.data import load_dataset
 from bayeval.estimators.domain import domain_check
-from bayeval.session import Session
+from bayeval.loop.session import Session
 
 
 def test_the_statistic_by_hand():

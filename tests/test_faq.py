@@ -26,10 +26,10 @@ from bayeval.inference.factor_laplace import (
     laplace_update,
     prefitted,
 )
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import simulate
 from bayeval.methods.faq import HybridParams, faq_with, simulate_hybrid
 from bayeval.models.factor import cross_validate, factor_prior, fit_factors, one_se_choice
-from bayeval.session import Session
-from bayeval.simulate import simulate
 
 
 def _random_state(rng, n_items=12, k=3):

@@ -1,4 +1,4 @@
-"""Files bayeval writes (bayeval.files.write_file): whole or not at all for a regular file,
+"""Files bayeval writes (bayeval.records.files.write_file): whole or not at all for a regular file,
 through a symbolic link to the file it names, directly to a device or a pipe (never
 replaced by a regular file), and a journal only ever on a regular file. Checked on the
 real file system: a FIFO made here, /dev/null, a link."""
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from bayeval.errors import JournalError
-from bayeval.files import write_file
+from bayeval.records.files import write_file
 from bayeval.selection.session import SelectionSession
 
 

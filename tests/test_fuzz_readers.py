@@ -20,8 +20,8 @@ from bayeval.data import ScoreMatrix
 from bayeval.data.io import read_csv, read_npz, read_parquet
 from bayeval.data.lm_eval import read_sample_file
 from bayeval.errors import BayevalError
-from bayeval.journal_check import seal_record
-from bayeval.session import Session
+from bayeval.loop.session import Session
+from bayeval.records.journal_check import seal_record
 
 FUZZ = settings(max_examples=1000, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -225,7 +225,7 @@ def test_subset_reader(fields, valid_header):
                            "item": st.sampled_from(["it0", "it1", "it9", 5, None]),
                            "score": JSON_VALUE, "reason": JSON_VALUE}).map(json.dumps),
     st.text(max_size=12)), max_size=4))
-@pytest.mark.filterwarnings("ignore::bayeval.session.JournalWarning")  # a cut last line
+@pytest.mark.filterwarnings("ignore::bayeval.loop.session.JournalWarning")  # a cut last line
 def test_journal_reader(small, lines):
     # the records carry their checks (as a journal written by bayeval does), so that what
     # is fuzzed is the replay's reading of their fields, not only the checks

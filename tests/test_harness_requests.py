@@ -1,5 +1,5 @@
 """The in-process harness evaluator against the harness's own full run
-(:mod:`bayeval.harness_requests`): every document's requests built once, a batch only the
+(:mod:`bayeval.evaluators.harness_requests`): every document's requests built once, a batch only the
 model's calls on the asked documents.
 
 The model is a real ``lm_eval.api.model.LM`` whose answers are a function of the request
@@ -117,7 +117,7 @@ SAME = ("doc_id", "target", "arguments", "resps", "filtered_resps", "filter", "m
 def test_a_batch_runs_only_its_documents_and_logs_what_a_full_run_logs(tasks, task, fewshot,
                                                                       metric, tmp_path):
     from bayeval.data.lm_eval import read_sample_log
-    from bayeval.harness import LmEvalInProcess
+    from bayeval.evaluators.harness import LmEvalInProcess
 
     cwd = os.getcwd()
     os.chdir(tasks)  # the data file is relative to the folder the harness runs in

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from bayeval import Session, make_method
+from bayeval.loop.simulate import simulate
 from bayeval.methods.active import active_pai
-from bayeval.simulate import simulate
 
 _EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
            "/jax/core/compile/backend_compile_duration")

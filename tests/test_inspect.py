@@ -174,7 +174,7 @@ def test_a_session_runs_the_target_on_the_asked_samples_only(logs, tmp_path):
     from inspect_ai.log import list_eval_logs, read_eval_log
 
     from bayeval import Session
-    from bayeval.inspect_evaluator import InspectEvaluator
+    from bayeval.evaluators.inspect_eval import InspectEvaluator
 
     warnings.simplefilter("ignore", InspectWarning)
     reference = read_inspect(logs).matrix

@@ -10,10 +10,10 @@ import pytest
 
 from bayeval.data import ScoreMatrix
 from bayeval.inference.irt import IRTAbilityNUTS, calibrate, estimate, fit_ability, split_r_hat
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method
 from bayeval.models.irt import ItemParams, expected_score
-from bayeval.session import Session
-from bayeval.simulate import simulate
 
 Z90 = 1.6449
 

@@ -19,10 +19,10 @@ from bayeval.inference.joint import (
     joint_state,
 )
 from bayeval.inference.joint import joint_observe as _joint_observe
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method
 from bayeval.models.coregional import coregional_covariance, default_kernels
-from bayeval.session import Session
-from bayeval.simulate import simulate
 
 joint_observe = jax.jit(_joint_observe)
 

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from bayeval.cli import app
 from bayeval.data import ScoreMatrix, load_dataset, write_matrix
 from bayeval.errors import JournalError, SessionError
-from bayeval.session import Session
+from bayeval.loop.session import Session
 
 PARAMS = {"refit_every": 15, "adam_steps": 10, "epsilon": 0.05, "epsilon1": 0.01,
           "window": 5, "pending": 8}

@@ -19,8 +19,8 @@ from bayeval.inference.laplace import (
     laplace_evidence,
     laplace_posterior,
 )
+from bayeval.loop.simulate import simulate
 from bayeval.methods import bayesame_laplace
-from bayeval.simulate import simulate
 
 
 def _observe_all(backend, state, items, scores):

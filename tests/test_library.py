@@ -18,6 +18,7 @@ import bayeval
 from bayeval.cli import app
 from bayeval.errors import BayevalError
 from bayeval.evaluation import EvaluatorOptions, RunSettings, TaskSettings
+from bayeval.evaluation.summary import summary
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN = ROOT / "examples" / "own_model"
@@ -51,6 +52,12 @@ def test_default_run_twin():
     python = bayeval.evaluate()
     _same(_command(), python)
     assert python["true_score"] is not None and python["covered"] is not None
+    # the result as the command prints it, from Python: the same fields, as plain text
+    text = str(summary(python))
+    assert f"\nestimate         {python['estimate']:.4f}\n" in text
+    assert f"[{python['lower']:.4f}, {python['upper']:.4f}]" in text
+    shown = CliRunner().invoke(app, ["evaluate", "-q"]).stdout
+    assert f"[{python['lower']:.4f}, {python['upper']:.4f}]" in shown
 
 
 def test_own_model_command_and_resume_twin(tmp_path):
@@ -97,6 +104,9 @@ def test_suite_twin_and_run_file(tmp_path):
     python = bayeval.evaluate(RunSettings.from_file(suite))
     _same(command, python)
     assert python["suite"] == "open_llm_leaderboard" and len(python["tasks"]) == 2
+    rows = summary(python).rows  # a row per task, then the average's
+    assert [r[0] for r in rows] == [t["task"] for t in python["tasks"]] + ["average"]
+    assert rows[-1][2] == f"{python['estimate']:.4f}"
     again = _command("--run", str(tmp_path / "run.toml"))
     _same(command, again)
 

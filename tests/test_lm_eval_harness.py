@@ -426,7 +426,7 @@ for task, docs in samples.items():
 
 
 def _fake(tmp_path: Path, mode: str, timeout: float = 30.0):
-    from bayeval.harness import LmEvalCommand
+    from bayeval.evaluators.harness import LmEvalCommand
 
     script = tmp_path / "fake_lm_eval.py"
     script.write_text(FAKE_HARNESS)
@@ -449,7 +449,7 @@ def test_one_launch_per_batch_and_each_doc_read_back(tmp_path):
 
 def test_a_failing_or_hanging_harness_fails_the_batch_and_stops_the_run(tmp_path, small):
     from bayeval.errors import EvaluationError, EvaluatorFailedError
-    from bayeval.session import Session
+    from bayeval.loop.session import Session
 
     failed = _fake(tmp_path, "fail").evaluate_batch(["toy-00001", "toy-00002"])
     assert all(isinstance(r, EvaluationError) for r in failed)
@@ -467,8 +467,8 @@ def test_a_failing_or_hanging_harness_fails_the_batch_and_stops_the_run(tmp_path
 
 
 def test_in_process_evaluator_keeps_the_model_and_matches_the_session(workdir, tmp_path):
-    from bayeval.harness import LmEvalInProcess
-    from bayeval.session import Session
+    from bayeval.evaluators.harness import LmEvalInProcess
+    from bayeval.loop.session import Session
 
     cwd = os.getcwd()
     os.chdir(workdir)  # the task's data file is relative to the folder the harness runs in
@@ -493,7 +493,7 @@ def test_a_task_of_the_include_path_skips_the_harness_index_and_a_group_does_not
     # (reading the harness's own thousands of YAMLs takes seconds at every start); a group
     # there may name the harness's tasks, so it gets the whole index, as `lm_eval run` does,
     # and a member whose dataset cannot be read (offline) is a one-line error naming it
-    from bayeval.harness import LmEvalInProcess, check_harness_task
+    from bayeval.evaluators.harness import LmEvalInProcess, check_harness_task
 
     os.environ.update(OFFLINE)
     for path in FIXTURE.iterdir():
@@ -600,7 +600,7 @@ def test_a_killed_bayeval_leaves_no_harness_process_nor_folder(workdir, tmp_path
     import time
 
     marker = "61.37"
-    script = (f"from bayeval.harness import LmEvalCommand\n"
+    script = (f"from bayeval.evaluators.harness import LmEvalCommand\n"
               f"LmEvalCommand('--model dummy', 'toy', executable=['sh', '-c', "
               f"'sleep {marker}', 'lm']).evaluate_batch(['toy-00001'])\n")
     (tmp_path / "launch.py").write_text(script)  # (not on the command line pgrep reads)
@@ -621,7 +621,7 @@ def test_a_killed_bayeval_leaves_no_harness_process_nor_folder(workdir, tmp_path
             break
         time.sleep(0.1)
     assert not _running(f"sleep {marker}")
-    from bayeval.harness import sweep_folders
+    from bayeval.evaluators.harness import sweep_folders
 
     sweep_folders()
     assert not folders[0].exists()
@@ -677,8 +677,8 @@ def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_pa
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from bayeval.data import ScoreMatrix
-    from bayeval.harness import LmEvalInProcess
-    from bayeval.session import Session
+    from bayeval.evaluators.harness import LmEvalInProcess
+    from bayeval.loop.session import Session
 
     os.environ.update(OFFLINE)
     (tmp_path / "toy_gen.jsonl").write_text("".join(
@@ -800,7 +800,7 @@ def test_a_resumed_evaluator_continues_the_kept_output_counting_each_document_on
     # the two writes)
     from lm_eval.tasks import TaskManager
 
-    from bayeval.harness import LmEvalInProcess
+    from bayeval.evaluators.harness import LmEvalInProcess
 
     items = read_lm_eval_samples(workdir / "logs", TASK).items[:3]
     cwd = os.getcwd()
@@ -858,7 +858,7 @@ def test_kept_output_of_a_run_killed_before_its_summary_is_continued(workdir, tm
     # run again) and the folder reads back as one run holding each document once
     from lm_eval.tasks import TaskManager
 
-    from bayeval.harness import LmEvalInProcess
+    from bayeval.evaluators.harness import LmEvalInProcess
 
     items = read_lm_eval_samples(workdir / "logs", TASK).items[:4]
     manager = TaskManager(include_path=str(workdir), include_defaults=False)

@@ -9,8 +9,8 @@ import pytest
 
 from bayeval.acquisition import variance_reduction
 from bayeval.inference.reference_linear import ReferenceLinearGP, reference_features
+from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method
-from bayeval.simulate import simulate
 
 
 def test_rank_one_updates_equal_the_dense_function_space_posterior(ifeval_slice):

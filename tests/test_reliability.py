@@ -13,8 +13,8 @@ import pytest
 
 from bayeval.errors import BayevalError, EvaluationError, EvaluatorFailedError, JournalError
 from bayeval.evaluators import CommandEvaluator, MatrixOracle
-from bayeval.journal_check import sealed_journal
-from bayeval.session import Session
+from bayeval.loop.session import Session
+from bayeval.records.journal_check import sealed_journal
 
 HOSTILE = ["$(touch {mark})", "`touch {mark}`", "'; touch {mark}; '", '"; touch {mark}; "',
            "a b\tc", "x\ny", "{{item}}", "$HOME", "*", "a;touch {mark}", "-- not an option"]
@@ -172,7 +172,7 @@ def test_cli_prints_its_version():
 
 
 def test_a_closed_interval_covers_the_truth_up_to_rounding():
-    from bayeval.experiments.metrics import covers
+    from bayeval.estimators.interval import covers
 
     truth = 0.1 + 0.2  # 0.30000000000000004
     assert covers(0.3, 0.3, truth)  # a zero-width interval at n = N, 5.6e-17 off
@@ -539,7 +539,7 @@ def test_a_journal_write_on_a_full_disk_is_a_one_line_error_and_loses_nothing(tm
     # mid-run): a JournalError naming the journal, and what it held before stays whole
     from bayeval.data import load_dataset
     from bayeval.errors import JournalError
-    from bayeval.session import Session
+    from bayeval.loop.session import Session
 
     rte = load_dataset("rte")
     path = tmp_path / "j.jsonl"

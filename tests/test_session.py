@@ -10,8 +10,8 @@ import pytest
 from bayeval.data import ScoreMatrix
 from bayeval.errors import DataError, EvaluationError, JournalError, SessionError
 from bayeval.evaluators import CallableEvaluator, CommandEvaluator, MatrixOracle
-from bayeval.journal_check import sealed_journal
-from bayeval.session import JournalWarning, Session
+from bayeval.loop.session import JournalWarning, Session
+from bayeval.records.journal_check import sealed_journal
 
 N_ITEMS = 40
 PARAMS = {"epsilon": 0.3, "min_n": 5}  # stops after ~10-25 of 40 items
@@ -251,7 +251,7 @@ def test_taking_the_checks_away_turns_no_check_off(tmp_path, reference, world):
     # id were stripped, with every score flipped: refused in one line, where it once
     # resumed to another estimate; a journal of version 1 without checks (written before
     # they existed) is read, with a warning naming it
-    from bayeval.journal import JournalWarning
+    from bayeval.records.journal import JournalWarning
 
     path = tmp_path / "j.jsonl"
     _full_run(reference, world, seed=0, journal=path)

@@ -15,9 +15,9 @@ import pytest
 from bayeval.data import ScoreMatrix
 from bayeval.errors import SessionError
 from bayeval.estimators.design_valid import round_estimate
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import _compile_chunk, _compile_stream_chunk, completion_delay, simulate
 from bayeval.methods import make_method
-from bayeval.session import Session
-from bayeval.simulate import _compile_chunk, _compile_stream_chunk, completion_delay, simulate
 
 
 @pytest.fixture(scope="module")

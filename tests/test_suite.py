@@ -1,4 +1,4 @@
-"""Suites (bayeval.suite): the average's interval, the allocation against Neyman's, the
+"""Suites (bayeval.loop.suite): the average's interval, the allocation against Neyman's, the
 live suite against its simulated runs composed, the suite file and the CLI."""
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from bayeval.data import load_dataset
 from bayeval.errors import BayevalError
 from bayeval.estimators.interval import wilson_fpc_bounds, z_value
 from bayeval.evaluators import MatrixOracle
-from bayeval.methods import make_method
-from bayeval.session import Session
-from bayeval.simulate import simulate
-from bayeval.suite import (
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import simulate
+from bayeval.loop.suite import (
     NEVER,
     SuiteRule,
     SuiteRun,
@@ -26,6 +25,7 @@ from bayeval.suite import (
     normalised_weights,
     task_seed,
 )
+from bayeval.methods import make_method
 
 Z = z_value(0.95)
 
@@ -256,7 +256,7 @@ def test_a_suite_folder_is_checked_as_a_journal_is(tmp_path, cli):
     # changed the average without a word, read outside the folder or raised a traceback
     import shutil
 
-    from bayeval.journal_check import seal_header
+    from bayeval.records.journal_check import seal_header
 
     suite = _suite_file(tmp_path / "glue.toml", "epsilon = 0.1\n" + GLUE)
     folder = tmp_path / "run"
@@ -301,7 +301,7 @@ def test_a_suite_folder_is_checked_as_a_journal_is(tmp_path, cli):
 
 def test_huge_weights_normalise_without_overflow():
     from bayeval.errors import BayevalError
-    from bayeval.suite import normalised_weights
+    from bayeval.loop.suite import normalised_weights
 
     assert list(normalised_weights([1e308, 1e308])) == [0.5, 0.5]
     assert normalised_weights([1e308, 1e-300])[0] == 1.0
@@ -459,7 +459,7 @@ def test_the_open_llm_leaderboard_suite_names_the_harness_tasks(tmp_path):
     from bayeval.cli import app
     from bayeval.evaluation import RunSettings
     from bayeval.evaluation.sources import fresh_source
-    from bayeval.harness import harness_settings
+    from bayeval.evaluators.harness import harness_settings
 
     suite = Path(__file__).resolve().parents[1] / "examples/suites/open_llm_leaderboard.toml"
     done = CliRunner().invoke(app, ["evaluate", "--suite", str(suite), "--max-items", "120",

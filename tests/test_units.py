@@ -187,7 +187,7 @@ from bayeval.methods import make_method
 from bayeval.methods.faq import HybridParams, simulate_hybrid
 from bayeval.models.factor import factor_prior, fit_factors
 from bayeval.precision import enable_float64
-from bayeval.simulate import simulate
+from bayeval.loop.simulate import simulate
 enable_float64()
 m = load_dataset("rte")
 ref, rows = m.scores[:40, :60], m.scores[40:45, :60]
@@ -321,8 +321,8 @@ def test_released_programs_give_their_memory_mappings_back_and_run_again():
 
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"kind": "slurm"}, "unknown executor 'slurm'"),
-    ({"workers": 0}, "workers must be at least 1, got 0"),
-    ({"address": "auto"}, "an address is for --executor ray"),
+    ({"workers": 0}, "--workers must be at least 1, got 0"),
+    ({"address": "auto"}, "give it with --executor ray"),
 ])
 def test_an_executor_refuses_what_it_cannot_run(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -29,8 +29,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bayeval import Session, load_dataset, make_method
+from bayeval.loop.simulate import simulate
 from bayeval.precision import enable_float64
-from bayeval.simulate import simulate
 
 OUTPUT = Path(__file__).parent / "output"  # plots land here unless --out says
 

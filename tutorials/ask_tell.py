@@ -22,8 +22,8 @@ import matplotlib.pyplot as plt
 
 from bayeval.data import load_dataset
 from bayeval.evaluators import CallableEvaluator, MatrixOracle
+from bayeval.loop.session import Session
 from bayeval.precision import enable_float64
-from bayeval.session import Session
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

@@ -27,9 +27,9 @@ from bayeval import acquisition as acq
 from bayeval.data import load_dataset, make_split
 from bayeval.evaluators import MatrixOracle
 from bayeval.inference.exact import ExactBucketGP
+from bayeval.loop.session import Session
 from bayeval.methods import Method
 from bayeval.precision import enable_float64
-from bayeval.session import Session
 from bayeval.stopping import any_of, budget, two_condition
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")

@@ -13,7 +13,7 @@ checkpoint's items and predict its unseen ones: each checkpoint's estimate is de
 
 1. Hold out the four Yi-1.5-34B variants of the bundled IFEval matrix; the other models
    are the reference.
-2. Run a :class:`~bayeval.session.Session` with the four as targets (``active-pai-joint``):
+2. Run a :class:`~bayeval.loop.session.Session` with the four as targets (``active-pai-joint``):
    round robin over the variants that have not met their stopping rule (the interval at
    most 0.05 wide), each drawing its next item from its own design.
 3. Read the fitted coregionalisation: the correlation between the variants' abilities
@@ -48,8 +48,8 @@ import numpy as np
 
 from bayeval.data import load_dataset
 from bayeval.evaluators import MatrixOracle
+from bayeval.loop.session import Session
 from bayeval.precision import enable_float64
-from bayeval.session import Session
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

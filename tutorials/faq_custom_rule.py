@@ -29,10 +29,10 @@ from bayeval import acquisition as acq
 from bayeval.data import load_dataset
 from bayeval.estimators.pai import horvitz_thompson_uniform, wald_interval
 from bayeval.inference.factor_laplace import prefitted
+from bayeval.loop.simulate import simulate
 from bayeval.methods.faq import faq_with
 from bayeval.models.factor import factor_prior, fit_factors
 from bayeval.precision import enable_float64
-from bayeval.simulate import simulate
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")
 

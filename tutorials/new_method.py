@@ -40,10 +40,10 @@ from bayeval.data import load_dataset
 from bayeval.estimators.base import Estimator, gaussian_estimate
 from bayeval.evaluators import MatrixOracle
 from bayeval.inference.exact import ExactBucketGP
+from bayeval.loop.session import Session
+from bayeval.loop.simulate import simulate
 from bayeval.methods import Method, make_method, method_factory
 from bayeval.precision import enable_float64
-from bayeval.session import Session
-from bayeval.simulate import simulate
 from bayeval.stopping import rules as stop
 
 enable_float64()  # bayeval computes in float64 (README: "Precision")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
@@ -15,7 +19,6 @@ from bayeval.cli.common import (
     RepeatedModelsOption,
     TaskOption,
     bench_app,
-    comma_floats,
     comma_list,
     err,
     fail,
@@ -24,10 +27,11 @@ from bayeval.cli.common import (
 )
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
+from bayeval.experiments.inputs import bench_sources, parse_shares
 
 if TYPE_CHECKING:
     from bayeval.experiments.units import Executor
-from bayeval.evaluation.sources import fresh_source
+
 
 
 def _given(ctx: typer.Context, name: str) -> bool:
@@ -54,21 +58,15 @@ def own_reference(ctx: typer.Context, value: Path | None) -> Path | None:
 
 def bundled_names(ctx: typer.Context, param: typer.CallbackParam, value: str) -> str:
     """Refuse, before any work, a --datasets / --suite value naming a dataset that is not
-    bundled (comma-separated, '+' joining a suite; 'all' where the command takes it), and
-    --datasets with --reference."""
-    from bayeval.data.bundled import list_datasets
+    bundled, and --datasets with --reference."""
+    from bayeval.experiments.inputs import bundled_names as check
 
     if param.name in BUNDLED:
         _refuse_both(ctx)
-
-    known = list_datasets()
-    names = [d.strip() for part in value.split(",") for d in part.split("+") if d.strip()]
-    if not names:
-        raise typer.BadParameter("name at least one bundled dataset")
-    unknown = [d for d in names if d != "all" and d not in known]
-    if unknown:
-        raise typer.BadParameter(f"unknown dataset {unknown[0]!r} (bundled: "
-                                 f"{', '.join(known)})")
+    try:
+        check(value)
+    except BayevalError as exc:
+        raise typer.BadParameter(str(exc)) from None
     return value
 
 
@@ -82,26 +80,6 @@ BenchReferenceOption = Annotated[Path | None, typer.Option(
     "--reference", callback=own_reference,
     help="Your own score matrix (.npz, .csv or .parquet, lm-eval:DIR with --task, or "
          "inspect:LOG_DIR) to run on, instead of the bundled data.")]
-
-
-def bench_sources(datasets: str, reference: Path | None, task: str | None = None,
-                  metric: str | None = None, filter_name: str | None = None,
-                  repeated_models: str = "error") -> list:
-    """What a bench runs on: the user's matrix of --reference (checked and read before any
-    work), or the bundled names of --datasets ('all': every bundled dataset)."""
-    if reference is not None:
-        _, matrix = fresh_source(None, reference, task=task, metric=metric,
-                                 filter_name=filter_name, repeated_models=repeated_models)
-        return [matrix]
-    if repeated_models != "error":
-        raise BayevalError("--repeated-models reads your --reference; the bundled "
-                           "datasets number their repeats already")
-    if task is not None or metric is not None or filter_name is not None:
-        raise BayevalError("--task, --metric and --filter read lm-evaluation-harness logs: "
-                           "give --reference lm-eval:OUTPUT_DIR (or inspect:LOG_DIR)")
-    from bayeval.data import list_datasets
-
-    return list_datasets() if datasets == "all" else comma_list(datasets)
 
 
 def bench_log(line: str) -> None:
@@ -123,22 +101,60 @@ AddressOption = Annotated[str | None, typer.Option(
                       "ray://head:10001 or auto.")]
 
 
-def check_executor(executor: str, workers: int, address: str | None) -> Executor:
-    """Where the units run (:class:`~bayeval.experiments.units.Executor`); an unknown
-    executor, an address without Ray or Ray not installed refused before any work."""
-    from bayeval.experiments.units import EXECUTORS, Executor
+@dataclass(frozen=True)
+class BenchRun:
+    """What a bench gets from the options every bench shares: where its units run, and
+    the user's matrix options (--reference, --task, …) that replace the bundled data."""
 
-    if executor not in EXECUTORS:
-        raise fail(f"--executor must be one of {', '.join(EXECUTORS)}, got {executor!r}")
-    if address and executor != "ray":
-        raise fail("--address is the Ray cluster's: give it with --executor ray")
-    if executor == "ray":
-        import importlib.util
+    where: Executor
+    data: dict[str, Any]
 
-        if importlib.util.find_spec("ray") is None:
-            raise fail("--executor ray needs Ray, which is not installed: "
-                       "pip install 'bayeval[ray]'")
-    return Executor(executor, workers, address)
+    def sources(self, datasets: str) -> list:
+        """What the bench runs on (:func:`~bayeval.experiments.inputs.bench_sources`)."""
+        return bench_sources(datasets, **self.data)
+
+
+_DATA = (("reference", BenchReferenceOption, None),
+         ("repeated_models", RepeatedModelsOption, RepeatedModels.error),
+         ("task", TaskOption, None), ("metric", MetricOption, None),
+         ("filter_name", FilterOption, None))
+_WHERE = (("executor", ExecutorOption, "local"), ("workers", WorkersOption, 1),
+          ("address", AddressOption, None))
+
+
+def bench_command(name: str, own_data: bool = True) -> Callable[[Callable], Callable]:
+    """Register a bench whose function takes ``run`` (:class:`BenchRun`) for the options
+    every bench shares: --reference, --repeated-models, --task, --metric, --filter after
+    its first option (with ``own_data``), --executor, --workers, --address before --out;
+    the executor is checked before any work."""
+    def register(command: Callable) -> Callable:
+        params = [p for p in inspect.signature(command, eval_str=True).parameters.values()
+                  if p.name != "run"]
+
+        def shared(options: tuple) -> list[inspect.Parameter]:
+            return [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                      annotation=a, default=d) for n, a, d in options]
+
+        first = 1 + (params[0].name == "ctx")
+        out = next(k for k, p in enumerate(params) if p.name == "out")
+        params = [*params[:first], *(shared(_DATA) if own_data else []),
+                  *params[first:out], *shared(_WHERE), *params[out:]]
+
+        @functools.wraps(command)
+        def call(**options: Any) -> None:
+            from bayeval.experiments.units import Executor
+
+            try:  # checked before any work
+                where = Executor(*(options.pop(n) for n, _, _ in _WHERE))
+            except BayevalError as exc:
+                raise fail(str(exc)) from None
+            data = {n: options.pop(n) for n, _, _ in _DATA if n in options}
+            command(**options, run=BenchRun(where, data))
+
+        call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        call.__annotations__ = {p.name: p.annotation for p in params}
+        return bench_app.command(name, cls=CheckedCommand)(call)
+    return register
 
 
 RegimesOption = Annotated[str, typer.Option(
@@ -153,14 +169,9 @@ DrawsOption = Annotated[int, typer.Option(min=1, help="Draws of targets and refe
 RepsOption = Annotated[int, typer.Option(min=1, help="Runs per target (selection seeds).")]
 
 
-@bench_app.command("estimation", cls=CheckedCommand)
+@bench_command("estimation")
 def bench_estimation(
     datasets: DatasetsOption = "ifeval",
-    reference: BenchReferenceOption = None,
-    repeated_models: RepeatedModelsOption = RepeatedModels.error,
-    task: TaskOption = None,
-    metric: MetricOption = None,
-    filter_name: FilterOption = None,
     regimes: RegimesOption = "interpolation,extrapolation",
     methods: Annotated[str, typer.Option(
         help="Comma-separated method specs: name or name(key=value, ...), e.g. "
@@ -169,12 +180,10 @@ def bench_estimation(
     seeds: SeedsOption = 20,
     reference_fraction: ReferenceFractionOption = 0.5,
     split_seed: SplitSeedOption = 0,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = 1,
-    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for CSV files, plots, report.md, runs/ "
                                            "and units/.")
                    ] = Path("results/estimation"),
+    *, run: BenchRun,  # the options every bench shares (bench_command)
 ) -> None:
     """The BayesAME paper's estimation experiment: RMSE(n), integrated RMSE, gain over RS-Mean and
     cost–accuracy of the two-condition rule, for every method, full-length runs. Every
@@ -183,14 +192,12 @@ def bench_estimation(
     from bayeval.experiments.estimation import run_estimation_bench
     from bayeval.methods import split_method_specs
 
-    where = check_executor(executor, workers, address)
     try:
-        sources = bench_sources(datasets, reference, task, metric, filter_name,
-                                repeated_models)
+        sources = run.sources(datasets)
         setup_jax()
         report = run_estimation_bench(sources, comma_list(regimes),
                                       split_method_specs(methods), targets, seeds,
-                                      reference_fraction, split_seed, out, where, bench_log)
+                                      reference_fraction, split_seed, out, run.where, bench_log)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     print(report.read_text())
@@ -198,17 +205,12 @@ def bench_estimation(
               "report.md")
 
 
-@bench_app.command("inference", cls=CheckedCommand)
+@bench_command("inference")
 def bench_inference(
     dataset: Annotated[str, typer.Option(
         "--dataset", "--datasets", callback=bundled_names,
         help="One bundled dataset (--datasets, as the other benches spell it, is the "
              "same option).")] = "ifeval",
-    reference: BenchReferenceOption = None,
-    repeated_models: RepeatedModelsOption = RepeatedModels.error,
-    task: TaskOption = None,
-    metric: MetricOption = None,
-    filter_name: FilterOption = None,
     regime: Annotated[str, typer.Option(help="interpolation or extrapolation.")
                       ] = "interpolation",
     methods: Annotated[str, typer.Option(
@@ -219,11 +221,9 @@ def bench_inference(
     steps: Annotated[int, typer.Option(help="Evaluations per run.")] = 300,
     every: Annotated[int, typer.Option(help="Report RMSE every this many items.")] = 50,
     reference_fraction: ReferenceFractionOption = 0.5,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = 1,
-    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for CSV files, inference.png and "
                                            "report.md.")] = Path("results/inference"),
+    *, run: BenchRun,  # the options every bench shares (bench_command)
 ) -> None:
     """Gaussian BayesAME (exact), the Bernoulli-logit bucket GP (Laplace) and 2PL IRT
     (NUTS) on one estimation task: RMSE every EVERY items, wall time, and every NUTS fit's
@@ -233,19 +233,17 @@ def bench_inference(
     from bayeval.experiments.inference import run_inference_comparison, write_report
     from bayeval.methods import split_method_specs
 
-    where = check_executor(executor, workers, address)
     if "," in dataset:
         raise fail(f"--dataset {dataset}: bench inference compares backends on one dataset; "
                    "give one name")
     try:
-        [source] = bench_sources(dataset, reference, task, metric, filter_name,
-                                repeated_models)
+        [source] = run.sources(dataset)
         setup_jax()
         curves, fits, timing = run_inference_comparison(
             source, regime, split_method_specs(methods), seeds=seeds, n_targets=targets,
             n_steps=steps, reference_fraction=reference_fraction,
             log=bench_log, runs_dir=out / "runs",
-            out=out, executor=where)
+            out=out, executor=run.where)
     except BayevalError as exc:
         raise fail(str(exc)) from None
     print(write_report(curves, fits, timing, out, every).read_text())
@@ -253,14 +251,9 @@ def bench_inference(
               "report.md")
 
 
-@bench_app.command("multitarget", cls=CheckedCommand)
+@bench_command("multitarget")
 def bench_multitarget(
     datasets: DatasetsOption = "ifeval",
-    reference: BenchReferenceOption = None,
-    repeated_models: RepeatedModelsOption = RepeatedModels.error,
-    task: TaskOption = None,
-    metric: MetricOption = None,
-    filter_name: FilterOption = None,
     regimes: RegimesOption = "interpolation,extrapolation",
     targets: Annotated[int, typer.Option(help="Targets evaluated jointly.")] = 5,
     seeds: SeedsOption = 10,
@@ -273,12 +266,10 @@ def bench_multitarget(
         help="round_robin (per-target IG) or mean_ig.")] = "round_robin",
     reference_fraction: ReferenceFractionOption = 0.5,
     split_seed: SplitSeedOption = 0,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = 1,
-    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for CSV files, the plot and report.md; "
                                            "raw runs go to OUT/units and are reused.")
                    ] = Path("results/multitarget"),
+    *, run: BenchRun,  # the options every bench shares (bench_command)
 ) -> None:
     """Multi-target vs independent single-target BayesAME: total evaluations until every
     target stops at ε2, RMSE and coverage then, and RMSE against total evaluations. Every
@@ -286,14 +277,12 @@ def bench_multitarget(
     same settings; --workers or --executor ray spread them."""
     from bayeval.experiments.multitarget import run_multitarget_bench
 
-    where = check_executor(executor, workers, address)
     try:
-        sources = bench_sources(datasets, reference, task, metric, filter_name,
-                                repeated_models)
+        sources = run.sources(datasets)
         setup_jax()
         report = run_multitarget_bench(
             sources, comma_list(regimes), targets, seeds, reference_fraction, split_seed,
-            epsilon, {"refit_every": refit_every, "selection": selection}, out, where,
+            epsilon, {"refit_every": refit_every, "selection": selection}, out, run.where,
             bench_log)
     except BayevalError as exc:
         raise fail(str(exc)) from None
@@ -302,14 +291,9 @@ def bench_multitarget(
               "multitarget.png, report.md")
 
 
-@bench_app.command("selection", cls=CheckedCommand)
+@bench_command("selection")
 def bench_selection(
     datasets: AllDatasetsOption = "all",
-    reference: BenchReferenceOption = None,
-    repeated_models: RepeatedModelsOption = RepeatedModels.error,
-    task: TaskOption = None,
-    metric: MetricOption = None,
-    filter_name: FilterOption = None,
     runs: Annotated[int, typer.Option(help="Runs (seeds) per algorithm and budget.")] = 1000,
     max_budget: Annotated[float, typer.Option(
         help="Largest budget fraction of the grid (1%…100% plus 1.25…5.5%).")] = 1.0,
@@ -328,12 +312,10 @@ def bench_selection(
     splits: Annotated[int, typer.Option(
         min=1, help="Seeded reference/candidate splits the runs are spread over (with "
                     "--history-share).")] = 4,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = 1,
-    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for accuracy.csv, selection.png, "
                                            "top_m.png, report.md and units/.")
                    ] = Path("results/selection"),
+    *, run: BenchRun,  # the options every bench shares (bench_command)
 ) -> None:
     """The SySRs paper's experiment (Cutting LLM Evaluation Costs with SySRs): accuracy
     of identifying the best model, and the top-3/5/10 identification error, against the
@@ -348,11 +330,10 @@ def bench_selection(
         bayeval bench selection --history-share 0.5 --algorithms SySRs,HW-SySRs"""
     from bayeval.experiments.selection import run_selection_bench
 
-    where = check_executor(executor, workers, address)
     try:
         run_selection_bench(
-            bench_sources(datasets, reference, task, metric, filter_name, repeated_models),
-            comma_list(algorithms), runs, max_budget, history_share, splits, out, where,
+            run.sources(datasets),
+            comma_list(algorithms), runs, max_budget, history_share, splits, out, run.where,
             bench_log)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
@@ -360,16 +341,11 @@ def bench_selection(
     err.print(f"wrote {out}/accuracy.csv, selection.png, top_m.png, report.md")
 
 
-@bench_app.command("coverage", cls=CheckedCommand)
+@bench_command("coverage")
 def bench_coverage(
     suite: Annotated[str, typer.Option(
         callback=bundled_names,
         help="Bundled dataset or suite of datasets sharing models (a+b).")] = "ifeval+musr",
-    reference: BenchReferenceOption = None,
-    repeated_models: RepeatedModelsOption = RepeatedModels.error,
-    task: TaskOption = None,
-    metric: MetricOption = None,
-    filter_name: FilterOption = None,
     history: Annotated[str, typer.Option(
         help="'full' (fully observed history) or 'mcar' (--full-rows whole rows, every "
              "other entry kept with probability --p-obs).")] = "full",
@@ -384,15 +360,13 @@ def bench_coverage(
     factor_selection: Annotated[str, typer.Option(
         help="How CV picks (k, λ): 'one-se' (the 1-SE rule) or 'best' (highest mean "
              "accuracy).")] = "one-se",
-    grid: Annotated[str, typer.Option(
+    grid: Annotated[Literal["full", "default"], typer.Option(
         help="Policy tuning grid: 'full' (β0, ρ, γ, τ) or 'default' (ρ, γ only, with the "
              "robust (β0, τ) = (1, 0.05)).")] = "full",
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = 1,
-    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for results.csv, report.md, coverage.png, "
                                            "cv.json, tuning.csv and units/.")
                    ] = Path("results/coverage"),
+    *, run: BenchRun,  # the options every bench shares (bench_command)
 ) -> None:
     """The FAQ paper's experiment (Efficient Evaluation of LLM Performance with Statistical
     Guarantees): coverage, mean width and ESS multiplier over uniform of
@@ -401,48 +375,29 @@ def bench_coverage(
     budget's tuning and each (budget, configuration)'s runs are saved under OUT/units as
     they finish and reused by a rerun with the same settings; --workers or --executor ray
     spread them."""
-    from bayeval.experiments.coverage import DEFAULT, GRID, Setting, run_setting
+    from bayeval.experiments.coverage import run_coverage_bench
 
-    where = check_executor(executor, workers, address)
-    budget_list = comma_floats("--budgets", budgets)
-    if not budget_list or any(not 0 < b < 1 for b in budget_list):
-        raise fail(f"--budgets: every budget must be a share in (0, 1), got {budgets!r}")
-    if grid not in ("full", "default"):
-        raise fail(f"--grid must be 'full' or 'default', got {grid!r}")
-    search = GRID if grid == "full" else {
-        **GRID, **{name: (value,) for name, value in DEFAULT.items()}}
     try:
-        from bayeval.data.sources import bench_dataset
-
-        [source] = bench_sources(suite, reference, task, metric, filter_name,
-                                repeated_models)
-        label, matrix = bench_dataset(source)
-        setting = Setting(label, history, full_rows, p_obs, split_seed, seeds, val_seeds,
-                          factor_selection=factor_selection)
+        [source] = run.sources(suite)
+        shares = parse_shares("--budgets", budgets, "budget must be a share")
         with progress_bar("simulating") as bar:
-            task = bar.add_task("runs", total=None, status="")
-
-            def progress(label: str, done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total, status=label)
-
-            run_setting(setting, budget_list, out, grid=search, progress=progress,
-                        log=lambda line: bar.console.print(
-                            f"[{time.strftime('%H:%M:%S')}] {line}", highlight=False),
-                        matrix=matrix, executor=where)
+            runs = bar.add_task("runs", total=None, status="")
+            report = run_coverage_bench(
+                source, shares, grid, history, full_rows, p_obs, split_seed, seeds,
+                val_seeds, factor_selection, out, run.where,
+                log=lambda line: bar.console.print(f"[{time.strftime('%H:%M:%S')}] {line}",
+                                                   highlight=False),
+                progress=lambda label, done, total: bar.update(
+                    runs, completed=done, total=total, status=label))
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
-    print((out / "report.md").read_text())
+    print(report.read_text())
     err.print(f"wrote {out}/results.csv, report.md, coverage.png")
 
 
-@bench_app.command("compression", cls=CheckedCommand)
+@bench_command("compression")
 def bench_compression(
     datasets: AllDatasetsOption = "all",
-    reference: BenchReferenceOption = None,
-    repeated_models: RepeatedModelsOption = RepeatedModels.error,
-    task: TaskOption = None,
-    metric: MetricOption = None,
-    filter_name: FilterOption = None,
     seeds: Annotated[int, typer.Option(help="Seeds (model splits) for random and "
                                             "BestRand.")] = 200,
     kmeans_seeds: Annotated[int, typer.Option(help="Seeds for the k-means baseline.")] = 20,
@@ -450,12 +405,10 @@ def bench_compression(
                            ] = 10,
     ablation: Annotated[bool, typer.Option(help="Also run the BestRand ablation "
                                                 "(100 seeds, 5% and 10%).")] = True,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = 1,
-    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for results.csv, mince.csv, "
                                            "error_tails.png, report.md and units/.")
                    ] = Path("results/compression"),
+    *, run: BenchRun,  # the options every bench shares (bench_command)
 ) -> None:
     """The BestRand and MINCE experiments: random, BestRand and k-means subsets at 2–50% retention
     (MAE, high-error risk) and MINCE's size and drift, with references and targets split
@@ -464,27 +417,20 @@ def bench_compression(
     --executor ray spread them."""
     from bayeval.experiments.compression import run_compression_bench
 
-    where = check_executor(executor, workers, address)
     try:
-        names = bench_sources(datasets, reference, task, metric, filter_name,
-                                repeated_models)
+        names = run.sources(datasets)
         run_compression_bench(names, out, seeds, kmeans_seeds, mince_seeds, ablation,
                               log=bench_log,
-                              executor=where)
+                              executor=run.where)
     except (BayevalError, ValueError) as exc:  # e.g. too few items for MINCE's sizes
         raise fail(str(exc)) from None
     print((out / "report.md").read_text())
     err.print(f"wrote {out}/results.csv, mince.csv, error_tails.png, report.md")
 
 
-@bench_app.command("validity", cls=CheckedCommand)
+@bench_command("validity")
 def bench_validity(
     datasets: DatasetsOption = "ifeval",
-    reference: BenchReferenceOption = None,
-    repeated_models: RepeatedModelsOption = RepeatedModels.error,
-    task: TaskOption = None,
-    metric: MetricOption = None,
-    filter_name: FilterOption = None,
     variants: Annotated[str, typer.Option(
         help="Comma-separated: standard (random targets), extremes (targets from the "
              "bottom and top 5% of models), sparse (items fewer than 10% of models "
@@ -508,58 +454,33 @@ def bench_validity(
     batch: Annotated[int, typer.Option(
         min=1, help="Run the design-based methods in batches of k items drawn from one "
                     "state (a harness launch per batch).")] = 1,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = 1,
-    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for results.csv, faq.csv, validity.png, "
                                            "report.md and the per-run CSVs.")
                    ] = Path("results/validity"),
+    *, run: BenchRun,  # the options every bench shares (bench_command)
 ) -> None:
     """Design-valid active estimation (docs/methods.md §9): coverage of the interval at the
     automatic stop ± SE per dataset, variant, ε and score stratum; items at the stop and
     the saving against RS-Mean at the same ε; width at equal items against FAQ. Every
     (variant, ε, method, seed) is saved under OUT/units as it finishes and reused by a
     rerun with the same settings; --workers or --executor ray spread them."""
-    where = check_executor(executor, workers, address)
-    import pandas as pd
-
-    from bayeval.experiments.validity import VARIANTS, run_validity, write_report
+    from bayeval.experiments.validity import run_validity_bench
     from bayeval.methods import split_method_specs
 
-    eps = comma_floats("--epsilons", epsilons)
-    if not eps or any(not 0 < e < 1 for e in eps):
-        raise fail(f"--epsilons: every ε must be in (0, 1), got {epsilons!r}")
-    variant_list = comma_list(variants)
-    unknown = [v for v in variant_list if v not in VARIANTS]
-    if unknown or not variant_list:
-        raise fail(f"--variants: unknown {', '.join(unknown) or '(none given)'} "
-                   f"(known: {', '.join(VARIANTS)})")
-    specs = split_method_specs(methods)
-    if "random" not in specs:
-        specs.append("random")
-    if concurrency > 1 and batch > 1:
-        raise fail("give --concurrency or --batch, not both")
-    all_runs, all_faq = [], []
     try:
-        sources = bench_sources(datasets, reference, task, metric, filter_name,
-                                repeated_models)
+        sources = run.sources(datasets)
         setup_jax()
-        for name in sources:
-            runs, faq_rows = run_validity(
-                name, variant_list, eps, specs, seeds, targets, reps, reference_fraction,
-                faq, log=bench_log,
-                runs_dir=out / "runs", out=out, executor=where, concurrency=concurrency,
-                batch=batch)
-            all_runs.append(runs)
-            all_faq.append(faq_rows)
-            write_report(pd.concat(all_runs), pd.concat(all_faq), out)  # keep partial
+        report = run_validity_bench(
+            sources, comma_list(variants), epsilons, split_method_specs(methods), seeds,
+            targets, reps, reference_fraction, faq, out, run.where, bench_log, concurrency,
+            batch)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
-    print((out / "report.md").read_text())
+    print(report.read_text())
     err.print(f"wrote {out}/results.csv, faq.csv, validity.png, report.md")
 
 
-@bench_app.command("suite", cls=CheckedCommand)
+@bench_command("suite", own_data=False)
 def bench_suite(
     ctx: typer.Context,
     suites: Annotated[str, typer.Option(
@@ -586,32 +507,24 @@ def bench_suite(
     targets: Annotated[int, typer.Option(min=1, help="Targets per draw.")] = 20,
     reps: RepsOption = 5,
     reference_fraction: ReferenceFractionOption = 0.5,
-    executor: ExecutorOption = "local",
-    workers: WorkersOption = 1,
-    address: AddressOption = None,
     out: Annotated[Path, typer.Option(help="Folder for results.csv, strata.csv, runs.csv, "
                                            "suite.png and report.md.")
                    ] = Path("results/suite"),
+    *, run: BenchRun,  # the options every bench shares (bench_command)
 ) -> None:
     """Suites with one budget (docs/methods.md §9 "Suites"): coverage of the average's and
     every task's interval at the stop ± SE (per task and score range too), and the items
     against independent per-task runs at the same average width and against uniform
     sampling with the same allocation and stop. Every (suite, task, method, seed) is
     saved under OUT/units as it finishes and reused by a rerun."""
-    from bayeval.experiments.suite import run_suite_bench, write_report
+    from bayeval.experiments.suite import run_suite_bench, suite_inputs, write_report
 
-    where = check_executor(executor, workers, address)
-    eps = comma_floats("--epsilons", epsilons)
-    if not eps or any(not 0 < e < 1 for e in eps):
-        raise fail(f"--epsilons: every ε must be in (0, 1), got {epsilons!r}")
     try:
-        chosen, matrices = _bench_suites(ctx, suites, references, rows)
-    except BayevalError as exc:
-        raise fail(str(exc)) from None
-    try:
+        eps = parse_shares("--epsilons", epsilons, "ε must be")
+        chosen, matrices = suite_inputs(suites, references, rows, _given(ctx, "suites"))
         setup_jax()
         runs = run_suite_bench(chosen, eps, seeds, targets, reps, reference_fraction,
-                               method, out=out, executor=where, log=bench_log,
+                               method, out=out, executor=run.where, log=bench_log,
                                matrices=matrices, rows=rows)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
@@ -619,44 +532,3 @@ def bench_suite(
     report = write_report(runs, out)
     print(report.read_text())
     err.print(f"wrote {out}/results.csv, strata.csv, runs.csv, suite.png, report.md")
-
-
-def _bench_suites(ctx: typer.Context, suites: str, references: list[Path] | None,
-                  rows: str) -> tuple[dict[str, tuple[str, ...]], dict[str, Any] | None]:
-    """The suites ``bench suite`` runs (name → its tasks) and, with --reference, the
-    user's matrices by label (one suite of them), checked before any work."""
-    from bayeval.data.bundled import list_datasets
-    from bayeval.experiments.suite import SUITES
-
-    if rows not in ("auto", "id", "order"):
-        raise BayevalError(f"--rows must be auto, id or order, got {rows!r}")
-    if references:
-        if _given(ctx, "suites"):
-            raise BayevalError("give --suites or --reference, not both")
-        if len(references) < 2:
-            raise BayevalError("--reference: a suite needs two or more matrices (give "
-                               "--reference once per task)")
-        from bayeval.data.sources import bench_dataset
-
-        matrices = {}
-        for path in references:
-            _, matrix = fresh_source(None, path)
-            label, matrix = bench_dataset(matrix)
-            if label in matrices:
-                raise BayevalError(f"--reference {path}: given twice")
-            matrices[label] = matrix
-        return {"+".join(matrices): tuple(matrices)}, matrices
-    if rows != "auto":
-        raise BayevalError("--rows matches the rows of your --reference matrices")
-    chosen = {}
-    for name in comma_list(suites):
-        tasks = SUITES.get(name) or tuple(name.split("+"))
-        unknown = [t for t in tasks if t.partition(":")[0] not in list_datasets()]
-        if unknown or len(tasks) < 2:
-            raise BayevalError(f"--suites: {name!r} is neither a known suite "
-                               f"({', '.join(SUITES)}) nor two or more bundled datasets "
-                               "joined by '+'")
-        chosen[name] = tasks
-    if not chosen:
-        raise BayevalError("--suites: none given")
-    return chosen, None

@@ -5,19 +5,17 @@ resume of a journaled session."""
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import warnings
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from bayeval.cli.numbers import FlagGroup
 from bayeval.errors import BayevalError
@@ -35,6 +33,8 @@ from bayeval.evaluation.options import (  # noqa: F401  (the commands' names for
     LmEvalMode,
     RepeatedModels,
 )
+from bayeval.evaluation.settings import EvaluatorOptions, RunSettings, TaskSettings
+from bayeval.records.files import check_output, json_text  # noqa: F401  (the commands')
 
 app = typer.Typer(
     help="bayeval: evaluate a language model on fewer items, with an interval and a "
@@ -190,83 +190,6 @@ def comma_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
-def comma_floats(option: str, text: str) -> list[float]:
-    """The numbers of a comma-separated option value (``option``: its name, e.g.
-    ``--budgets``), or a one-line error naming the option."""
-    try:
-        return [float(part) for part in comma_list(text)]
-    except ValueError:
-        raise fail(f"{option}: not a comma-separated list of numbers: {text!r}") from None
-
-
-def names_table(headers: list[str], rows: list[list[str]], title: str | None = None,
-                wrap: tuple[str, ...] = ()) -> Table:
-    """A result table whose first column (model or dataset names, variables) is never
-    broken or cut at any terminal width, whose numbers are never wrapped, and whose
-    ``wrap`` columns (free text) wrap at spaces only; columns of words (the first, and
-    those whose cells start with a letter) are left-aligned, numbers right-aligned."""
-    from rich import box
-
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for k, header in enumerate(headers):
-        cells = [header, *(row[k] for row in rows)]
-        words = k == 0 or header in wrap or all(c[:1].isalpha() for c in cells[1:] if c)
-        table.add_column(header, justify="left" if words else "right",
-                         no_wrap=header not in wrap, overflow="fold" if header in wrap
-                         else "ellipsis", min_width=min(max(map(len, cells)), 60)
-                         if k == 0 else None)
-    for row in rows:
-        table.add_row(*row)
-    return _Fitted(table, headers, rows, _width_needed(headers, rows, wrap))
-
-
-def _width_needed(headers: list[str], rows: list[list[str]], wrap: tuple[str, ...]) -> int:
-    """The columns a table needs with no cell cut: each column's longest cell (its
-    header included), the longest word for a column that wraps, two spaces between."""
-    widths = []
-    for k, header in enumerate(headers):
-        cells = [header, *(row[k] for row in rows)]
-        pieces = [w for c in cells for w in c.split()] if header in wrap else cells
-        widths.append(max(map(len, pieces), default=0))
-    return sum(widths) + 2 * (len(headers) - 1)
-
-
-class _Fitted:
-    """A table printed as it is where the console is wide enough for every column's
-    unbreakable content (``needed`` columns: the cells of columns that do not wrap, the
-    longest word of those that do, two spaces between columns), else as records (the
-    first column's cell, then ``header: value`` lines), so that no cell is ever cut, at
-    80 columns or fewer."""
-
-    def __init__(self, table: Table, headers: list[str], rows: list[list[str]],
-                 needed: int):
-        self.table, self.headers, self.rows, self.needed = table, headers, rows, needed
-
-    def __rich_console__(self, console, options):
-        if self.needed <= options.max_width:
-            yield self.table
-            return
-        from rich.text import Text
-
-        if self.table.title:
-            yield Text(str(self.table.title), style="italic")
-        for row in self.rows:
-            yield Text(f"{self.headers[0]}: {row[0]}", style="bold")
-            for header, cell in zip(self.headers[1:], row[1:], strict=True):
-                if cell:
-                    yield Text(f"  {header}: {cell}")
-
-
-def field_table():
-    """The two-column table of a command's result: bold field names, then values."""
-    from rich.table import Table
-
-    table = Table(show_header=False, box=None, pad_edge=False)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column(overflow="fold")  # a path longer than the line breaks, never cut
-    return table
-
-
 def progress_bar(verb: str) -> Progress:
     """The progress bar of long runs: verb, bar, done/total, a status field, time."""
     return Progress(TextColumn(f"[bold]{verb}"), BarColumn(), MofNCompleteColumn(),
@@ -314,56 +237,18 @@ app.add_typer(bench_app, name="bench")
 
 
 # Options several commands share (one definition, one help text)
-TimeoutOption = Annotated[float, typer.Option(help="Seconds before a command is killed.")]
-RetriesOption = Annotated[int, typer.Option(
-    help="Retries of a failing command (a non-zero exit, no number in [0, 1] on its last "
-         "line, or a timeout) before the item (or pair) counts as failed; a stop (Ctrl-C, "
-         "SIGTERM) retries nothing.")]
-SeedOption = Annotated[int | None, typer.Option(help="Random seed (default 0).")]
+TimeoutOption = Annotated[float, typer.Option(help=EvaluatorOptions.help("timeout"))]
+RetriesOption = Annotated[int, typer.Option(help=EvaluatorOptions.help("retries"))]
+SeedOption = Annotated[int | None, typer.Option(help=RunSettings.help("seed"))]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-REFERENCE_HELP = ("A score matrix file (.npz, .csv or .parquet, wide or long) instead of a "
-                  "bundled dataset, lm-eval:OUTPUT_DIR for lm-evaluation-harness "
-                  "--log_samples output (with --task), or inspect:LOG_DIR for Inspect AI "
-                  "eval logs (pip install 'bayeval[inspect]').")
-ReferenceOption = Annotated[Path | None, typer.Option(help=REFERENCE_HELP)]
+ReferenceOption = Annotated[Path | None, typer.Option(help=TaskSettings.help("reference"))]
 RepeatedModelsOption = Annotated[RepeatedModels, typer.Option(
-    help="A model id listed twice in --reference (a matrix file or Inspect logs): error, "
-         "or number (the repeats kept as ID#2, ID#3, …, as the bundled leaderboard "
-         "matrices do).")]
-TaskOption = Annotated[str | None, typer.Option(
-    help="The task to read with --reference lm-eval:DIR (a harness task or group, e.g. "
-         "leaderboard_ifeval) or inspect:DIR (default there: the logs' only task).")]
-MetricOption = Annotated[str | None, typer.Option(
-    help="With --reference lm-eval:DIR: the per-sample metric (default: the log's first, "
-         "e.g. acc); with inspect:DIR: the scorer (default: the only one), SCORER:KEY for "
-         "a scorer whose value is a dict.")]
-FilterOption = Annotated[str | None, typer.Option(
-    "--filter", help="With --reference lm-eval:DIR: the harness filter to read when a task "
-                     "logs several (e.g. strict-match).")]
-
-
-def check_output(path: Path | None, flag: str, folder: bool = False) -> None:
-    """Refuse, before any work, an output that cannot be written: a file path that is a
-    folder or lies in a missing folder, a folder path that is a file, an unwritable place."""
-    if path is None:
-        return
-    if folder:
-        if path.exists() and not path.is_dir():
-            raise BayevalError(f"{flag} {path}: is a file, not a folder")
-        base = path if path.exists() else path.parent
-        while not base.exists():
-            base = base.parent
-        if not base.is_dir() or not os.access(base, os.W_OK):
-            raise BayevalError(f"{flag} {path}: cannot create a folder in {base}")
-        return
-    if path.is_dir():
-        raise BayevalError(f"{flag} {path}: is a folder; give a file path")
-    if not path.parent.is_dir():
-        what = "is a file, not a folder" if path.parent.exists() else "does not exist"
-        raise BayevalError(f"{flag} {path}: {path.parent} {what}")
-    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise BayevalError(f"{flag} {path}: not writable")
+    help=TaskSettings.help("repeated_models"))]
+TaskOption = Annotated[str | None, typer.Option(help=TaskSettings.help("task"))]
+MetricOption = Annotated[str | None, typer.Option(help=TaskSettings.help("metric"))]
+FilterOption = Annotated[str | None, typer.Option("--filter",
+                                                  help=TaskSettings.help("filter"))]
 
 
 HarnessResultsOption = Annotated[str | None, typer.Option(
@@ -373,20 +258,3 @@ HarnessResultsOption = Annotated[str | None, typer.Option(
          "all, an alias marked '(bayeval estimate)'): to this file, or to "
          "results_DATE.json in this folder (a path ending in / is a folder, made if "
          "missing). Written after the estimate is shown.")]
-
-
-def json_text(value: Any, indent: int | None = None) -> str:
-    """``value`` as strict JSON (what ``--json`` prints): a float that is not finite (NaN,
-    ±inf), which JSON cannot hold, becomes null."""
-    import math
-
-    def clean(x: Any) -> Any:
-        if isinstance(x, float) and not math.isfinite(x):
-            return None
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, list | tuple):
-            return [clean(v) for v in x]
-        return x
-
-    return json.dumps(clean(value), indent=indent, allow_nan=False)

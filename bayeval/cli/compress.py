@@ -16,17 +16,14 @@ from bayeval.cli.common import (
     RepeatedModels,
     RepeatedModelsOption,
     app,
-    check_output,
     comma_list,
     fail,
-    field_table,
     json_text,
     out,
     working,
 )
 from bayeval.cli.numbers import CheckedCommand
 from bayeval.errors import BayevalError
-from bayeval.evaluation.sources import fresh_source
 
 
 class CompressionMethod(StrEnum):
@@ -90,68 +87,22 @@ def compress(
     """Shrink a benchmark to a fixed subset (BestRand: probe-guided random compression;
     MINCE: Monte Carlo subset sizing), write it as a subset file, and report its drift on
     models not used to build it."""
+    from bayeval.evaluation.subsets import compress as build
+    from bayeval.evaluation.summary import subset_summary
+
     try:
-        result = _compress(method, dataset, reference, retention, size, probes, pool,
-                           candidates, calibration, step, tau, categories, holdout, seed,
-                           subset_file, export_samples, task, metric, filter_name,
-                           include_path, repeated_models)
+        result = build(
+            method.value, dataset, reference, retention=retention, size=size,
+            probes=None if probes is None else comma_list(probes), pool=pool,
+            candidates=candidates,
+            calibration=None if calibration is None else comma_list(calibration),
+            step=step, tau=tau, categories=categories, holdout=holdout, seed=seed,
+            out=subset_file, export_samples=export_samples, task=task, metric=metric,
+            filter_name=filter_name, include_path=include_path,
+            repeated_models=repeated_models.value, working=working)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     if as_json:
         print(json_text(result))
-        return
-    table = field_table()
-    table.add_row("benchmark", f"{result['benchmark']} ({result['n_items']} items)")
-    table.add_row("method", f"{result['method']} {result['parameters']}")
-    table.add_row("subset", f"{result['size']} items ({result['size'] / result['n_items']:.1%})")
-    drift = result["drift"]
-    over = (f"over {drift['held_out_models']} models" if drift["held_out_models"] else
-            f"over the {drift['in_sample_models']} models that built it (none held out: "
-            "in-sample, not a measure of drift)")
-    table.add_row("drift on held-out" if drift["held_out_models"] else "drift",
-                  f"max {100 * drift['held_out_max']:.2f} pp, mean "
-                  f"{100 * drift['held_out_mean']:.2f} pp {over}")
-    table.add_row("written", result["file"] + (f", {result['samples_file']}"
-                                               if result.get("samples_file") else ""))
-    out.print(table)
-
-
-def _names(option: str | None) -> list[str] | None:
-    return None if option is None else comma_list(option)
-
-
-def _compress(method, dataset, reference, retention, size, probes, pool, candidates,
-              calibration, step, tau, categories, holdout, seed, subset_file, export_samples,
-              task, metric, filter_name, include_path, repeated_models="error"):
-    check_output(subset_file, "--out")  # both outputs checked before any work
-    check_output(export_samples, "--export-samples")
-
-    _, matrix = fresh_source(dataset or ("arc_challenge" if reference is None else None),
-                             reference, task=task, metric=metric, filter_name=filter_name,
-                             repeated_models=repeated_models)
-    from bayeval.compression.build import build_subset, read_categories
-    from bayeval.compression.subset import export_lm_eval_samples, group_aggregation
-    from bayeval.data.lm_eval import harness_task
-
-    if export_samples is not None and not (task or harness_task(matrix)):
-        raise BayevalError(f"--export-samples: {matrix.name} records no lm-evaluation-harness "
-                           "task; give the harness's task name (--task NAME)")
-
-    with working(f"{method.value}: choosing a subset of {matrix.name} "
-                 f"({matrix.n_models} models × {matrix.n_items} items)"):
-        subset = build_subset(
-            matrix, method.value, retention=retention, size=size, probes=_names(probes),
-            pool=pool, candidates=candidates, calibration=_names(calibration), step=step,
-            tau=tau, categories=None if categories is None else read_categories(categories),
-            holdout=holdout, seed=seed, task=task)
-    if subset.subtasks and subset.task:  # a group: how the harness combines its subtasks
-        subset.group_mean = group_aggregation(subset.task, subset.metric, include_path)
-    if export_samples is not None:
-        # its doc indices and task key are checked before anything is written
-        export_lm_eval_samples(subset, include_path=include_path)
-    subset.save(subset_file)
-    result = {**subset.to_json(), "file": str(subset_file)}
-    if export_samples is not None:
-        export_lm_eval_samples(subset, export_samples, check=False)
-        result["samples_file"] = str(export_samples)
-    return result
+    else:
+        out.print(subset_summary(result))

@@ -21,7 +21,6 @@ from bayeval.cli.common import (
     check_output,
     fail,
     json_text,
-    names_table,
     out,
     setup_jax,
     working,
@@ -70,7 +69,11 @@ def diagnose(
                                  filter_name=filter_name, repeated_models=repeated_models)
     except BayevalError as exc:
         raise fail(str(exc)) from None
-    from bayeval.diagnose import diagnose_case, plot_diagnosis
+    from bayeval.experiments.diagnose import (
+        diagnose_case,
+        diagnosis_summary,
+        plot_diagnosis,
+    )
 
     setup_jax()
     try:
@@ -86,29 +89,6 @@ def diagnose(
     if as_json:
         print(json_text({**result.to_json(), "plots": [str(p) for p in paths]}, indent=2))
         return
-    worst = result.table.sort_values("r_hat", ascending=False)
-    out.print(names_table(
-        ["variable", "R-hat", "bulk ESS", "tail ESS"],
-        [[str(name), f"{r.r_hat:.4f}", f"{r.ess_bulk:.0f}", f"{r.ess_tail:.0f}"]
-         for name, r in worst.head(rows).iterrows()],
-        f"{model} on {matrix.name}, target {target}, {coreset} of {matrix.n_items} items "
-        "observed"))
-    if len(worst) > rows:
-        out.print(f"({len(worst) - rows} more variables; all R-hat ≤ {worst.r_hat.max():.4f}, "
-                  f"bulk ESS ≥ {worst.ess_bulk.min():.0f}, tail ESS ≥ "
-                  f"{worst.ess_tail.min():.0f})", highlight=False)
-    out.print(f"divergences: {result.divergences} · energy BFMI per chain: "
-              + ", ".join(f"{b:.2f}" for b in result.bfmi), highlight=False)
-    out.print(f"NUTS: {chains} chains × ({warmup} warm-up + {draws} draws) in "
-              f"{result.seconds:.1f} s with compilation ({result.total_seconds:.1f} s in all)",
-              highlight=False)
-    if result.refit_seconds is not None:
-        out.print(f"refit after 50 more items (warm start, compiled): "
-                  f"{result.refit_seconds:.2f} s", highlight=False)
-    out.print(f"estimate {result.estimate:.4f} ± {result.sd:.4f} (sd), true score "
-              f"{result.truth:.4f}", highlight=False)
-    verdict = ("[green]all diagnostics within thresholds[/]" if not result.problems else
-               "[yellow]" + "; ".join(result.problems) + "[/]")
-    out.print(verdict)
+    out.print(diagnosis_summary(result, matrix.name, chains, warmup, draws, rows))
     for path in paths:
         out.print(f"wrote {path}", highlight=False)

@@ -61,7 +61,7 @@ def _selecting(session: Any) -> Iterator[Callable[..., None] | None]:
 
 @contextlib.contextmanager
 def _evaluating(run: Any, batch: int) -> Iterator[Callable[..., None]]:
-    from bayeval.suite import SuiteRun
+    from bayeval.loop.suite import SuiteRun
 
     suite = isinstance(run, SuiteRun)
     sessions = run.sessions if suite else [run]

@@ -4,7 +4,7 @@ evaluations."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -25,7 +25,6 @@ from bayeval.cli.common import (
     err,
     evaluation_errors,
     json_text,
-    names_table,
     out,
 )
 from bayeval.cli.numbers import CheckedCommand
@@ -96,36 +95,9 @@ def select(
             journal, resume, history, (task, metric, filter_name), history_method,
             repeated_models.value, watch=progress_watch(quiet),
             say=None if quiet else lambda text: err.print(text, highlight=False))
+    from bayeval.evaluation.summary import selection_summary
+
     if as_json:
         print(json_text(result))
     else:
-        _print_selection(result, top)
-
-
-def _print_selection(r: dict[str, Any], top: int) -> None:
-    truth = "true_mean" in (r["ranking"][0] if r["ranking"] else {})
-    headers = ["model", "rank", "mean", "items"]
-    if truth:
-        headers += ["true mean", "true rank"]
-        true_rank = {row["model"]: k for k, row in enumerate(
-            sorted(r["ranking"], key=lambda row: -row["true_mean"]), start=1)}
-    rows = []
-    for k, row in enumerate(r["ranking"][:top], start=1):
-        cells = [row["model"], str(k), f"{row['mean']:.4f}", str(row["evaluated"])]
-        if truth:
-            cells += [f"{row['true_mean']:.4f}", str(true_rank[row["model"]])]
-        rows.append(cells)
-    out.print(names_table(headers, rows, f"ranking (best first, top {top})"))
-    pairs = r["models"] * r["items"]
-    line = (f"best: {r['best']}  ·  {r['evaluations']} evaluations of {r['budget']} allowed "
-            f"({r['evaluations'] / pairs:.1%} of {r['models']} models × {r['items']} items)")
-    if r["skipped"]:
-        line += f", {r['skipped']} left unevaluated after failures"
-    out.print(line, highlight=False)
-    if "found_best" in r:
-        out.print("the true best" if r["found_best"] else
-                  f"[bold]not[/] the true best (that is {r['true_best']})", highlight=False)
-    if r.get("history"):
-        out.print(f"history: {r['history']}", highlight=False)
-    if r["journal"]:
-        out.print(f"journal: {r['journal']}", highlight=False)
+        out.print(selection_summary(result, top))

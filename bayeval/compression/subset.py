@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bayeval.errors import DataError
-from bayeval.files import write_file
+from bayeval.records.files import write_file
 
 SUBSET_FORMAT = "bayeval-subset"
 SUBSET_VERSION = 1
@@ -101,7 +101,7 @@ class Subset:
         return {"format": SUBSET_FORMAT, "version": SUBSET_VERSION, "size": self.size, **body}
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write the subset file (whole or not at all: :func:`bayeval.files.write_file`)."""
+        """Write the subset file (whole or not at all: :func:`bayeval.records.files.write_file`)."""
         path = Path(path)
         write_file(path, json.dumps(self.to_json(), indent=1) + "\n")
         return path

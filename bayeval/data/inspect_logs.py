@@ -9,7 +9,7 @@ P → 0.5, N → 0, booleans and numbers as they are), several epochs of a sampl
 Each sample's tokens (summed over the models a sample called) and seconds are kept beside
 the scores as its costs. Only logs whose run finished (``status == "success"``) are read;
 the others are named in a warning. bayeval's own estimate logs (``eval.metadata`` with
-``"bayeval"``, written by :func:`bayeval.inspect_evaluator.write_estimate_log`) are passed
+``"bayeval"``, written by :func:`bayeval.evaluators.inspect_eval.write_estimate_log`) are passed
 over: their samples are in the target's batch logs beside them.
 """
 
@@ -30,7 +30,7 @@ __all__ = ["ESTIMATE_KEY", "INSPECT_PREFIX", "InspectReference", "InspectWarning
            "read_inspect_logs", "sample_score", "split_metric"]
 
 INSPECT_PREFIX = "inspect:"
-# the eval metadata key of bayeval's estimate log (bayeval.inspect_evaluator), whose
+# the eval metadata key of bayeval's estimate log (bayeval.evaluators.inspect_eval), whose
 # samples are those of the target's own batch logs: the reader passes over it
 ESTIMATE_KEY = "bayeval"
 

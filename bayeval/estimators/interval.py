@@ -4,6 +4,7 @@
   posterior (BayesAME, seed 000 §3.1), or a Wald interval.
 * :func:`wilson_fpc_bounds` — the Wilson score interval with the finite-population
   correction, for the mean of n of N binary scores drawn without replacement.
+* :func:`covers` — whether an interval holds a true score (coverage is its mean).
 
 Bounds are returned unclipped (their difference is the width the stopping rules read,
 docs/methods.md §1 condition ii); reports clip them to [0, 1] with :func:`clip_interval`.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from statistics import NormalDist
 
 import jax.numpy as jnp
+import numpy as np
 
 from bayeval.types import Array
 
@@ -61,3 +63,12 @@ def wilson_fpc_bounds(mean: Array, n: Array, n_items: int, z: float) -> tuple[Ar
 def clip_interval(lower: float, upper: float) -> tuple[float, float]:
     """Bounds clipped to [0, 1], the range of a benchmark score."""
     return max(0.0, float(lower)), min(1.0, float(upper))
+
+
+COVER_TOLERANCE = 1e-12
+
+
+def covers(lower, upper, truth, tol: float = COVER_TOLERANCE):
+    """Whether [lower, upper] holds ``truth``, up to ``tol`` of float rounding (an interval
+    that closes on the truth at n = N can miss it by 1e-17 otherwise)."""
+    return (np.asarray(lower) - tol <= truth) & (np.asarray(truth) <= np.asarray(upper) + tol)

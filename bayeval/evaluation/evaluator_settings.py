@@ -120,10 +120,10 @@ class EvaluatorSettings:
         several (the command gets ``{target}``; the oracle reads each target's row);
         ``lm``: the harness model another task of the run loaded (in process, used as it
         is)."""
-        from bayeval.evaluators import MatrixOracle
+        from bayeval.evaluators.base import MatrixOracle
 
         if self.evaluator == EvaluatorKind.lm_eval.value:
-            from bayeval.harness import LmEvalCommand, LmEvalInProcess
+            from bayeval.evaluators.harness import LmEvalCommand, LmEvalInProcess
 
             where = ([tuple(x) for x in self.subtasks], self.metric, self.filter)
             if self.lm_eval_mode == SUBPROCESS:
@@ -133,7 +133,7 @@ class EvaluatorSettings:
                                              output_path=self.output_path, name=targets[0],
                                              lm=lm)
         if self.evaluator == EvaluatorKind.inspect.value:
-            from bayeval.inspect_evaluator import InspectEvaluator
+            from bayeval.evaluators.inspect_eval import InspectEvaluator
 
             return InspectEvaluator(self.inspect_task, targets[0], self.output_path,
                                     self.metric)
@@ -158,7 +158,7 @@ def command_evaluator(command: str, timeout: float, retries: int):
     """The CommandEvaluator of ``--command``; a command it refuses (a quoted placeholder,
     say) is a bad option, exit status 2, said before any journal is written."""
     from bayeval.errors import EvaluationError
-    from bayeval.evaluators import CommandEvaluator
+    from bayeval.evaluators.base import CommandEvaluator
 
     try:
         return CommandEvaluator(command, timeout=timeout, retries=retries)
@@ -204,7 +204,7 @@ def evaluator_kind(evaluator: str | None, command: str | None, timeout: float,
     _check_tool(kind, EvaluatorKind.lm_eval.value, lm_eval_args, harness)
     if kind == EvaluatorKind.lm_eval.value:
         from bayeval.errors import EvaluationError
-        from bayeval.harness import LmEvalCommand
+        from bayeval.evaluators.harness import LmEvalCommand
 
         try:  # its arguments are refused before any journal
             LmEvalCommand(lm_eval_args, "task", timeout=timeout)

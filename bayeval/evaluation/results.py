@@ -1,6 +1,6 @@
 """What a run's result says beyond its estimate, and the result written in other tools'
 formats: the causes of failed evaluations, what the estimate assumes about skipped items,
-and the estimate as lm-evaluation-harness results (:mod:`bayeval.harness_results`)."""
+and the estimate as lm-evaluation-harness results (:mod:`bayeval.evaluators.harness_results`)."""
 
 from __future__ import annotations
 
@@ -33,11 +33,11 @@ def skipped_note(estimator: str, skipped: int) -> str | None:
 
 def result_estimate(result: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """One target's estimate in an evaluation's ``result`` as a
-    :class:`~bayeval.harness_results.TaskEstimate` — a suite's (or a group's by subtask)
+    :class:`~bayeval.evaluators.harness_results.TaskEstimate` — a suite's (or a group's by subtask)
     with its ``tasks`` as its subtasks — and what says how it was made (the method, its
     parameters, the seed, the stop, the journal, the reference), for the files written in
     other tools' formats."""
-    from bayeval.harness_results import TaskEstimate
+    from bayeval.evaluators.harness_results import TaskEstimate
 
     level = result["level"]
     tasks = tuple(TaskEstimate(t.get("harness_task") or t["task"], t["estimate"],
@@ -55,9 +55,9 @@ def result_estimate(result: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 def write_estimate_results(result: dict[str, Any], path: Path | str) -> None:
     """One target's estimate (``result``: an evaluation's result; a suite's tasks under
     ``results`` and the suite under ``groups``) written in the harness's results layout
-    to ``path`` (:mod:`bayeval.harness_results`; a file that cannot be written is a
+    to ``path`` (:mod:`bayeval.evaluators.harness_results`; a file that cannot be written is a
     one-line error)."""
-    from bayeval.harness_results import harness_results, write_harness_results
+    from bayeval.evaluators.harness_results import harness_results, write_harness_results
 
     estimate, info = result_estimate(result)
     model = result["target"] if "target" in result else result["tasks"][0]["target"]

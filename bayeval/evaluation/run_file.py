@@ -98,8 +98,8 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     errors naming the file and the key). ``run``: a run file (one task or more, and the
     run's own keys, :data:`_RUN`)."""
     from bayeval.evaluation.options import task_label
-    from bayeval.files import read_text
-    from bayeval.suite import task_id  # (JAX: after the file is found)
+    from bayeval.loop.suite import task_id  # (JAX: after the file is found)
+    from bayeval.records.files import read_text
 
     flag = "--run" if run else "--suite"
 

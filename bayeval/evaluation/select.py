@@ -147,7 +147,7 @@ def run_selection(dataset: str | None = None, reference: Path | None = None,
         else:
             names = list(matrix.models)
         if items is not None:
-            from bayeval.files import read_text
+            from bayeval.records.files import read_text
 
             try:
                 item_ids = [ln.strip() for ln in read_text(items, f"--items {items}")
@@ -182,7 +182,7 @@ def run_selection(dataset: str | None = None, reference: Path | None = None,
         else:
             if matrix is None:
                 raise BayevalError(f"journal {journal}: no score matrix recorded for the oracle")
-            from bayeval.evaluators import MatrixPairOracle
+            from bayeval.evaluators.base import MatrixPairOracle
 
             evaluate_fn = MatrixPairOracle(matrix)
         with watched(watch, session, 1) as on_step:

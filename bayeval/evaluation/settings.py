@@ -15,6 +15,9 @@ from typing import Any
 from bayeval.errors import BayevalError
 from bayeval.evaluation.options import (
     DEFAULT_BATCH,
+    DEFAULT_DATASET,
+    INSPECT_PREFIX,
+    LM_EVAL_PREFIX,
     EvaluatorKind,
     GroupMean,
     LmEvalMode,
@@ -40,6 +43,29 @@ def _positive(value: Any, what: str, integer: bool = False) -> None:
                            f"number, got {value!r}")
 
 
+class _Described:
+    """Settings whose fields carry their meaning (``metadata["help"]``): one text for a
+    Python user (``help(RunSettings)`` lists them), the run file and ``bayeval evaluate
+    --help``, where each is the option of the same name."""
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        """What setting ``name`` means."""
+        return next(f for f in dataclasses.fields(cls) if f.name == name).metadata["help"]
+
+
+def _described(cls: type) -> type:
+    """``cls`` with its fields' meanings appended to its docstring."""
+    import textwrap
+
+    lines = [textwrap.fill(f"{f.name}: {f.metadata['help']}", 88, initial_indent="    ",
+                           subsequent_indent="        ")
+             for f in dataclasses.fields(cls) if "help" in f.metadata]
+    cls.__doc__ = f"{cls.__doc__}\n\n    What the fields mean (each also an option of " \
+                  f"``bayeval evaluate``):\n\n" + "\n".join(lines) + "\n"
+    return cls
+
+
 def _one_of(value: Any, kinds: type, what: str) -> str | None:
     if value is None:
         return None
@@ -49,8 +75,9 @@ def _one_of(value: Any, kinds: type, what: str) -> str | None:
     return str(value)
 
 
+@_described
 @dataclass(frozen=True)
-class TaskSettings:
+class TaskSettings(_Described):
     """One task of a run: where its reference scores come from, and how it counts.
 
     dataset: a bundled dataset (see ``bayeval datasets``); or reference: a score matrix
@@ -65,18 +92,34 @@ class TaskSettings:
     repeated_models: ``error`` or ``number`` (a file's repeated model ids as ID#2, …).
     """
 
-    dataset: str | None = None
-    reference: str | None = None
-    task: str | None = None
-    metric: str | None = None
-    filter: str | None = None
+    dataset: str | None = field(default=None, metadata={"help": (
+        "Bundled dataset to use as reference (see `bayeval datasets`). Default: "
+        f"{DEFAULT_DATASET}.")})
+    reference: str | None = field(default=None, metadata={"help": (
+        "A score matrix file (.npz, .csv or .parquet, wide or long) instead of a "
+        "bundled dataset, lm-eval:OUTPUT_DIR for lm-evaluation-harness --log_samples "
+        "output (with --task), or inspect:LOG_DIR for Inspect AI eval logs (pip "
+        "install 'bayeval[inspect]').")})
+    task: str | None = field(default=None, metadata={"help": (
+        "The task to read with --reference lm-eval:DIR (a harness task or group, e.g."
+        " leaderboard_ifeval) or inspect:DIR (default there: the logs' only task).")})
+    metric: str | None = field(default=None, metadata={"help": (
+        "With --reference lm-eval:DIR: the per-sample metric (default: the log's "
+        "first, e.g. acc); with inspect:DIR: the scorer (default: the only one), "
+        "SCORER:KEY for a scorer whose value is a dict.")})
+    filter: str | None = field(default=None, metadata={"help": (
+        "With --reference lm-eval:DIR: the harness filter to read when a task logs "
+        "several (e.g. strict-match).")})
     name: str | None = None
     weight: float = 1.0
     cost: float | None = None
     target: str | None = None
     command: str | None = None
     inspect_task: str | None = None
-    repeated_models: str = RepeatedModels.error.value
+    repeated_models: str = field(default=RepeatedModels.error.value, metadata={"help": (
+        "A model id listed twice in --reference (a matrix file or Inspect logs): "
+        "error, or number (the repeats kept as ID#2, ID#3, …, as the bundled "
+        "leaderboard matrices do).")})
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -87,6 +130,28 @@ class TaskSettings:
             raise BayevalError("give either --dataset or --reference, not both")
         _positive(self.weight, "weight")
         _positive(self.cost, "cost")
+
+    @classmethod
+    def from_logs(cls, reference: str | Path, tasks: list[str] | tuple[str, ...],
+                  metric: str | None = None, filter: str | None = None,
+                  ) -> tuple[TaskSettings, ...]:
+        """Several tasks read from one ``lm-eval:DIR`` or ``inspect:DIR`` ``reference``
+        (``bayeval evaluate --task A --task B``), each named by its task, equally
+        weighted."""
+        from bayeval.loop.suite import task_id
+
+        if reference is None or not str(reference).startswith((LM_EVAL_PREFIX,
+                                                               INSPECT_PREFIX)):
+            raise BayevalError("several --task make a suite of tasks read from one "
+                               "--reference lm-eval:DIR or inspect:DIR (bundled datasets: "
+                               "--suite FILE)")
+        twice = sorted({t for t in tasks if tasks.count(t) > 1})
+        if twice:
+            raise BayevalError(f"--task {twice[0]} is given twice")
+        for t in tasks:  # a task's name names its files in the suite's folder
+            task_id(t, f"--task {t[:60]!r}")
+        return tuple(cls(name=t, reference=str(reference), task=t, metric=metric,
+                         filter=filter) for t in tasks)
 
     @property
     def label(self) -> str:
@@ -102,8 +167,9 @@ class TaskSettings:
         return entry
 
 
+@_described
 @dataclass(frozen=True)
-class EvaluatorOptions:
+class EvaluatorOptions(_Described):
     """How items are scored.
 
     kind: ``oracle`` (the target's row of its reference: a simulation), ``command``
@@ -116,16 +182,56 @@ class EvaluatorOptions:
         else 1); concurrency: evaluations in flight (command or oracle).
     """
 
-    kind: str = EvaluatorKind.oracle.value
-    command: str | None = None
-    timeout: float = 600.0
-    retries: int = 1
-    lm_eval_args: str | None = None
-    lm_eval_mode: str = LmEvalMode.in_process.value
-    inspect_task: str | None = None
-    output_path: str | None = None
-    batch: int | None = None
-    concurrency: int = 1
+    kind: str = field(default=EvaluatorKind.oracle.value, metadata={"help": (
+        "oracle: simulate with the target's known row; command: run --command for "
+        "each item; lm-eval: lm-evaluation-harness, the model and task loaded once in"
+        " this process and run on each batch of --batch items (see --lm-eval-mode), "
+        "reading the reference's metric back; inspect: Inspect AI runs --inspect-task"
+        " on the --target model (an Inspect model name such as openai/gpt-4o-mini) in"
+        " this process, one eval per batch of --batch items (default 8), scored by "
+        "--metric, its logs kept in --output-path.")})
+    command: str | None = field(default=None, metadata={"help": (
+        "Shell command that evaluates one item and prints its score (0..1) as the "
+        "last line; {item} (unquoted: it is passed quoted, as one argument) becomes "
+        "the item id, also in $BAYEVAL_ITEM (without {item} the id is appended). An "
+        "item that still fails after --retries stops active-pai, active-pai-joint and"
+        " faq (their estimate weighs every drawn item; --resume asks it again); the "
+        "other methods skip it and stop after three failures in a row. Either way the"
+        " exit status is 3.")})
+    timeout: float = field(default=600.0, metadata={"help": (
+        "Seconds before a command is killed.")})
+    retries: int = field(default=1, metadata={"help": (
+        "Retries of a failing command (a non-zero exit, no number in [0, 1] on its "
+        "last line, or a timeout) before the item (or pair) counts as failed; a stop "
+        "(Ctrl-C, SIGTERM) retries nothing.")})
+    lm_eval_args: str | None = field(default=None, metadata={"help": (
+        "With --evaluator lm-eval: the harness's options as `lm_eval run` takes them,"
+        " e.g. '--model hf --model_args pretrained=gpt2 --include_path tasks/' or "
+        "'--model local-completions --model_args model=M,base_url=URL' (bayeval sets "
+        "--tasks and --samples; --limit is --max-items here).")})
+    lm_eval_mode: str = field(default=LmEvalMode.in_process.value, metadata={"help": (
+        "in-process: load the model and the task once and run each batch on them "
+        "(fast); subprocess: launch `lm_eval run` once per batch (isolated, but every"
+        " launch loads the model again).")})
+    inspect_task: str | None = field(default=None, metadata={"help": (
+        "With --evaluator inspect: the Inspect task, FILE.py@TASK (imported once, "
+        "with what it registers) or a registered task name; its sample ids are the "
+        "reference's item ids (e.g. --reference inspect:LOG_DIR of earlier runs).")})
+    output_path: str | None = field(default=None, metadata={"help": (
+        "With --evaluator lm-eval: keep the harness's own per-document output of the "
+        "target here (samples and results files, as --log_samples writes them); with "
+        "--evaluator inspect: the folder of the target's eval logs (default: "
+        "JOURNAL.inspect), so the new model can join the reference.")})
+    batch: int | None = field(default=None, metadata={"help": (
+        "Items asked and evaluated together (default 32 with --evaluator lm-eval: one"
+        " harness call per batch; else 1). Draw probabilities stay those of the state"
+        " before the batch.")})
+    concurrency: int = field(default=1, metadata={"help": (
+        "Evaluations kept in flight (--evaluator command or oracle): when one "
+        "finishes, its score is told and the next item is drawn from the latest "
+        "state, so a slow item never holds the others back; the interval stays "
+        "design-valid (rounds are applied in draw order). A suite keeps K in flight "
+        "across its tasks, each next item going where the allocation says.")})
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -144,8 +250,9 @@ class EvaluatorOptions:
         return self.batch or DEFAULT_BATCH.get(self.kind, 1)
 
 
+@_described
 @dataclass(frozen=True)
-class RunSettings:
+class RunSettings(_Described):
     """A live evaluation: its tasks (one, or a suite of several), the evaluator, the
     target (or several ``targets`` evaluated jointly, one task), the method spec (e.g.
     ``'active-pai'``, ``'faq(budget=0.1)'``), the stop (``epsilon``: the 95% interval's
@@ -156,16 +263,46 @@ class RunSettings:
 
     tasks: tuple[TaskSettings, ...] = (TaskSettings(),)
     evaluator: EvaluatorOptions = field(default_factory=EvaluatorOptions)
-    target: str | None = None
-    targets: tuple[str, ...] | None = None
-    method: str | None = None
-    epsilon: float | None = None
+    target: str | None = field(default=None, metadata={"help": (
+        "Model to evaluate. With the oracle evaluator: a model of the matrix, held "
+        "out from the reference (default: one drawn with --seed). With a command: any"
+        " name for the new model.")})
+    targets: tuple[str, ...] | None = field(default=None, metadata={"help": (
+        "Several models to evaluate in one run (comma-separated), e.g. checkpoints of"
+        " one family: a joint model of their scores picks and predicts, and each gets"
+        " its own design-valid interval (active-pai-joint). With a command, {target} "
+        "in it is replaced by the model's name.")})
+    method: str | None = field(default=None, metadata={"help": (
+        "Evaluation method: active-pai (default: design-valid interval, automatic "
+        "stop), bayesame, bayesame-rs, bayesame-laplace, bayes-aipw, bq, irt, random "
+        "or faq, optionally with parameters, e.g. 'active-pai(anytime=true)' (an "
+        "interval valid whenever you stop; predictor=exact|laplace|factor) or "
+        "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval). With "
+        "--targets: active-pai-joint (the default: the joint model of the targets "
+        "picks and predicts, each target's items drawn at random with a design-valid "
+        "interval and stop of its own) or bayesame-joint (multi-target BayesAME, "
+        "model-based intervals; e.g. 'bayesame-joint(selection=mean_ig)').")})
+    epsilon: float | None = field(default=None, metadata={"help": (
+        "Stop once the 95% interval is at most this wide (with bayesame, also once "
+        "the estimate moved less than 0.005 over the last 30 items). Default: the "
+        "method's (0.05 for active-pai, 0.02 for bayesame, 0.1 for random).")})
     task_epsilon: float | None = None
-    max_items: int | None = None
-    seed: int | None = None
-    journal: str | None = None
-    subtasks: bool = False
-    group_mean: str | None = None
+    max_items: int | None = field(default=None, metadata={"help": (
+        "Evaluate at most this many items.")})
+    seed: int | None = field(default=None, metadata={"help": (
+        "Random seed (default 0).")})
+    journal: str | None = field(default=None, metadata={"help": (
+        "Append every result to this JSON-lines journal (fsync'd), so a crash loses "
+        "nothing. Default: none for the oracle, bayeval-TARGET-YYYYMMDD-HHMMSS.jsonl "
+        "in the current folder for a command.")})
+    subtasks: bool = field(default=False, metadata={"help": (
+        "For a harness group (e.g. --dataset musr): estimate each subtask with its "
+        "own design-valid run and interval, and the group as the harness aggregates "
+        "it, in one run (a suite of the subtasks sharing one evaluator).")})
+    group_mean: str | None = field(default=None, metadata={"help": (
+        "With --subtasks: the group's score as 'size' (the mean over all its "
+        "documents) or 'equal' (the unweighted mean of its subtasks); default: as the"
+        " group's harness config says, else 'size'.")})
     name: str | None = None
 
     def __post_init__(self) -> None:

@@ -50,7 +50,7 @@ def resume_single(journal: Path, max_items: int | None = None, batch: int | None
     (``max_items``), batch size and concurrency may be given, and the harness options of
     a run that failed before any score."""
     from bayeval.devices import prepare_jax
-    from bayeval.session import Session
+    from bayeval.loop.session import Session
 
     if lm_eval_args is not None:
         correct_evaluator_args(journal, lm_eval_args)
@@ -119,7 +119,7 @@ def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None
             inspect_task=task.inspect_task or live.inspect_task,
             output_path=live.output_path or f"{journal}.inspect")
     if harness_run:
-        from bayeval.harness import harness_settings  # (pandas: after the checks)
+        from bayeval.evaluators.harness import harness_settings  # (pandas: after the checks)
 
         journaled = journaled.replace(
             **harness_settings(matrix, live.lm_eval_args, task.task, task.metric,
@@ -181,7 +181,7 @@ def _fresh(settings: RunSettings):
             evaluate_fn = journaled.evaluator_for(matrix, names)
         except EvaluationError as exc:  # a task or model that does not load
             raise BayevalError(str(exc)) from None
-    from bayeval.session import Session
+    from bayeval.loop.session import Session
 
     prepare_jax()
     session = Session(matrix.drop_models(held) if held else matrix,
@@ -195,7 +195,7 @@ def _run(session, journaled: EvaluatorSettings, matrix, evaluate_fn, watch: Watc
          batch: int) -> dict[str, Any]:
     """The loop run on ``session`` (its journal closed however it ends; on an
     interruption the command that continues it noted), then its result."""
-    from bayeval.evaluators import closing
+    from bayeval.evaluators.base import closing
 
     with resumable(session, "evaluate"):
         if evaluate_fn is None:
@@ -227,7 +227,7 @@ def _common(session) -> dict[str, Any]:
 
 def _joint_result(session, journaled: EvaluatorSettings, matrix) -> dict[str, Any]:
     """A joint run's result: a row per target."""
-    from bayeval.experiments.metrics import covers
+    from bayeval.estimators.interval import covers
 
     rows = []
     for k, target in enumerate(session.target_ids):
@@ -246,8 +246,8 @@ def _result(session, journaled: EvaluatorSettings, matrix, evaluate_fn) -> dict[
     """One target's result: the estimate and interval, what it rests on, what the run
     cost (items, documents, harness calls, time)."""
     from bayeval.data.lm_eval import harness_task
+    from bayeval.estimators.interval import covers
     from bayeval.estimators.sample_mean import items_for_width
-    from bayeval.experiments.metrics import covers
 
     value, lower, upper = session.estimate()
     truth = journaled.true_score(matrix, session.target_id)
@@ -322,10 +322,10 @@ def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
     header is rewritten atomically."""
     import fcntl
 
-    from bayeval.files import write_file
-    from bayeval.harness import harness_config
-    from bayeval.journal_check import CHECK, seal_header
-    from bayeval.session import Session
+    from bayeval.evaluators.harness import harness_config
+    from bayeval.loop.session import Session
+    from bayeval.records.files import write_file
+    from bayeval.records.journal_check import CHECK, seal_header
 
     header, events, _, _ = Session.read_journal(journal)
     extra = header.get("extra") or {}
@@ -358,7 +358,7 @@ def _harness_evaluator(settings: EvaluatorSettings, matrix, target: str):
     now (the harness's own parser and task index), so that a wrong option or task is a
     one-line error and no journal freezes it."""
     if settings.lm_eval_mode == SUBPROCESS:
-        from bayeval.harness import check_harness_task
+        from bayeval.evaluators.harness import check_harness_task
 
         check_harness_task(settings.lm_eval_args, settings.task)
     return settings.evaluator_for(matrix, [target])
@@ -367,9 +367,9 @@ def _harness_evaluator(settings: EvaluatorSettings, matrix, target: str):
 def write_inspect_log(result: dict[str, Any], path: Path) -> Path:
     """The estimate of an ``--evaluator inspect`` run's ``result`` as an Inspect eval log
     built from the target's own logs
-    (:func:`bayeval.inspect_evaluator.write_estimate_log`)."""
+    (:func:`bayeval.evaluators.inspect_eval.write_estimate_log`)."""
     from bayeval.evaluation.results import result_estimate
-    from bayeval.inspect_evaluator import write_estimate_log
+    from bayeval.evaluators.inspect_eval import write_estimate_log
 
     if not result.get("inspect_logs"):  # only an --evaluator inspect run has them
         raise BayevalError("--inspect-log writes the target's Inspect samples: this run "

@@ -1,6 +1,6 @@
 """A suite's live run (:func:`bayeval.evaluate` with several tasks, ``bayeval evaluate
 --suite FILE``) and a harness group's subtasks (``--subtasks``): several tasks estimated in
-one run with one budget (:mod:`bayeval.suite`).
+one run with one budget (:mod:`bayeval.loop.suite`).
 
 A suite file (:mod:`bayeval.evaluation.run_file`) names the tasks::
 
@@ -43,8 +43,8 @@ from bayeval.evaluation.options import DEFAULT_METHOD, SUITE_FILE, EvaluatorKind
 from bayeval.evaluation.settings import RunSettings
 from bayeval.evaluation.sources import fresh_source, load_source, resume_session
 from bayeval.evaluation.watch import Watch, watched
-from bayeval.journal_check import CHECK, RUN, header_altered, seal_header
-from bayeval.suite import task_id
+from bayeval.loop.suite import task_id
+from bayeval.records.journal_check import CHECK, RUN, header_altered, seal_header
 
 __all__ = ["resume_suite", "run_suite"]
 
@@ -93,8 +93,8 @@ def run_suite(settings: RunSettings, watch: Watch | None = None) -> dict[str, An
     else:
         tasks = _suite_tasks(entries)
         label = settings.name or "+".join(t["name"] for t in entries)
+    from bayeval.loop.suite import NEVER, SuiteRule
     from bayeval.methods import make_method, parse_method_spec
-    from bayeval.suite import NEVER, SuiteRule
 
     name, params = parse_method_spec(settings.method or DEFAULT_METHOD)
     probe = make_method(name, **params)
@@ -194,7 +194,7 @@ def _settings(kind: str, task: dict[str, Any], live, journal_dir) -> EvaluatorSe
         cmd = cmd.replace("{task}", shlex.quote(task["name"]))
     settings = EvaluatorSettings(kind, cmd, live.timeout, live.retries, 1, 1)
     if kind == EvaluatorKind.lm_eval.value:  # a group's subtasks: the group's harness run
-        from bayeval.harness import harness_settings
+        from bayeval.evaluators.harness import harness_settings
 
         kept = live.output_path
         if kept is not None and "group" not in task:  # a suite: each task's output apart
@@ -217,9 +217,9 @@ def _settings(kind: str, task: dict[str, Any], live, journal_dir) -> EvaluatorSe
 def _start(label, tasks, names, kind, run_settings: RunSettings, method_name, params, rule,
            seed, journal, watch, batch) -> dict[str, Any]:
     from bayeval.data.io import safe_file_name
-    from bayeval.files import write_file
-    from bayeval.session import Session
-    from bayeval.suite import SuiteRun, task_seed
+    from bayeval.loop.session import Session
+    from bayeval.loop.suite import SuiteRun, task_seed
+    from bayeval.records.files import write_file
 
     if journal is not None:
         journal = Path(journal)
@@ -273,7 +273,7 @@ def _suite_record(path: Path) -> dict[str, Any]:
     task's name or journal) and each task's entry (a name, positive finite weight and
     cost, a journal file of this folder named once). A record written before the checks
     existed (neither check nor run id) is read with a warning naming it."""
-    from bayeval.files import read_text
+    from bayeval.records.files import read_text
 
     try:
         record = json.loads(read_text(path, str(path)))
@@ -317,8 +317,8 @@ def resume_suite(journal: Path, max_items: int | None = None, batch: int | None 
     """The suite recorded in the folder ``journal``, continued (with a new budget of
     ``max_items`` over all tasks, if given; ``batch`` and ``concurrency``: how many are
     asked at once, which the estimate does not depend on)."""
-    from bayeval.session import Session
-    from bayeval.suite import SuiteRule, SuiteRun
+    from bayeval.loop.session import Session
+    from bayeval.loop.suite import SuiteRule, SuiteRun
 
     path = Path(journal) / SUITE_FILE
     if not path.is_file():
@@ -332,7 +332,7 @@ def resume_suite(journal: Path, max_items: int | None = None, batch: int | None 
     except (ValueError, KeyError, TypeError) as exc:
         raise BayevalError(f"{path}: not a suite record ({exc})") from None
     if max_items is not None and max_items != record["max_items"]:  # kept for later resumes
-        from bayeval.files import write_file
+        from bayeval.records.files import write_file
 
         renewed = {**record, "max_items": max_items}
         if CHECK in record:
@@ -416,8 +416,8 @@ def _journal_source(file: Path) -> dict[str, Any] | None:
 
 def _run(run, evaluators, batch, watch, label, journal, truths, group,
          group_mean, concurrency: int = 1) -> dict[str, Any]:
-    from bayeval.evaluators import closing
-    from bayeval.experiments.metrics import covers
+    from bayeval.estimators.interval import covers
+    from bayeval.evaluators.base import closing
 
     try:
         with closing(evaluators), watched(watch, run, batch) as on_step:

@@ -1,7 +1,7 @@
 """How a caller follows a live run: a *watch* is ``watch(run, batch)``, a context manager
 around the loop that yields the ``on_step`` callback the loop calls after each told
-score (or None). ``run`` is the :class:`~bayeval.session.Session` of one task
-(``on_step(session, ..., item, score)``) or the :class:`~bayeval.suite.SuiteRun` of a
+score (or None). ``run`` is the :class:`~bayeval.loop.session.Session` of one task
+(``on_step(session, ..., item, score)``) or the :class:`~bayeval.loop.suite.SuiteRun` of a
 suite (``on_step(k, session, item, score)``). The command line's progress bar is one."""
 
 from __future__ import annotations

@@ -255,6 +255,36 @@ def choose(tuning: pd.DataFrame, budget: float, fixed: dict[str, float] | None =
     return HybridParams(*(float(best[f]) for f in HybridParams._fields))
 
 
+def run_coverage_bench(source: str | ScoreMatrix, budgets: Sequence[float] | str = BUDGETS,
+                       grid: str = "full", history: str = "full", full_rows: int = 50,
+                       p_obs: float = 0.1, split_seed: int = 0, seeds: int = 100,
+                       val_seeds: int = 5, factor_selection: str = "one-se",
+                       out: Path = Path("results/coverage"),
+                       executor: Executor | None = None,
+                       log: Callable[[str], None] = print,
+                       progress: Callable[[str, int, int], None] | None = None) -> Path:
+    """``bayeval bench coverage``: :func:`run_setting` on one source (a bundled dataset or
+    suite ``a+b``, or the user's matrix), FAQ's policy tuned over the ``grid`` 'full'
+    (β0, ρ, γ, τ) or 'default' (ρ, γ only, with the robust (β0, τ) of
+    :data:`DEFAULT`); returns the report's path. The settings are checked before any
+    work."""
+    from bayeval.data.sources import bench_dataset
+    from bayeval.errors import BayevalError
+    from bayeval.experiments.inputs import parse_shares
+
+    shares = parse_shares("--budgets", budgets, "budget must be a share")
+    if grid not in ("full", "default"):
+        raise BayevalError(f"--grid must be 'full' or 'default', got {grid!r}")
+    search = GRID if grid == "full" else {
+        **GRID, **{name: (value,) for name, value in DEFAULT.items()}}
+    label, matrix = bench_dataset(source)
+    setting = Setting(label, history, full_rows, p_obs, split_seed, seeds, val_seeds,
+                      factor_selection=factor_selection)
+    run_setting(setting, shares, out, grid=search, progress=progress, log=log,
+                matrix=matrix, executor=executor)
+    return out / "report.md"
+
+
 def run_setting(setting: Setting, budgets: Sequence[float] = BUDGETS, out: Path = Path("."),
                 grid: dict[str, Sequence[float]] | None = None,
                 log: Callable[[str], None] = print,

@@ -37,6 +37,7 @@ from bayeval.experiments.metrics import (
     stopping_points,
 )
 from bayeval.experiments.units import Executor, Unit, run_units
+from bayeval.loop.simulate import concatenate, simulate
 from bayeval.methods import (
     accepts_parameter,
     make_method,
@@ -44,7 +45,6 @@ from bayeval.methods import (
     resolved_parameters,
 )
 from bayeval.models.bucket_gp import make_buckets
-from bayeval.simulate import concatenate, simulate
 from bayeval.types import SimulationResult
 
 METHODS = ("bayesame", "bayesame-rs", "random", "bayes-aipw")

@@ -4,7 +4,7 @@
 For each regime the T targets are drawn once (``split_seed``); every seed s draws its own
 reference subset (as in :mod:`bayeval.experiments.estimation`). Per seed:
 
-* **multi-target**: one :func:`~bayeval.simulate.simulate` run of ``bayesame-joint`` over
+* **multi-target**: one :func:`~bayeval.loop.simulate.simulate` run of ``bayesame-joint`` over
   the T targets (initial design, round robin, per-target two-condition stopping, done when
   every target has met its rule or has no item left);
 * **single-target**: T independent full-length BayesAME runs (seeds s·T + t); their
@@ -33,9 +33,9 @@ from bayeval.data.sources import bench_dataset
 from bayeval.experiments.figures import panel_grid
 from bayeval.experiments.metrics import at_stop, stopping_points
 from bayeval.experiments.units import Executor, Unit, run_units
+from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method, resolved_parameters
 from bayeval.models.bucket_gp import make_buckets
-from bayeval.simulate import simulate
 
 
 class JointRecord(NamedTuple):

@@ -1,12 +1,12 @@
 """``bayeval bench suite``: a suite of tasks estimated with one budget (docs/methods.md §9
-"Suites", :mod:`bayeval.suite`).
+"Suites", :mod:`bayeval.loop.suite`).
 
 For a suite of bundled tasks whose rows are the same models (the Open LLM Leaderboard's
 IFEval, MuSR and ARC; HELM Lite's commonsense, MATH and MMLU), each seed draws
 ``n_targets`` targets among the models every task holds and, per task, a random
 ``reference_fraction`` of its other models as the reference; each target runs ``reps``
 times. Every task's runs are simulated to its last item (the task's run after n items does
-not depend on the other tasks: :mod:`bayeval.suite`), with ``active-pai`` and with uniform
+not depend on the other tasks: :mod:`bayeval.loop.suite`), with ``active-pai`` and with uniform
 sampling (``random``, Wilson–FPC), and the suites are composed from them at each ε:
 
 * ``suite`` — active-pai with the suite's allocation and stop (the average's interval at
@@ -28,6 +28,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,14 +36,13 @@ import pandas as pd
 from bayeval.data import ScoreMatrix
 from bayeval.data.bundled import load_dataset
 from bayeval.data.lm_eval import subtask_matrix
-from bayeval.errors import DataError
+from bayeval.errors import BayevalError, DataError
 from bayeval.experiments.metrics import clustered_coverage, coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.experiments.validity import NOMINAL, STRATA
-from bayeval.methods import make_method, parse_method_spec
-from bayeval.simulate import simulate
-from bayeval.suite import (
+from bayeval.loop.simulate import simulate
+from bayeval.loop.suite import (
     NEVER,
     SuiteRule,
     average_interval,
@@ -50,6 +50,7 @@ from bayeval.suite import (
     normalised_weights,
     task_seed,
 )
+from bayeval.methods import make_method, parse_method_spec
 
 _MUSR = ("murder_mysteries", "object_placements", "team_allocation")
 SUITES = {"leaderboard": ("ifeval", "musr", "arc_challenge"),
@@ -381,3 +382,48 @@ def _plot(table: pd.DataFrame, tasks: Sequence[str], path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def suite_inputs(suites: str, references: Sequence[Path] | None, rows: str = "auto",
+                 suites_given: bool = False
+                 ) -> tuple[dict[str, tuple[str, ...]], dict[str, Any] | None]:
+    """The suites ``bench suite`` runs (name → its tasks: a known suite of
+    :data:`SUITES` or bundled datasets joined by '+') and, with
+    ``references``, the user's matrices by label (one suite of them, ``rows`` saying how
+    their rows match), checked before any work."""
+    from bayeval.data.bundled import list_datasets
+
+    if rows not in ("auto", "id", "order"):
+        raise BayevalError(f"--rows must be auto, id or order, got {rows!r}")
+    if references:
+        if suites_given:
+            raise BayevalError("give --suites or --reference, not both")
+        if len(references) < 2:
+            raise BayevalError("--reference: a suite needs two or more matrices (give "
+                               "--reference once per task)")
+        from bayeval.data.sources import bench_dataset
+
+        matrices = {}
+        for path in references:
+            from bayeval.evaluation.sources import fresh_source
+
+            _, matrix = fresh_source(None, path)
+            label, matrix = bench_dataset(matrix)
+            if label in matrices:
+                raise BayevalError(f"--reference {path}: given twice")
+            matrices[label] = matrix
+        return {"+".join(matrices): tuple(matrices)}, matrices
+    if rows != "auto":
+        raise BayevalError("--rows matches the rows of your --reference matrices")
+    chosen = {}
+    for name in (part.strip() for part in suites.split(",") if part.strip()):
+        tasks = SUITES.get(name) or tuple(name.split("+"))
+        unknown = [t for t in tasks if t.partition(":")[0] not in list_datasets()]
+        if unknown or len(tasks) < 2:
+            raise BayevalError(f"--suites: {name!r} is neither a known suite "
+                               f"({', '.join(SUITES)}) nor two or more bundled datasets "
+                               "joined by '+'")
+        chosen[name] = tasks
+    if not chosen:
+        raise BayevalError("--suites: none given")
+    return chosen, None

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data.io import safe_file_name
+from bayeval.errors import BayevalError
 
 __all__ = ["EXECUTORS", "Executor", "ResultCache", "Unit", "run_units"]
 
@@ -329,12 +330,18 @@ class Executor:
 
     def __post_init__(self) -> None:
         if self.kind not in EXECUTORS:
-            raise ValueError(f"unknown executor {self.kind!r} (known: "
-                             f"{', '.join(EXECUTORS)})")
+            raise BayevalError(f"--executor: unknown executor {self.kind!r} (known: "
+                               f"{', '.join(EXECUTORS)})")
         if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, got {self.workers}")
+            raise BayevalError(f"--workers must be at least 1, got {self.workers}")
         if self.address and self.kind != "ray":
-            raise ValueError("an address is for --executor ray")
+            raise BayevalError("--address is the Ray cluster's: give it with --executor ray")
+        if self.kind == "ray":
+            import importlib.util
+
+            if importlib.util.find_spec("ray") is None:
+                raise BayevalError("--executor ray needs Ray, which is not installed: "
+                                   "pip install 'bayeval[ray]'")
 
     @property
     def in_process(self) -> bool:

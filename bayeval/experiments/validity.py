@@ -14,7 +14,7 @@ For a dataset and a **variant**:
 
 Each of ``seeds`` draws its own targets and reference subset (``reference_fraction`` of
 the other models); each target runs ``reps`` times with different selection seeds, all
-through the vmapped engine (:func:`~bayeval.simulate.simulate`) until every run has
+through the vmapped engine (:func:`~bayeval.loop.simulate.simulate`) until every run has
 stopped. Per (method, ε) and per score stratum of the target (< 5%, 5–95%, > 95%, and
 exactly 0 or 1):
 coverage of the interval at the stop with its binomial SE, mean items at the stop,
@@ -51,6 +51,7 @@ from bayeval.experiments.estimation import capacity_setting
 from bayeval.experiments.metrics import coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
+from bayeval.loop.simulate import SimulationResult, concatenate, simulate
 from bayeval.methods import (
     accepts_parameter,
     make_method,
@@ -58,7 +59,6 @@ from bayeval.methods import (
     resolved_parameters,
 )
 from bayeval.models.bucket_gp import make_buckets
-from bayeval.simulate import SimulationResult, concatenate, simulate
 
 VARIANTS = ("standard", "extremes", "sparse", "extrapolation")
 DEFAULT_VARIANTS = VARIANTS[:3]
@@ -312,7 +312,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
     after the first method's, whose mean stop sets FAQ's budget). ``runs_dir``: each
     (variant, ε, method) leaves its per-run rows there as CSV. ``concurrency`` K > 1 runs
     the design-based methods with K evaluations in flight (docs/methods.md §9 "Streaming",
-    :func:`~bayeval.simulate.simulate`), ``batch`` k > 1 with batches of k; their rows are
+    :func:`~bayeval.loop.simulate.simulate`), ``batch`` k > 1 with batches of k; their rows are
     labelled ``spec [K=…]`` / ``spec [batch=…]`` (:func:`stream_label`)."""
     label, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
     t0 = time.time()
@@ -393,6 +393,41 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
                 f"coverage {faq_rows[-1]['faq_coverage']:.3f}")
     log(f"{label}: {len(units)} units in {time.time() - t0:.0f} s")
     return pd.concat(all_runs, ignore_index=True), pd.DataFrame(faq_rows)
+
+
+def run_validity_bench(sources: Sequence, variants: Sequence[str] = DEFAULT_VARIANTS,
+                       epsilons: Sequence[float] | str = (0.02, 0.05, 0.1),
+                       methods: Sequence[str] = METHODS, seeds: int = 10,
+                       n_targets: int = 20, reps: int = 5, reference_fraction: float = 0.5,
+                       faq: bool = True, out: Path = Path("results/validity"),
+                       executor: Executor | None = None,
+                       log: Callable[[str], None] = print, concurrency: int = 1,
+                       batch: int = 1) -> Path:
+    """``bayeval bench validity``: :func:`run_validity` on each of ``sources`` (bundled
+    names or the user's matrices), RS-Mean (``random``, the saving's reference) always
+    among the methods, the report rewritten after each dataset (a crash keeps the finished
+    ones); returns the report's path. The settings are checked before any work."""
+    from bayeval.errors import BayevalError
+    from bayeval.experiments.inputs import parse_shares
+
+    eps = parse_shares("--epsilons", epsilons, "ε must be")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise BayevalError(f"--variants: unknown {', '.join(unknown) or '(none given)'} "
+                           f"(known: {', '.join(VARIANTS)})")
+    if concurrency > 1 and batch > 1:
+        raise BayevalError("give --concurrency or --batch, not both")
+    specs = [*methods, *(() if "random" in methods else ("random",))]
+    all_runs, all_faq = [], []
+    for source in sources:
+        runs, faq_rows = run_validity(
+            source, variants, eps, specs, seeds, n_targets, reps, reference_fraction, faq,
+            log=log, runs_dir=out / "runs", out=out, executor=executor,
+            concurrency=concurrency, batch=batch)
+        all_runs.append(runs)
+        all_faq.append(faq_rows)
+        report = write_report(pd.concat(all_runs), pd.concat(all_faq), out)
+    return report
 
 
 def write_report(runs: pd.DataFrame, faq_rows: pd.DataFrame, out: Path,

@@ -13,7 +13,7 @@ there). :func:`advance` is the one place that schedules ``refit`` and ``compact`
 returns a :class:`MaintenanceInfo` saying what ran and how it went (a re-fit that failed
 is reported, never dropped silently; backends with nothing to fit use :func:`no_refit`).
 
-so that the interactive :class:`~bayeval.session.Session` and a vmapped simulation run the
+so that the interactive :class:`~bayeval.loop.session.Session` and a vmapped simulation run the
 same code. ``reference_scores`` is the models × items reference matrix as a float64 array
 (NaN = not evaluated).
 """

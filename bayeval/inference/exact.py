@@ -211,7 +211,7 @@ def rank1_observe(state: ExactState, item: Array, score: Array) -> ExactState:
 
     At most P = ``state.pending.shape[0]`` updates may be pending: :func:`compact` must run
     after every P-th observation (``Backend.compact_every``; :class:`~bayeval.methods.Method`
-    and :func:`~bayeval.simulate.simulate` do so). A state observed past a full buffer
+    and :func:`~bayeval.loop.simulate.simulate` do so). A state observed past a full buffer
     turns to NaN rather than silently losing an update.
     """
     b = state.item_bucket[item]

@@ -5,7 +5,7 @@ probabilities) → evaluate → estimator update (with the pre-observation predi
 backend observe → maintenance (re-fit, compaction) → predict → estimate → stopping.
 :class:`Method` holds the parts and composes the round into two pure functions,
 :meth:`Method.ask` and :meth:`Method.tell`; the interactive
-:class:`~bayeval.session.Session` and the vmapped :func:`~bayeval.simulate.simulate` both
+:class:`~bayeval.loop.session.Session` and the vmapped :func:`~bayeval.loop.simulate.simulate` both
 run those two, so a simulated run and a Session with the same seed and answers choose the
 same items and give the same estimates.
 

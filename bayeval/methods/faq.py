@@ -9,8 +9,8 @@ drawn with replacement, and Pro-Active Inference — assembled from parts:
   pre-update prediction and draw probability);
 * stopping :func:`~bayeval.stopping.rules.budget` (a fixed number of draws).
 
-:func:`faq` is the registered method; it runs in :class:`~bayeval.session.Session` and
-:func:`~bayeval.simulate.simulate` like every other. :func:`simulate_hybrid` is its fused
+:func:`faq` is the registered method; it runs in :class:`~bayeval.loop.session.Session` and
+:func:`~bayeval.loop.simulate.simulate` like every other. :func:`simulate_hybrid` is its fused
 implementation for the coverage experiment (``bayeval bench coverage``): the same rounds,
 batched explicitly over runs with the closed-form q, hyperparameters traced so that a
 sweep compiles once; the tests check that it draws the same items and gives the same

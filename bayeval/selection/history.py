@@ -52,9 +52,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeval.errors import DataError, JournalError
-from bayeval.files import write_file
 from bayeval.inference.factor_laplace import item_probabilities, rank_one_update
 from bayeval.models.factor import CrossValidation, cross_validate, factor_prior, fit_factors
+from bayeval.records.files import write_file
 from bayeval.selection.design import (
     corrected_total,
     step_term,

@@ -39,7 +39,7 @@ A pair that cannot be evaluated is skipped (journaled with the reason); the mode
 is then over the items it has (with a history the estimate is then no longer exactly
 unbiased: (★) and (★w) assume every asked pair is told). A model with no score at all
 when its phase ends is eliminated first. Every ``tell`` and ``skip`` is an fsync-ed line
-of the journal (:class:`~bayeval.session.PairJournal`); :meth:`SelectionSession.resume`
+of the journal (:class:`~bayeval.loop.session.PairJournal`); :meth:`SelectionSession.resume`
 replays it and the run continues as the uninterrupted one would have.
 """
 
@@ -55,9 +55,9 @@ import jax
 import numpy as np
 
 from bayeval.errors import JournalError, SessionError
-from bayeval.journal import JOURNAL_FORMAT, JOURNAL_VERSION, PairJournal
+from bayeval.loop.runner import evaluate_or_skip
 from bayeval.precision import require_float64
-from bayeval.runner import evaluate_or_skip
+from bayeval.records.journal import JOURNAL_FORMAT, JOURNAL_VERSION, PairJournal
 from bayeval.selection.design import corrected_total, step_term, weighted_order
 from bayeval.selection.history import (
     History,

@@ -38,20 +38,20 @@ from typing import Any
 import jax
 import numpy as np
 
-from bayeval.cells import Cells
 from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.data.sources import load_reference, load_source_matrix
-from bayeval.draw_order import DrawOrder
 from bayeval.errors import SessionError
 from bayeval.estimators.base import Draw
 from bayeval.estimators.domain import DomainCheck, check_observed
 from bayeval.estimators.interval import clip_interval
 from bayeval.inference.base import RefitWarning, refit_failure
-from bayeval.journal import JournalFile, JournalWarning, PairJournal
+from bayeval.loop.cells import Cells
+from bayeval.loop.draw_order import DrawOrder
+from bayeval.loop.runner import run_session
+from bayeval.loop.session_journal import SessionJournal, _draw_fields
+from bayeval.loop.timing import RunTimes
 from bayeval.methods import Method, make_method
-from bayeval.runner import run_session
-from bayeval.session_journal import SessionJournal, _draw_fields
-from bayeval.timing import RunTimes
+from bayeval.records.journal import JournalFile, JournalWarning, PairJournal
 
 __all__ = ["JournalFile", "JournalWarning", "PairJournal", "RefitWarning", "Session",
            "load_reference", "load_source_matrix"]
@@ -383,7 +383,7 @@ class Session(SessionJournal, DrawOrder):
         :meth:`estimates`). An item whose evaluation raises :class:`EvaluationError` is
         skipped with the reason journaled, never scored; ``max_failures`` failures in a
         row stop the run with :class:`EvaluatorFailedError`. An evaluator with
-        ``evaluate_batch(items)`` (:mod:`bayeval.harness`) gets each batch of ``batch``
+        ``evaluate_batch(items)`` (:mod:`bayeval.evaluators.harness`) gets each batch of ``batch``
         asked items in one call.
 
         ``concurrency`` K > 1 keeps K evaluations in flight, each in a thread: when one
@@ -405,5 +405,5 @@ class Session(SessionJournal, DrawOrder):
 
     @functools.cached_property
     def times(self) -> RunTimes:
-        """Where the time of :meth:`run` went (:class:`~bayeval.timing.RunTimes`)."""
+        """Where the time of :meth:`run` went (:class:`~bayeval.loop.timing.RunTimes`)."""
         return RunTimes()

@@ -6,7 +6,7 @@ sample_id=[…])`` call: only those samples run, and each call leaves its own ev
 ``log_dir``, so that the target's logs can later join the reference
 (:mod:`bayeval.data.inspect_logs` reads them). A sample's score is read the way the
 reference's are (the scorer named by ``metric``, Inspect's ``value_to_float``, epochs
-averaged). Like the harness evaluators (:mod:`bayeval.harness`) it exposes
+averaged). Like the harness evaluators (:mod:`bayeval.evaluators.harness`) it exposes
 ``evaluate_batch(items) -> list[float | EvaluationError]``, which
 :meth:`bayeval.Session.run` calls once per batch, and ``launches``.
 """
@@ -24,8 +24,8 @@ import numpy as np
 from bayeval.data.inspect_logs import ESTIMATE_KEY, sample_score, split_metric
 from bayeval.data.matrix import validate_score
 from bayeval.errors import DataError, EvaluationError
-from bayeval.evaluators import BatchEvaluator
-from bayeval.harness_results import TaskEstimate
+from bayeval.evaluators.base import BatchEvaluator
+from bayeval.evaluators.harness_results import TaskEstimate
 
 __all__ = ["InspectEvaluator", "load_task", "write_estimate_log"]
 

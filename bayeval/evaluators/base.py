@@ -353,7 +353,7 @@ class ChildProcesses:
 def closing(evaluators: Sequence[object]) -> Iterator[None]:
     """Close each evaluator that has ``close()`` (once each, in order) however the block
     ends: an evaluator that keeps output writes its summary at the end of a run and on
-    its interruption (:meth:`bayeval.harness.LmEvalInProcess.close`)."""
+    its interruption (:meth:`bayeval.evaluators.harness.LmEvalInProcess.close`)."""
     try:
         yield
     finally:

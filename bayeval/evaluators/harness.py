@@ -1,6 +1,6 @@
 """lm-evaluation-harness as an evaluator: a batch of items, one harness run, their scores.
 
-A session asks ``k`` items (:meth:`bayeval.session.Session.ask`); the items become the
+A session asks ``k`` items (:meth:`bayeval.loop.session.Session.ask`); the items become the
 harness's ``--samples`` mapping ``{task: [doc indices]}``
 (:func:`bayeval.data.lm_eval.harness_docs`: ``<task>-<doc>`` ids, ``<subtask>/<doc>``
 ids of a group, or a column split over a group's subtasks), the harness evaluates exactly
@@ -11,7 +11,7 @@ those documents, and each document's per-sample metric is read back as the item'
   runs; the model is loaded at every launch);
 * :class:`LmEvalInProcess` runs in this process: the model and the task loaded, and
   every document's requests built, once; each batch is only the model's calls on the
-  asked documents' requests and their scoring (:mod:`bayeval.harness_requests`), so a
+  asked documents' requests and their scoring (:mod:`bayeval.evaluators.harness_requests`), so a
   document costs what it costs in a full run.
 
 Both expose ``evaluate_batch(items) -> list[float | EvaluationError]`` (which
@@ -47,9 +47,9 @@ from bayeval.data.lm_eval import (
 )
 from bayeval.data.matrix import validate_score
 from bayeval.errors import BayevalError, DataError, EvaluationError
-from bayeval.evaluators import BatchEvaluator, ChildProcesses
-from bayeval.files import write_file
-from bayeval.harness_requests import BUILD_SETTINGS, PreparedTask, run_documents
+from bayeval.evaluators.base import BatchEvaluator, ChildProcesses
+from bayeval.evaluators.harness_requests import BUILD_SETTINGS, PreparedTask, run_documents
+from bayeval.records.files import write_file
 
 # options bayeval sets on every launch; a user's --lm-eval-args must not set them
 RESERVED = ("--tasks", "--samples", "-E", "--output_path", "-o", "--log_samples", "-s",
@@ -299,7 +299,7 @@ def local_task_manager(include_path: Any, task: str, metadata: dict | None = Non
 
 class LmEvalInProcess(HarnessEvaluator):
     """lm-evaluation-harness in this process, the model and the task loaded once and every
-    document's requests built once at the start (:class:`~bayeval.harness_requests.
+    document's requests built once at the start (:class:`~bayeval.evaluators.harness_requests.
     PreparedTask`, with the prompts a full run gives them); each batch runs only the
     model calls of the asked documents, packed as a full run packs them (one call per
     request type: the model sorts them by length and batches them by its batch size), and

@@ -1,13 +1,13 @@
 """The host loop of a live run: ask, evaluate, tell, until the session is done.
 
-:func:`run_session` drives a :class:`~bayeval.session.Session` (one evaluation at a time,
+:func:`run_session` drives a :class:`~bayeval.loop.session.Session` (one evaluation at a time,
 batches of ``k`` items in one evaluator call, or K evaluations in flight in threads,
 docs/methods.md §9 "Streaming"); :func:`evaluate_or_skip` is the one step every evaluation
 passes through, for the Session and the
 :class:`~bayeval.selection.session.SelectionSession` alike: the score is told, or the
 item is skipped with the evaluator's reason journaled, and a run of failures stops the
 run with everything so far journaled. Where the wall time goes is kept in the session's
-:class:`~bayeval.timing.RunTimes`.
+:class:`~bayeval.loop.timing.RunTimes`.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from collections.abc import Callable
 from typing import Any
 
 from bayeval.errors import EvaluationError, EvaluatorFailedError
-from bayeval.timing import RunTimes
+from bayeval.loop.timing import RunTimes
 
 
 def run_session(session: Any, evaluator: Callable[..., float], batch: int = 1,
                 on_step: Callable[..., None] | None = None,
                 max_failures: int | None = None, concurrency: int = 1) -> None:
     """Run ``evaluator`` over ``session`` until it is done (see
-    :meth:`bayeval.session.Session.run`, whose checks come first)."""
+    :meth:`bayeval.loop.session.Session.run`, whose checks come first)."""
     clock = session.times
     restart = getattr(evaluator, "restart", None)
     if restart is not None:  # an evaluator cancelled by an earlier run may start again
@@ -121,11 +121,11 @@ def keep_in_flight(concurrency: int, ask: Callable[[list], tuple | None],
     result)`` in the order they finished, in the caller's thread. Waits are in slices
     (:data:`bayeval.evaluators.WAIT_SLICE`, so a signal is taken at once) inside
     ``waiting()``; on the way out every evaluator still in flight is cancelled. A session
-    (:func:`run_session`) and a suite (:meth:`bayeval.suite.SuiteRun.run`) both stream
+    (:func:`run_session`) and a suite (:meth:`bayeval.loop.suite.SuiteRun.run`) both stream
     through it."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
-    from bayeval.evaluators import WAIT_SLICE
+    from bayeval.evaluators.base import WAIT_SLICE
 
     pool = ThreadPoolExecutor(concurrency, thread_name_prefix="bayeval-eval")
     flying: dict[Any, tuple[Callable[..., float], str, Any]] = {}

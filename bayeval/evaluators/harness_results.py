@@ -116,7 +116,7 @@ def write_harness_results(record: Mapping[str, Any], path: str | os.PathLike) ->
     or, when ``path`` is a folder (or ends with a slash: a folder made for it), to
     ``path/results_<date>.json``. A failure is a one-line error naming the file."""
     from bayeval.errors import BayevalError
-    from bayeval.files import write_file
+    from bayeval.records.files import write_file
 
     target = Path(path)
     try:

@@ -156,3 +156,33 @@ def plot_diagnosis(diagnosis: Diagnosis, folder: Path, max_variables: int = 4) -
 
 
 __all__ = ["MODELS", "Diagnosis", "diagnose_case", "plot_diagnosis"]
+
+
+def diagnosis_summary(d: Diagnosis, reference: str, chains: int, warmup: int, draws: int,
+                      rows: int = 10) -> Any:
+    """What ``bayeval diagnose`` shows (a :class:`~bayeval.evaluation.summary.Summary`):
+    the ``rows`` variables of worst R-hat with their ESS, then divergences, BFMI, times,
+    the estimate against the true score and the verdict."""
+    from bayeval.evaluation.summary import Summary
+
+    worst = d.table.sort_values("r_hat", ascending=False)
+    lines = []
+    if len(worst) > rows:
+        lines.append(f"({len(worst) - rows} more variables; all R-hat ≤ "
+                     f"{worst.r_hat.max():.4f}, bulk ESS ≥ {worst.ess_bulk.min():.0f}, "
+                     f"tail ESS ≥ {worst.ess_tail.min():.0f})")
+    lines.append(f"divergences: {d.divergences} · energy BFMI per chain: "
+                 + ", ".join(f"{b:.2f}" for b in d.bfmi))
+    lines.append(f"NUTS: {chains} chains × ({warmup} warm-up + {draws} draws) in "
+                 f"{d.seconds:.1f} s with compilation ({d.total_seconds:.1f} s in all)")
+    if d.refit_seconds is not None:
+        lines.append(f"refit after 50 more items (warm start, compiled): "
+                     f"{d.refit_seconds:.2f} s")
+    lines.append(f"estimate {d.estimate:.4f} ± {d.sd:.4f} (sd), true score {d.truth:.4f}")
+    lines.append("; ".join(d.problems) if d.problems else
+                 "all diagnostics within thresholds")
+    return Summary([(str(name), f"{r.r_hat:.4f}", f"{r.ess_bulk:.0f}", f"{r.ess_tail:.0f}")
+                    for name, r in worst.head(rows).iterrows()],
+                   ("variable", "R-hat", "bulk ESS", "tail ESS"),
+                   f"{d.model} on {reference}, target {d.target}, {d.n_coreset} of "
+                   f"{d.n_items} items observed", lines)

@@ -2,9 +2,9 @@
 
 A journal's first line is a header (written atomically, sealed with the run's id); every
 later line is one JSON record (a draw, a score, a skip, a re-fit), sealed and ``fsync``-ed
-before the call that made it returns (:mod:`bayeval.journal_check` checks both on
+before the call that made it returns (:mod:`bayeval.records.journal_check` checks both on
 resume). :class:`JournalFile` is the writing and reading side that
-:class:`~bayeval.session.Session` and :class:`~bayeval.selection.session.SelectionSession`
+:class:`~bayeval.loop.session.Session` and :class:`~bayeval.selection.session.SelectionSession`
 share, with the evaluate-or-skip step of their ``run``; :class:`PairJournal` adds the
 (name, item) pairs of a selection run.
 """
@@ -28,8 +28,8 @@ from bayeval.errors import (
     JournalError,
     SessionError,
 )
-from bayeval.files import is_regular_or_absent, write_file
-from bayeval.journal_check import (
+from bayeval.records.files import is_regular_or_absent, write_file
+from bayeval.records.journal_check import (
     CHECK,
     RUN,
     header_altered,
@@ -40,7 +40,7 @@ from bayeval.journal_check import (
 )
 
 JOURNAL_FORMAT = "bayeval-journal"
-# 2: every journal carries its checks (bayeval.journal_check); 1: checks optional (a
+# 2: every journal carries its checks (bayeval.records.journal_check); 1: checks optional (a
 # journal of version 1 without them was written before they existed)
 JOURNAL_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -55,7 +55,7 @@ class JournalFile:
     JSON line per record. Subclasses provide ``_header()``."""
 
     _journal_path: Path | None = None
-    _failures = 0  # evaluations failed in a row (bayeval.runner.evaluate_or_skip)
+    _failures = 0  # evaluations failed in a row (bayeval.loop.runner.evaluate_or_skip)
     _needs_draws = False  # a design-based estimate: no drawn item may be skipped
     _journal = None
     _run: str | None = None  # the journal's run id, which its records' checks include

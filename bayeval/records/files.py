@@ -12,9 +12,14 @@ turn ``/dev/null`` into a regular file: it is written directly.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import stat
 from pathlib import Path
+from typing import Any
+
+from bayeval.errors import BayevalError
 
 
 def is_regular_or_absent(path: str | os.PathLike) -> bool:
@@ -91,3 +96,41 @@ def read_text(path: str | os.PathLike, what: str) -> str:
     except UnicodeDecodeError as exc:
         raise DataError(f"{what}: not UTF-8 text (byte {exc.start} is "
                         f"{raw[exc.start]:#04x})") from None
+
+
+def check_output(path: Path | None, flag: str, folder: bool = False) -> None:
+    """Refuse, before any work, an output that cannot be written: a file path that is a
+    folder or lies in a missing folder, a folder path that is a file, an unwritable place."""
+    if path is None:
+        return
+    if folder:
+        if path.exists() and not path.is_dir():
+            raise BayevalError(f"{flag} {path}: is a file, not a folder")
+        base = path if path.exists() else path.parent
+        while not base.exists():
+            base = base.parent
+        if not base.is_dir() or not os.access(base, os.W_OK):
+            raise BayevalError(f"{flag} {path}: cannot create a folder in {base}")
+        return
+    if path.is_dir():
+        raise BayevalError(f"{flag} {path}: is a folder; give a file path")
+    if not path.parent.is_dir():
+        what = "is a file, not a folder" if path.parent.exists() else "does not exist"
+        raise BayevalError(f"{flag} {path}: {path.parent} {what}")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise BayevalError(f"{flag} {path}: not writable")
+
+
+def json_text(value: Any, indent: int | None = None) -> str:
+    """``value`` as strict JSON (what ``--json`` prints): a float that is not finite (NaN,
+    ±inf), which JSON cannot hold, becomes null."""
+    def clean(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, list | tuple):
+            return [clean(v) for v in x]
+        return x
+
+    return json.dumps(clean(value), indent=indent, allow_nan=False)

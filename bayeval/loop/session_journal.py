@@ -1,8 +1,8 @@
 """A Session's journal: what it writes (the header, each draw and score) and how it is read
 back on resume (the draws, tells and skips replayed in their order, each checked).
 
-:class:`SessionJournal` is the journal side of :class:`~bayeval.session.Session`, on top
-of the file handling every journal shares (:class:`~bayeval.journal.JournalFile`): the
+:class:`SessionJournal` is the journal side of :class:`~bayeval.loop.session.Session`, on top
+of the file handling every journal shares (:class:`~bayeval.records.journal.JournalFile`): the
 Session builds its state, this module records and restores it.
 """
 
@@ -18,12 +18,12 @@ import numpy as np
 from bayeval.data.matrix import ScoreMatrix, validate_score
 from bayeval.errors import JournalError
 from bayeval.estimators.base import Draw
-from bayeval.journal import JournalFile
 from bayeval.methods import Method
+from bayeval.records.journal import JournalFile
 
 
 class SessionJournal(JournalFile):
-    """The records of a :class:`~bayeval.session.Session` (module docstring); the state
+    """The records of a :class:`~bayeval.loop.session.Session` (module docstring); the state
     they read and write is the Session's."""
 
     def _header(self) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 interval (docs/methods.md §9 "Suites").
 
 A suite is K tasks, each with its own reference matrix and its own design-valid run
-(one :class:`~bayeval.session.Session` per task, its items drawn by its own method), and
+(one :class:`~bayeval.loop.session.Session` per task, its items drawn by its own method), and
 a weight per task (normalised to sum to 1; equal by default, as leaderboards average). It
 reports every task's estimate and interval and the weighted average θ̄ = Σ_k w_k θ_k.
 
@@ -168,7 +168,7 @@ def compose(estimates: Sequence[np.ndarray], lowers: Sequence[np.ndarray],
             costs: Sequence[float] | None = None, batch: int = 1) -> SuiteResult:
     """The suite of R runs whose tasks' trajectories are given: for task k, its
     estimate and interval after each of its items, (R, S_k) arrays (a simulated run's
-    records, :func:`bayeval.simulate.simulate`, with S_k up to its N_k items), allocated
+    records, :func:`bayeval.loop.simulate.simulate`, with S_k up to its N_k items), allocated
     and stopped by :func:`choose_task` as a live :class:`SuiteRun` with the same seeds would
     be (``batch`` items per choice, as its runs were simulated). A trajectory that ends
     (NaN) before the rule stops its suite is an error: simulate further."""
@@ -207,7 +207,7 @@ def compose(estimates: Sequence[np.ndarray], lowers: Sequence[np.ndarray],
 
 
 class SuiteRun:
-    """A live suite: one :class:`~bayeval.session.Session` per task (each journaled on its
+    """A live suite: one :class:`~bayeval.loop.session.Session` per task (each journaled on its
     own, each with a method whose ε is :data:`NEVER`), allocated and stopped by
     :func:`choose_task`. ``names``: the tasks' names; ``weights``, ``costs``: per task
     (costs per item, default 1)."""
@@ -269,9 +269,9 @@ class SuiteRun:
         an item of task k; a batch of ``batch`` items of the chosen task is asked at
         once (one evaluator call where it has ``evaluate_batch``), or with ``concurrency``
         K > 1 K evaluations are kept in flight across the tasks (:meth:`_streaming`).
-        Failures pass through :func:`bayeval.runner.evaluate_or_skip` as in a one-task
+        Failures pass through :func:`bayeval.loop.runner.evaluate_or_skip` as in a one-task
         run; ``on_step(k, session, item, score)`` after each."""
-        from bayeval.runner import _answer, evaluate_or_skip
+        from bayeval.loop.runner import _answer, evaluate_or_skip
 
         if len(evaluators) != len(self.sessions):
             raise BayevalError("a suite needs one evaluator per task")
@@ -312,7 +312,7 @@ class SuiteRun:
         does with K in flight alone (its rounds applied in draw order), so each task's
         interval stays design-valid; what is in flight at the stop is waited for and
         told."""
-        from bayeval.runner import _answer, evaluate_or_skip, keep_in_flight
+        from bayeval.loop.runner import _answer, evaluate_or_skip, keep_in_flight
 
         K = len(self.sessions)
         owed = [k for k, s in enumerate(self.sessions) for _ in range(s.unanswered)]

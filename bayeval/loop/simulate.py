@@ -7,7 +7,7 @@ reference matrix share the initial posterior; they advance in lock-step inside o
 ``jax.lax.while_loop`` (a ``vmap`` over runs inside), so that a re-fit every F steps is a
 real branch for all runs at once. Runs are processed in chunks sized to a memory budget.
 
-Item choices use the same keys as :class:`~bayeval.session.Session` (step t of a run with
+Item choices use the same keys as :class:`~bayeval.loop.session.Session` (step t of a run with
 seed s draws with ``fold_in(key(s), t)``), so a simulated run and a Session with the same
 seed and answers choose the same items.
 """
@@ -325,7 +325,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
              devices: int | None = None, concurrency: int = 1, batch: int = 1,
              item_times: np.ndarray | None = None) -> SimulationResult:
     """Run ``method`` for every (target row, seed) pair given, exactly as a
-    :class:`~bayeval.session.Session` would (sampling with replacement included).
+    :class:`~bayeval.loop.session.Session` would (sampling with replacement included).
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """Where an evaluation run's time goes: the user's measure is the wall-clock time to an
 answer, not only the items.
 
-:class:`RunTimes` is kept by a :class:`~bayeval.session.Session` while it runs an
+:class:`RunTimes` is kept by a :class:`~bayeval.loop.session.Session` while it runs an
 evaluator: the wall time of the run, the time the evaluator spent on each item (a batch's
 time shared equally among its items; with several evaluations in flight, each thread's
 own), the time the run waited for the evaluator, and so bayeval's own time (the rest: the

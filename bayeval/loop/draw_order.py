@@ -4,7 +4,7 @@ order, and a design-based estimate applies the rounds in draw order, each once e
 earlier round is answered (each round's estimate then reads only the past), while a
 model-based one applies each score as it arrives.
 
-:class:`DrawOrder` is that bookkeeping of :class:`~bayeval.session.Session`: the rounds
+:class:`DrawOrder` is that bookkeeping of :class:`~bayeval.loop.session.Session`: the rounds
 drawn, their draws, the answers held back, and the head of the order applied so far.
 """
 
@@ -19,7 +19,7 @@ from bayeval.estimators.base import Draw
 
 
 class DrawOrder:
-    """The draw-order part of a :class:`~bayeval.session.Session` (module docstring)."""
+    """The draw-order part of a :class:`~bayeval.loop.session.Session` (module docstring)."""
 
     def _start_rounds(self, n: int) -> None:
         """The bookkeeping of a fresh session with ``n`` positions."""
