@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from bayeval.experiments.units import Executor
 
 
-
 def _given(ctx: typer.Context, name: str) -> bool:
     """Whether option ``name`` was given on the command line (not left at its default)."""
     source = ctx.get_parameter_source(name)

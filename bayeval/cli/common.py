@@ -32,6 +32,7 @@ from bayeval.evaluation.options import (  # noqa: F401  (the commands' names for
     GroupMean,
     LmEvalMode,
     RepeatedModels,
+    comma_list,
 )
 from bayeval.evaluation.settings import EvaluatorOptions, RunSettings, TaskSettings
 from bayeval.records.files import check_output, json_text  # noqa: F401  (the commands')
@@ -183,11 +184,6 @@ def evaluation_errors() -> Iterator[None]:
         err.print(f"interrupted{f'; continue with: {notes[-1]}' if notes else ''}",
                   highlight=False, markup=False, soft_wrap=True)
         raise typer.Exit(interrupt_status(exc)) from None
-
-
-def comma_list(text: str) -> list[str]:
-    """The non-empty, stripped entries of a comma-separated option value."""
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def progress_bar(verb: str) -> Progress:

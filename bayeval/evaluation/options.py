@@ -18,6 +18,12 @@ LM_EVAL_PREFIX = "lm-eval:"
 INSPECT_PREFIX = "inspect:"  # bayeval.data.inspect_logs.INSPECT_PREFIX, without its import
 
 
+def comma_list(text: str) -> list[str]:
+    """The non-empty, stripped entries of a comma-separated value (an option's, a run
+    file's): ``"a, b,,c"`` → ``["a", "b", "c"]``."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
 def task_label(name: str | None, task: str | None, dataset: str | None,
                reference: str | None) -> str:
     """A task's name in a suite: its own, else its harness task, its dataset, or its

@@ -17,7 +17,7 @@ from bayeval.evaluation.evaluator_settings import (
     command_evaluator,
     evaluator_kind,
 )
-from bayeval.evaluation.options import EvaluatorKind
+from bayeval.evaluation.options import EvaluatorKind, comma_list
 from bayeval.evaluation.sources import (
     fresh_source,
     load_source,
@@ -139,7 +139,7 @@ def run_selection(dataset: str | None = None, reference: Path | None = None,
             raise BayevalError("--items and --models name everything a live run needs; drop "
                                "--dataset/--reference")
         if models is not None:
-            names = [m.strip() for m in models.split(",") if m.strip()]
+            names = comma_list(models)
             if matrix is not None and kind == "oracle":
                 unknown = [m for m in names if m not in set(matrix.models)]
                 if unknown:

@@ -22,6 +22,7 @@ from bayeval.evaluation.options import (
     GroupMean,
     LmEvalMode,
     RepeatedModels,
+    comma_list,
     task_label,
 )
 
@@ -54,6 +55,11 @@ class _Described:
         return next(f for f in dataclasses.fields(cls) if f.name == name).metadata["help"]
 
 
+def _setting(default: Any, text: str) -> Any:
+    """A field whose meaning is ``text`` (:meth:`_Described.help`)."""
+    return field(default=default, metadata={"help": text})
+
+
 def _described(cls: type) -> type:
     """``cls`` with its fields' meanings appended to its docstring."""
     import textwrap
@@ -78,48 +84,44 @@ def _one_of(value: Any, kinds: type, what: str) -> str | None:
 @_described
 @dataclass(frozen=True)
 class TaskSettings(_Described):
-    """One task of a run: where its reference scores come from, and how it counts.
+    """One task of a run: where its reference scores come from (``dataset``, or
+    ``reference`` with ``task``, ``metric``, ``filter``: below), and how it counts.
 
-    dataset: a bundled dataset (see ``bayeval datasets``); or reference: a score matrix
-        file, ``lm-eval:DIR`` (harness ``--log_samples`` output, with ``task``, ``metric``,
-        ``filter``) or ``inspect:DIR`` (Inspect logs, ``metric`` naming the scorer).
-        Neither: the bundled default (IFEval).
     name: the task's name in a suite (default: its task, dataset or file stem).
     weight, cost: its weight in a suite's average and its cost per item (default: Inspect
         logs' mean tokens per sample, else 1).
     target, command, inspect_task: this task's own name of the target, command and
         Inspect task, where they differ from the run's.
-    repeated_models: ``error`` or ``number`` (a file's repeated model ids as ID#2, …).
     """
 
-    dataset: str | None = field(default=None, metadata={"help": (
+    dataset: str | None = _setting(None, (
         "Bundled dataset to use as reference (see `bayeval datasets`). Default: "
-        f"{DEFAULT_DATASET}.")})
-    reference: str | None = field(default=None, metadata={"help": (
+        f"{DEFAULT_DATASET}."))
+    reference: str | None = _setting(None, (
         "A score matrix file (.npz, .csv or .parquet, wide or long) instead of a "
         "bundled dataset, lm-eval:OUTPUT_DIR for lm-evaluation-harness --log_samples "
         "output (with --task), or inspect:LOG_DIR for Inspect AI eval logs (pip "
-        "install 'bayeval[inspect]').")})
-    task: str | None = field(default=None, metadata={"help": (
+        "install 'bayeval[inspect]')."))
+    task: str | None = _setting(None, (
         "The task to read with --reference lm-eval:DIR (a harness task or group, e.g."
-        " leaderboard_ifeval) or inspect:DIR (default there: the logs' only task).")})
-    metric: str | None = field(default=None, metadata={"help": (
+        " leaderboard_ifeval) or inspect:DIR (default there: the logs' only task)."))
+    metric: str | None = _setting(None, (
         "With --reference lm-eval:DIR: the per-sample metric (default: the log's "
         "first, e.g. acc); with inspect:DIR: the scorer (default: the only one), "
-        "SCORER:KEY for a scorer whose value is a dict.")})
-    filter: str | None = field(default=None, metadata={"help": (
+        "SCORER:KEY for a scorer whose value is a dict."))
+    filter: str | None = _setting(None, (
         "With --reference lm-eval:DIR: the harness filter to read when a task logs "
-        "several (e.g. strict-match).")})
+        "several (e.g. strict-match)."))
     name: str | None = None
     weight: float = 1.0
     cost: float | None = None
     target: str | None = None
     command: str | None = None
     inspect_task: str | None = None
-    repeated_models: str = field(default=RepeatedModels.error.value, metadata={"help": (
+    repeated_models: str = _setting(RepeatedModels.error.value, (
         "A model id listed twice in --reference (a matrix file or Inspect logs): "
         "error, or number (the repeats kept as ID#2, ID#3, …, as the bundled "
-        "leaderboard matrices do).")})
+        "leaderboard matrices do)."))
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -170,68 +172,59 @@ class TaskSettings(_Described):
 @_described
 @dataclass(frozen=True)
 class EvaluatorOptions(_Described):
-    """How items are scored.
+    """How items are scored: by the oracle (a simulation), a command per item,
+    lm-evaluation-harness or Inspect AI (``kind``), with the settings below."""
 
-    kind: ``oracle`` (the target's row of its reference: a simulation), ``command``
-        (``command`` run per item in a shell: ``{item}`` becomes the id; ``timeout``
-        seconds, ``retries`` retries), ``lm-eval`` (lm-evaluation-harness with
-        ``lm_eval_args``, ``lm_eval_mode`` ``in-process`` or ``subprocess``) or
-        ``inspect`` (Inspect AI running ``inspect_task`` on the target).
-    output_path: where the harness keeps the target's own output (Inspect: its logs).
-    batch: items asked and evaluated together (default 32 for lm-eval, 8 for Inspect,
-        else 1); concurrency: evaluations in flight (command or oracle).
-    """
-
-    kind: str = field(default=EvaluatorKind.oracle.value, metadata={"help": (
+    kind: str = _setting(EvaluatorKind.oracle.value, (
         "oracle: simulate with the target's known row; command: run --command for "
         "each item; lm-eval: lm-evaluation-harness, the model and task loaded once in"
         " this process and run on each batch of --batch items (see --lm-eval-mode), "
         "reading the reference's metric back; inspect: Inspect AI runs --inspect-task"
         " on the --target model (an Inspect model name such as openai/gpt-4o-mini) in"
         " this process, one eval per batch of --batch items (default 8), scored by "
-        "--metric, its logs kept in --output-path.")})
-    command: str | None = field(default=None, metadata={"help": (
+        "--metric, its logs kept in --output-path."))
+    command: str | None = _setting(None, (
         "Shell command that evaluates one item and prints its score (0..1) as the "
         "last line; {item} (unquoted: it is passed quoted, as one argument) becomes "
         "the item id, also in $BAYEVAL_ITEM (without {item} the id is appended). An "
         "item that still fails after --retries stops active-pai, active-pai-joint and"
         " faq (their estimate weighs every drawn item; --resume asks it again); the "
         "other methods skip it and stop after three failures in a row. Either way the"
-        " exit status is 3.")})
-    timeout: float = field(default=600.0, metadata={"help": (
-        "Seconds before a command is killed.")})
-    retries: int = field(default=1, metadata={"help": (
+        " exit status is 3."))
+    timeout: float = _setting(600.0, (
+        "Seconds before a command is killed."))
+    retries: int = _setting(1, (
         "Retries of a failing command (a non-zero exit, no number in [0, 1] on its "
         "last line, or a timeout) before the item (or pair) counts as failed; a stop "
-        "(Ctrl-C, SIGTERM) retries nothing.")})
-    lm_eval_args: str | None = field(default=None, metadata={"help": (
+        "(Ctrl-C, SIGTERM) retries nothing."))
+    lm_eval_args: str | None = _setting(None, (
         "With --evaluator lm-eval: the harness's options as `lm_eval run` takes them,"
         " e.g. '--model hf --model_args pretrained=gpt2 --include_path tasks/' or "
         "'--model local-completions --model_args model=M,base_url=URL' (bayeval sets "
-        "--tasks and --samples; --limit is --max-items here).")})
-    lm_eval_mode: str = field(default=LmEvalMode.in_process.value, metadata={"help": (
+        "--tasks and --samples; --limit is --max-items here)."))
+    lm_eval_mode: str = _setting(LmEvalMode.in_process.value, (
         "in-process: load the model and the task once and run each batch on them "
         "(fast); subprocess: launch `lm_eval run` once per batch (isolated, but every"
-        " launch loads the model again).")})
-    inspect_task: str | None = field(default=None, metadata={"help": (
+        " launch loads the model again)."))
+    inspect_task: str | None = _setting(None, (
         "With --evaluator inspect: the Inspect task, FILE.py@TASK (imported once, "
         "with what it registers) or a registered task name; its sample ids are the "
-        "reference's item ids (e.g. --reference inspect:LOG_DIR of earlier runs).")})
-    output_path: str | None = field(default=None, metadata={"help": (
+        "reference's item ids (e.g. --reference inspect:LOG_DIR of earlier runs)."))
+    output_path: str | None = _setting(None, (
         "With --evaluator lm-eval: keep the harness's own per-document output of the "
         "target here (samples and results files, as --log_samples writes them); with "
         "--evaluator inspect: the folder of the target's eval logs (default: "
-        "JOURNAL.inspect), so the new model can join the reference.")})
-    batch: int | None = field(default=None, metadata={"help": (
+        "JOURNAL.inspect), so the new model can join the reference."))
+    batch: int | None = _setting(None, (
         "Items asked and evaluated together (default 32 with --evaluator lm-eval: one"
         " harness call per batch; else 1). Draw probabilities stay those of the state"
-        " before the batch.")})
-    concurrency: int = field(default=1, metadata={"help": (
+        " before the batch."))
+    concurrency: int = _setting(1, (
         "Evaluations kept in flight (--evaluator command or oracle): when one "
         "finishes, its score is told and the next item is drawn from the latest "
         "state, so a slow item never holds the others back; the interval stays "
         "design-valid (rounds are applied in draw order). A suite keeps K in flight "
-        "across its tasks, each next item going where the allocation says.")})
+        "across its tasks, each next item going where the allocation says."))
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -263,16 +256,16 @@ class RunSettings(_Described):
 
     tasks: tuple[TaskSettings, ...] = (TaskSettings(),)
     evaluator: EvaluatorOptions = field(default_factory=EvaluatorOptions)
-    target: str | None = field(default=None, metadata={"help": (
+    target: str | None = _setting(None, (
         "Model to evaluate. With the oracle evaluator: a model of the matrix, held "
         "out from the reference (default: one drawn with --seed). With a command: any"
-        " name for the new model.")})
-    targets: tuple[str, ...] | None = field(default=None, metadata={"help": (
+        " name for the new model."))
+    targets: tuple[str, ...] | None = _setting(None, (
         "Several models to evaluate in one run (comma-separated), e.g. checkpoints of"
         " one family: a joint model of their scores picks and predicts, and each gets"
         " its own design-valid interval (active-pai-joint). With a command, {target} "
-        "in it is replaced by the model's name.")})
-    method: str | None = field(default=None, metadata={"help": (
+        "in it is replaced by the model's name."))
+    method: str | None = _setting(None, (
         "Evaluation method: active-pai (default: design-valid interval, automatic "
         "stop), bayesame, bayesame-rs, bayesame-laplace, bayes-aipw, bq, irt, random "
         "or faq, optionally with parameters, e.g. 'active-pai(anytime=true)' (an "
@@ -281,28 +274,28 @@ class RunSettings(_Described):
         "--targets: active-pai-joint (the default: the joint model of the targets "
         "picks and predicts, each target's items drawn at random with a design-valid "
         "interval and stop of its own) or bayesame-joint (multi-target BayesAME, "
-        "model-based intervals; e.g. 'bayesame-joint(selection=mean_ig)').")})
-    epsilon: float | None = field(default=None, metadata={"help": (
+        "model-based intervals; e.g. 'bayesame-joint(selection=mean_ig)')."))
+    epsilon: float | None = _setting(None, (
         "Stop once the 95% interval is at most this wide (with bayesame, also once "
         "the estimate moved less than 0.005 over the last 30 items). Default: the "
-        "method's (0.05 for active-pai, 0.02 for bayesame, 0.1 for random).")})
+        "method's (0.05 for active-pai, 0.02 for bayesame, 0.1 for random)."))
     task_epsilon: float | None = None
-    max_items: int | None = field(default=None, metadata={"help": (
-        "Evaluate at most this many items.")})
-    seed: int | None = field(default=None, metadata={"help": (
-        "Random seed (default 0).")})
-    journal: str | None = field(default=None, metadata={"help": (
+    max_items: int | None = _setting(None, (
+        "Evaluate at most this many items."))
+    seed: int | None = _setting(None, (
+        "Random seed (default 0)."))
+    journal: str | None = _setting(None, (
         "Append every result to this JSON-lines journal (fsync'd), so a crash loses "
         "nothing. Default: none for the oracle, bayeval-TARGET-YYYYMMDD-HHMMSS.jsonl "
-        "in the current folder for a command.")})
-    subtasks: bool = field(default=False, metadata={"help": (
+        "in the current folder for a command."))
+    subtasks: bool = _setting(False, (
         "For a harness group (e.g. --dataset musr): estimate each subtask with its "
         "own design-valid run and interval, and the group as the harness aggregates "
-        "it, in one run (a suite of the subtasks sharing one evaluator).")})
-    group_mean: str | None = field(default=None, metadata={"help": (
+        "it, in one run (a suite of the subtasks sharing one evaluator)."))
+    group_mean: str | None = _setting(None, (
         "With --subtasks: the group's score as 'size' (the mean over all its "
         "documents) or 'equal' (the unweighted mean of its subtasks); default: as the"
-        " group's harness config says, else 'size'.")})
+        " group's harness config says, else 'size'."))
     name: str | None = None
 
     def __post_init__(self) -> None:
@@ -312,8 +305,7 @@ class RunSettings(_Described):
             raise BayevalError("tasks: give one or more TaskSettings")
         set_(self, "tasks", tasks)
         if isinstance(self.targets, str):
-            set_(self, "targets", tuple(t.strip() for t in self.targets.split(",")
-                                        if t.strip()))
+            set_(self, "targets", tuple(comma_list(self.targets)))
         elif self.targets is not None:
             set_(self, "targets", tuple(str(t) for t in self.targets))
         set_(self, "journal", _text(self.journal))

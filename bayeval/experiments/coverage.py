@@ -37,9 +37,11 @@ import numpy as np
 import pandas as pd
 
 from bayeval.data import ScoreMatrix, load_dataset
-from bayeval.errors import DataError
+from bayeval.data.sources import bench_dataset
+from bayeval.errors import BayevalError, DataError
 from bayeval.estimators.pai import finite_bank_target, horvitz_thompson_uniform, wald_interval
 from bayeval.experiments.figures import panel_grid
+from bayeval.experiments.inputs import parse_shares
 from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.methods.faq import HybridParams, simulate_hybrid
 from bayeval.models.factor import cross_validate, factor_prior, fit_factors
@@ -268,10 +270,6 @@ def run_coverage_bench(source: str | ScoreMatrix, budgets: Sequence[float] | str
     (β0, ρ, γ, τ) or 'default' (ρ, γ only, with the robust (β0, τ) of
     :data:`DEFAULT`); returns the report's path. The settings are checked before any
     work."""
-    from bayeval.data.sources import bench_dataset
-    from bayeval.errors import BayevalError
-    from bayeval.experiments.inputs import parse_shares
-
     shares = parse_shares("--budgets", budgets, "budget must be a share")
     if grid not in ("full", "default"):
         raise BayevalError(f"--grid must be 'full' or 'default', got {grid!r}")

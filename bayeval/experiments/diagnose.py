@@ -26,6 +26,7 @@ import pandas as pd
 
 from bayeval.data.matrix import ScoreMatrix
 from bayeval.errors import BayevalError
+from bayeval.evaluation.summary import Summary
 
 MODELS = ("irt-2pl", "irt-beta3", "gp-bernoulli", "gp-logit-normal", "gp-gaussian")
 
@@ -159,12 +160,10 @@ __all__ = ["MODELS", "Diagnosis", "diagnose_case", "plot_diagnosis"]
 
 
 def diagnosis_summary(d: Diagnosis, reference: str, chains: int, warmup: int, draws: int,
-                      rows: int = 10) -> Any:
+                      rows: int = 10) -> Summary:
     """What ``bayeval diagnose`` shows (a :class:`~bayeval.evaluation.summary.Summary`):
     the ``rows`` variables of worst R-hat with their ESS, then divergences, BFMI, times,
     the estimate against the true score and the verdict."""
-    from bayeval.evaluation.summary import Summary
-
     worst = d.table.sort_values("r_hat", ascending=False)
     lines = []
     if len(worst) > rows:

@@ -7,21 +7,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bayeval.errors import BayevalError
+from bayeval.evaluation.options import comma_list
 from bayeval.evaluation.sources import fresh_source
 
 __all__ = ["bench_sources", "bundled_names", "parse_shares"]
 
 
-def bundled_names(value: str, allow_all: bool = True) -> list[str]:
+def bundled_names(value: str) -> list[str]:
     """The bundled dataset names of a ``--datasets`` / ``--suite`` value (comma-separated,
     '+' joining a suite; 'all' where the bench takes it), an unknown one refused."""
     from bayeval.data.bundled import list_datasets
 
     known = list_datasets()
-    names = [d.strip() for part in value.split(",") for d in part.split("+") if d.strip()]
+    names = [d.strip() for part in comma_list(value) for d in part.split("+") if d.strip()]
     if not names:
         raise BayevalError("name at least one bundled dataset")
-    unknown = [d for d in names if not (d == "all" and allow_all) and d not in known]
+    unknown = [d for d in names if d != "all" and d not in known]
     if unknown:
         raise BayevalError(f"unknown dataset {unknown[0]!r} (bundled: {', '.join(known)})")
     return names
@@ -44,7 +45,7 @@ def bench_sources(datasets: str, reference: Path | None, task: str | None = None
                            "give --reference lm-eval:OUTPUT_DIR (or inspect:LOG_DIR)")
     from bayeval.data import list_datasets
 
-    names = [part.strip() for part in datasets.split(",") if part.strip()]
+    names = comma_list(datasets)
     return list_datasets() if names == ["all"] else names
 
 
@@ -53,8 +54,7 @@ def parse_shares(option: str, text: str | Sequence[float],
     """The numbers of a comma-separated option value (``--budgets``, ``--epsilons``), each
     in (0, 1), or a one-line error naming the option."""
     try:
-        values = ([float(part) for part in text.split(",") if part.strip()]
-                  if isinstance(text, str) else [float(x) for x in text])
+        values = [float(x) for x in (comma_list(text) if isinstance(text, str) else text)]
     except ValueError:
         raise BayevalError(f"{option}: not a comma-separated list of numbers: "
                            f"{text!r}") from None

@@ -37,6 +37,7 @@ from bayeval.data import ScoreMatrix
 from bayeval.data.bundled import load_dataset
 from bayeval.data.lm_eval import subtask_matrix
 from bayeval.errors import BayevalError, DataError
+from bayeval.evaluation.options import comma_list
 from bayeval.experiments.metrics import clustered_coverage, coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
@@ -416,7 +417,7 @@ def suite_inputs(suites: str, references: Sequence[Path] | None, rows: str = "au
     if rows != "auto":
         raise BayevalError("--rows matches the rows of your --reference matrices")
     chosen = {}
-    for name in (part.strip() for part in suites.split(",") if part.strip()):
+    for name in comma_list(suites):
         tasks = SUITES.get(name) or tuple(name.split("+"))
         unknown = [t for t in tasks if t.partition(":")[0] not in list_datasets()]
         if unknown or len(tasks) < 2:

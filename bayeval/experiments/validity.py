@@ -44,10 +44,11 @@ from bayeval.data import ScoreMatrix
 from bayeval.data.io import safe_file_name
 from bayeval.data.sources import bench_dataset
 from bayeval.data.splits import Split
-from bayeval.errors import DataError
+from bayeval.errors import BayevalError, DataError
 from bayeval.estimators.domain import domain_check
 from bayeval.estimators.interval import z_value
 from bayeval.experiments.estimation import capacity_setting
+from bayeval.experiments.inputs import parse_shares
 from bayeval.experiments.metrics import coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
@@ -407,9 +408,6 @@ def run_validity_bench(sources: Sequence, variants: Sequence[str] = DEFAULT_VARI
     names or the user's matrices), RS-Mean (``random``, the saving's reference) always
     among the methods, the report rewritten after each dataset (a crash keeps the finished
     ones); returns the report's path. The settings are checked before any work."""
-    from bayeval.errors import BayevalError
-    from bayeval.experiments.inputs import parse_shares
-
     eps = parse_shares("--epsilons", epsilons, "ε must be")
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown or not variants:
