@@ -320,6 +320,42 @@ def _long_bodies(folder: Path, limit: int) -> list[str]:
     return found
 
 
+def _method_subclasses(root: Path) -> list[str]:
+    """Classes under ``root`` derived from Method (by the name of a base)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                    (b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)) == "Method"
+                    for b in node.bases):
+                found.append(f"{path.relative_to(root)}:{node.name}")
+    return found
+
+
+def test_a_target_axis_is_a_part_not_an_override_of_the_hooks(tmp_path):
+    # every method, one target or several, is a Method composed of parts (the several
+    # targets' turns and joint backend among them): no subclass overrides the hooks, so a
+    # joint run and a one-target run go through the same Session and simulator code (the
+    # same-run test above runs both)
+    from bayeval.inference.base import RefitInPieces
+    from bayeval.methods import Method
+    from bayeval.methods.targets import OneTarget, TargetTurns
+
+    assert _method_subclasses(PACKAGE) == []
+    (tmp_path / "x.py").write_text("from bayeval import methods\n"
+                                   "class J(methods.Method):\n    pass\n")
+    assert _method_subclasses(tmp_path) == ["x.py:J"]
+    for name in method_names():
+        method = make_method(name)
+        assert type(method) is Method, name
+        several = name.endswith("-joint")
+        assert isinstance(method.turns, TargetTurns if several else OneTarget), name
+        assert method.several_targets == several
+        # the joint posterior's state is re-fitted in pieces in a Session (its buffers
+        # donated); no one-target backend needs that
+        assert isinstance(method.backend.settings, RefitInPieces) == several, name
+
+
 def test_the_command_line_is_a_shell_under_1800_lines():
     # what the commands do is in the library (bayeval.evaluate, the benches' run_*_bench,
     # the results' summaries, the settings' meanings); bayeval/cli parses, calls, prints

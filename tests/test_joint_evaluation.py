@@ -240,7 +240,7 @@ def test_active_pai_joint_draws_carry_their_probabilities(synthetic, tmp_path):
     design = told[:12]
     assert [x["target"] for x in design] == TARGETS * 4
     np.testing.assert_allclose([x["q"] for x in design], np.repeat(1 / (40 - np.arange(4)), 3))
-    from bayeval.methods.multi_target import INIT_STREAM
+    from bayeval.methods.targets import INIT_STREAM
 
     # the drawn order of the design items (bayesame-joint asks the same items sorted)
     drawn = jax.random.permutation(jax.random.fold_in(jax.random.key(2), INIT_STREAM), 40)

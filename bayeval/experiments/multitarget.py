@@ -63,11 +63,11 @@ def joint_run(method, reference: np.ndarray, targets: np.ndarray, seed: int) -> 
         exhausted = mine[N - 1] + 1 if mine.size >= N else cells.size
         ends.append(stopped[t] if stopped[t] > 0 else exhausted)
     E = int(max(ends))
-    due = method.refit_due(np.arange(1, E + 1), T, N)  # the method's own schedule
+    due = method.backend.settings.refit_schedule(np.arange(1, E + 1), T, N)  # its schedule
     refits = 0 if due is None else int(np.sum(due))
     return JointRecord(cells[:E] // N, cells[:E] % N, sim.estimate[0, :E],
                        np.clip(sim.lower[0, :E], 0, 1), np.clip(sim.upper[0, :E], 0, 1),
-                       stopped, T * method.config.design_size(N), refits)
+                       stopped, T * method.turns.design_size(N), refits)
 
 
 def _seed_runs(seed: int, split, joint_params: dict[str, Any], epsilon2: float,

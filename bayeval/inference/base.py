@@ -21,7 +21,7 @@ same code. ``reference_scores`` is the models × items reference matrix as a flo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -29,8 +29,8 @@ import numpy as np
 
 from bayeval.types import Array, Prediction, State
 
-__all__ = ["Array", "Backend", "MaintenanceInfo", "Prediction", "RefitWarning", "State",
-           "advance", "no_refit", "nothing_done", "refit_failure", "refitted"]
+__all__ = ["Array", "Backend", "MaintenanceInfo", "Prediction", "RefitInPieces", "RefitWarning",
+           "State", "advance", "no_refit", "nothing_done", "refit_failure", "refitted"]
 
 
 class MaintenanceInfo(NamedTuple):
@@ -96,9 +96,13 @@ def refitted(accepted: Array, iterations: Array, grad_norm: Array,
 class Backend(NamedTuple):
     """A posterior backend: the pure functions described in the module docstring;
     ``refit`` runs after every ``refit_every``-th observation (0: never), or where
-    ``refit_due(n)`` says so when it is given (a schedule of its own, e.g. the IRT
-    baseline's fits after 1, 10, 25 and every 50 observations); ``compact`` after every
-    ``compact_every``-th one where no re-fit is due (0: never)."""
+    ``refit_due(n, state)`` says so when it is given (a schedule of its own, e.g. the IRT
+    baseline's fits after 1, 10, 25 and every 50 observations, or the joint posterior's
+    after its initial design); ``compact`` after every ``compact_every``-th one where no
+    re-fit is due (0: never). ``begin(state, key)``, when given, makes the shared initial
+    state one run's own from the run's key (the joint posterior draws its starting
+    weights). ``settings``: the object that built the backend, where it has more to
+    offer (:class:`RefitInPieces`)."""
 
     name: str
     init: Callable[[Array, int], State]
@@ -108,7 +112,29 @@ class Backend(NamedTuple):
     refit_every: int = 0
     compact: Callable[[State], State] | None = None
     compact_every: int = 0
-    refit_due: Callable[[Array], Array] | None = None
+    refit_due: Callable[[Array, State], Array] | None = None
+    begin: Callable[[State, Array], State] | None = None
+    settings: Any = None
+
+
+@runtime_checkable
+class RefitInPieces(Protocol):
+    """Backend settings whose re-fit a Session runs as two programs at slot counts picked in
+    Python, each donating the state's buffers (a state too large to copy at every step:
+    :meth:`bayeval.methods.base.Method.step`); a vmapped simulation runs ``refit``."""
+
+    def refit_slots(self, state: State) -> tuple[int, int]:
+        """(fit, rebuild) slot counts for one run's ``state``."""
+        ...
+
+    def fit_at(self, state: State, key: Array, fit_size: int) -> dict[str, Array]:
+        """The new hyperparameters, fitted in ``fit_size`` slots."""
+        ...
+
+    def rebuild_at(self, state: State, params: dict[str, Array],
+                   size: int) -> tuple[State, MaintenanceInfo]:
+        """The state rebuilt under ``params`` in ``size`` slots, with what the re-fit did."""
+        ...
 
 
 def no_refit(state: State, key: Array) -> tuple[State, MaintenanceInfo]:
@@ -126,8 +152,8 @@ def advance(backend: Backend, state: State, n: Array, key: Array,
     returns the state and what was done.
 
     A re-fit is due every ``backend.refit_every`` observations, or where
-    ``backend.refit_due(n)`` says, or where ``refit_due`` (a boolean of ``n``, for a
-    method with its own schedule) says so.
+    ``backend.refit_due(n, state)`` says, or where ``refit_due`` (a boolean of ``n``) says
+    so.
 
     ``n`` must be the same for every run when this is traced under ``vmap`` (as in the
     lock-step simulation engine), so that the branch is a real one; ``refit`` / ``compact``
@@ -143,7 +169,7 @@ def advance(backend: Backend, state: State, n: Array, key: Array,
             compacted=jnp.ones_like(quiet.compacted))))
         index = jnp.where(n % backend.compact_every == 0, len(branches) - 1, index)
     if refit_due is None and backend.refit_due is not None:
-        refit_due = backend.refit_due(n)
+        refit_due = backend.refit_due(n, state)
     if backend.refit_every or refit_due is not None:
         branches.append(refit)
         due = n % backend.refit_every == 0 if refit_due is None else refit_due

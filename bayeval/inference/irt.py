@@ -239,8 +239,9 @@ class IRTAbilityNUTS:
                                jnp.asarray(jnp.nan), split_r_hat(ability),
                                jnp.sum(diverging))
 
-    def refit_due(self, n: Array) -> Array:
-        """After the 1st observation, each of ``first_fits`` and every ``refit_every``-th."""
+    def refit_due(self, n: Array, state: IRTState | None = None) -> Array:
+        """After the 1st observation, each of ``first_fits`` and every ``refit_every``-th
+        (whatever the ``state``)."""
         due = (n == 1) | (n % self.refit_every == 0)
         for k in self.first_fits:
             due = due | (n == k)
@@ -248,7 +249,8 @@ class IRTAbilityNUTS:
 
     def backend(self) -> Backend:
         return Backend(f"irt_{self.kind}_nuts", self.init, self.observe, self.predict,
-                       self.refit, self.refit_every, refit_due=self.refit_due)
+                       self.refit, self.refit_every, refit_due=self.refit_due,
+                       settings=self)
 
 
 __all__ = ["IRTAbilityNUTS", "IRTState", "calibrate", "estimate", "fit_ability",

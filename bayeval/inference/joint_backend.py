@@ -9,6 +9,7 @@ rebuild of the posterior on all of them. Multi-target methods
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -36,7 +37,9 @@ from bayeval.models.bucket_gp import N0, default_sigma2, make_buckets
 from bayeval.models.coregional import coregional_model
 from bayeval.types import Array, Prediction
 
-__all__ = ["JointBackend", "JointBackendState"]
+__all__ = ["WEIGHT_STREAM", "JointBackend", "JointBackendState"]
+
+WEIGHT_STREAM = 2**31 - 2  # fold_in of a run's key: its starting coregionalisation weights
 
 
 class JointBackendState(NamedTuple):
@@ -64,6 +67,11 @@ class JointBackend:
     :func:`~bayeval.models.coregional.coregional_model`), with τ² fitted from τ²₀ at every
     re-fit (None: the paper's model, no offset). ``n0``: the near-uniqueness margin of
     §1; ``pending``: observations held as deferred updates before a compaction.
+
+    Re-fits: after the initial design's D = T · ⌈``design_fraction`` · N⌉ observations and
+    every ``refit_every`` after it (0: only the first; none when ``adam_steps`` = 0); the
+    method that runs the backend gives its design's fraction here
+    (:class:`~bayeval.methods.targets.TargetTurns`).
     """
 
     n_latent: int = 2
@@ -75,12 +83,44 @@ class JointBackend:
     target_offset: float | None = None
     n0: int = N0
     pending: int = PENDING
+    refit_every: int = 50
+    design_fraction: float = 0.1
 
     def __post_init__(self) -> None:
         if self.adam_steps < 0 or self.n_latent < 1:
             raise BayevalError("adam_steps must be ≥ 0, n_latent ≥ 1")
         if self.pending < 1:
             raise BayevalError(f"pending must be ≥ 1, got {self.pending}")
+        if self.refit_every < 0:
+            raise BayevalError(f"refit_every must be ≥ 0, got {self.refit_every}")
+
+    def refit_schedule(self, n: Any, n_targets: int, n_items: int) -> Any:
+        """Whether a re-fit follows the n-th observation (``n`` an int or an array; None:
+        never): after the D-th and every ``refit_every`` after it (class docstring)."""
+        if self.adam_steps == 0:
+            return None
+        D = n_targets * max(1, math.ceil(round(self.design_fraction * n_items, 9)))
+        due = n == D
+        if self.refit_every > 0:
+            due = due | ((n > D) & ((n - D) % self.refit_every == 0))
+        return due
+
+    def refit_due(self, n: Any, state: JointBackendState) -> Any:
+        """:meth:`refit_schedule` for ``state``'s targets and items (runs batched in front
+        allowed)."""
+        return self.refit_schedule(n, *state.joint.observed.shape[-2:])
+
+    def begin(self, state: JointBackendState, key: Array) -> JointBackendState:
+        """One run's own starting weights (``fold_in(key, WEIGHT_STREAM)``), with the prior
+        rebuilt for them."""
+        joint = state.joint
+        T = joint.observed.shape[0]
+        params = self.hyperparameters(jax.random.fold_in(key, WEIGHT_STREAM), T,
+                                      state.params["sigma2"])
+        prior = self.prior(joint.phi, joint.sizes, params, T)
+        joint = joint_init(joint.phi, joint.sizes, joint.item_bucket, prior, T,
+                           joint.pending.shape[0])
+        return state._replace(joint=joint, params=params)
 
     def hyperparameters(self, key: Array, n_targets: int, sigma2: Array) -> dict[str, Array]:
         """The starting hyperparameters: α = β = 1, weights ~ N(0, 0.1²) from ``key``."""
@@ -169,10 +209,14 @@ class JointBackend:
         return (next((s for s in sizes if s >= fit), sizes[-1]),
                 next((s for s in sizes if s >= pairs), sizes[-1]))
 
+    def refit_slots(self, state: JointBackendState) -> tuple[int, int]:
+        """:meth:`slots` for the pairs ``state`` has observed."""
+        return self.slots(state, int(jnp.sum(state.joint.count > 0)))
+
     def refit(self, state: JointBackendState, key: Array) -> tuple[JointBackendState, Any]:
         """:meth:`fit_at` then :meth:`rebuild_at` at the smallest slot counts that hold
         the pairs, each one ``lax.switch`` over the sizes (for a jitted loop; the Session
-        picks the sizes in Python, :meth:`JointMethod.step`)."""
+        picks the sizes in Python, :meth:`~bayeval.methods.base.Method.step`)."""
         sizes = self.refit_sizes(state)
         if self.fit_pairs is not None:  # the fit never needs more slots than fit_pairs
             sizes_fit = [s for s in sizes if s < self.fit_pairs]
@@ -190,8 +234,10 @@ class JointBackend:
         return state._replace(joint=joint_compact(state.joint))
 
     def backend(self) -> Backend:
-        """The joint posterior as a :class:`~bayeval.inference.base.Backend` over cells.
-        Its re-fits follow the method's schedule (its ``maintain``), so
-        ``refit_every`` is 0 here."""
+        """The joint posterior as a :class:`~bayeval.inference.base.Backend` over cells,
+        re-fitted on :meth:`refit_due`'s schedule (in pieces in a Session:
+        :class:`~bayeval.inference.base.RefitInPieces`)."""
         return Backend("joint_coregional", self.init, self.observe, self.predict,
-                       self.refit, 0, self.compact, self.pending)
+                       self.refit, 0, self.compact, self.pending,
+                       refit_due=self.refit_due if self.adam_steps else None,
+                       begin=self.begin, settings=self)

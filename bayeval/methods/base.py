@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +33,8 @@ from bayeval.errors import BayevalError
 from bayeval.estimators.base import Draw, Estimator, exact_when_complete, posterior
 from bayeval.estimators.interval import z_value
 from bayeval.hparams import Program, as_values
-from bayeval.inference.base import Backend, advance
+from bayeval.inference.base import Backend, RefitInPieces, advance, nothing_done
+from bayeval.methods.targets import Turns, one_target
 from bayeval.precision import require_float64
 from bayeval.stopping.rules import StoppingRule
 from bayeval.types import Array, Estimate, Prediction, State
@@ -71,14 +72,15 @@ class Method:
     re-fit when due, report), from :meth:`init`. The Session is a journal around a host
     loop over them, jitted once per program (:attr:`select`, :attr:`step`; methods that
     differ only in traced settings share the programs, :mod:`bayeval.hparams`); the
-    simulator is a ``while_loop`` over them vmapped over runs. A method whose items carry
-    a target axis (``several_targets``, :mod:`bayeval.methods.multi_target`) overrides
-    the parts they compose (:meth:`start`, :meth:`begin`, :meth:`choose`,
-    :meth:`record`, :meth:`maintain`, :meth:`report`, :meth:`skip`) and runs in the same
-    loops, its positions being (target, item) cells ``t · N + i``.
-    """
+    simulator is a ``while_loop`` over them vmapped over runs.
 
-    several_targets: ClassVar[bool] = False
+    ``turns`` is the target axis (:mod:`bayeval.methods.targets`): T ≥ 1 targets, their
+    positions the (target, item) cells ``t · N + i``, one estimator and stopping rule state
+    per target, the next cell chosen in their turn. Every method runs the same hooks
+    whatever T; one target (the default) stores no axis, several
+    (:class:`~bayeval.methods.targets.TargetTurns`, with a joint backend) are what the
+    multi-target methods compose.
+    """
 
     name: str
     backend: Backend
@@ -90,6 +92,7 @@ class Method:
     estimator: Estimator = field(default_factory=posterior)
     program: Program | None = None
     hyper: dict[str, float] = field(default_factory=dict)
+    turns: Turns = field(default_factory=one_target)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "policy", as_policy(self.policy))
@@ -119,43 +122,63 @@ class Method:
     def z(self) -> float:
         return z_value(self.level)
 
+    @property
+    def several_targets(self) -> bool:
+        """Whether a run may evaluate several targets jointly (its ``turns``)."""
+        return self.turns.several
+
     # ------------------------------------------------------------------ the round
     def record(self, loop: LoopState, item: Array, score: Array, draw: Draw) -> LoopState:
-        """Estimator update (with the pre-observation prediction and the draw), then the
-        backend's observe."""
-        est = self.estimator.update(loop.estimator, loop.prediction, item, score, draw)
+        """The told target's estimator update (with the pre-observation prediction and the
+        draw), the backend's observe, and the plan's record of it."""
+        turns = self.turns
+        t, i = turns.split(item, loop.prediction)
+        est = self.estimator.update(turns.row(loop.estimator, t),
+                                    turns.row(loop.prediction, t), i, score, draw)
         return loop._replace(backend=self.backend.observe(loop.backend, item, score),
-                             estimator=est)
+                             estimator=turns.set_row(loop.estimator, t, est),
+                             plan=turns.observed(loop.plan, item, t))
 
     def report(self, loop: LoopState) -> tuple[LoopState, Array]:
-        """Predict, estimate and update the stopping rule: (loop, stop)."""
+        """Predict, estimate every target and update the told target's stopping rule:
+        (loop, stop)."""
+        turns = self.turns
         prediction = self.backend.predict(loop.backend)
-        estimate = self.estimator.estimate(loop.estimator, prediction, self.z)
-        stop_state, done = self.stopping.update(loop.stopping, estimate, prediction)
-        return loop._replace(stopping=stop_state, prediction=prediction,
-                             estimate=estimate), done
+        estimate = turns.over(self._estimate)(loop.estimator, prediction)
+        t = turns.told(loop.plan)
+        rule_state, fired = self.stopping.update(turns.rule_state(loop.stopping, t),
+                                                 turns.row(estimate, t),
+                                                 turns.row(prediction, t))
+        stopping, stop = turns.stopped(loop.stopping, t, rule_state, fired, loop.plan)
+        return loop._replace(stopping=stopping, prediction=prediction,
+                             estimate=estimate), stop
+
+    def _estimate(self, est: State, prediction: Prediction) -> Estimate:
+        return self.estimator.estimate(est, prediction, self.z)
 
     def start(self, reference_scores: Any, n_items: int, n_targets: int = 1) -> LoopState:
         """The loop state before any observation, shared by every run on this reference.
         ``backend.init`` runs eagerly (it may bucket or fit the reference matrix with
-        NumPy)."""
+        NumPy) over the ``n_items · n_targets`` cells."""
         require_float64(f"method {self.name!r}")
-        if n_targets != 1:
-            raise BayevalError(f"method {self.name!r} evaluates one target, not {n_targets} "
-                               "(bayesame-joint evaluates several jointly)")
-        return self._first_report(self.backend.init(reference_scores, n_items), n_items)
+        self.turns.check(self.name, n_targets)
+        state = self.backend.init(reference_scores, n_items * n_targets)
+        return self._first_report(state, self.turns.plan(n_items, n_targets), n_items)
 
     def begin(self, loop: LoopState, key: Array) -> LoopState:
         """The start of one run with ``key`` (pure, vmapped by the simulator): the shared
-        state of :meth:`start` made the run's own (nothing to do for most methods)."""
-        del key
-        return loop
+        state of :meth:`start` made the run's own — the backend's (``Backend.begin``) and
+        the plan's — where either has one (nothing to do for most methods)."""
+        if self.backend.begin is None and loop.plan is None:
+            return loop
+        return self._begin(loop, key)
 
     def skip(self, loop: LoopState, item: Array) -> LoopState:
-        """``item`` will not be scored (its evaluation failed): nothing to do for most
-        methods; the Session only stops offering it."""
-        del item
-        return loop
+        """``item`` will not be scored (its evaluation failed): the plan's record of it
+        (nothing to do for most methods; the Session only stops offering it)."""
+        if loop.plan is None:
+            return loop
+        return self._skip(loop, item)
 
     def maintain(self, state: State, n: Array, key: Array, refit: Callable | None = None,
                  compact: Callable | None = None, quiet: Any = None) -> tuple[State, Any]:
@@ -196,15 +219,36 @@ class Method:
                 del _PROGRAMS[next(iter(_PROGRAMS))]
         return functools.partial(jitted, self.hyper_values)
 
+    def _first(self, state: State, plan: State, n_items: int) -> LoopState:
+        """The loop state before any observation (no stopping rule has seen anything)."""
+        turns = self.turns
+        prediction = self.backend.predict(state)
+        est = turns.stack(self.estimator.init(n_items), prediction)
+        return LoopState(state, est, turns.progress(self.stopping.init(), prediction),
+                         prediction, turns.over(self._estimate)(est, prediction), plan)
+
     @functools.cached_property
     def _first_report(self) -> Callable:
-        def first(method, state, n_items):
-            prediction = method.backend.predict(state)
-            est = method.estimator.init(n_items)
-            return LoopState(state, est, method.stopping.init(), prediction,
-                             method.estimator.estimate(est, prediction, method.z))
+        return self._compiled("first", Method._first, static_argnums=(2,))
 
-        return self._compiled("first", first, static_argnums=(1,))
+    @functools.cached_property
+    def _begin(self) -> Callable:
+        def begin(method, loop, key):
+            T, N = method.turns.count(loop.prediction), loop.prediction.item_mean.shape[-1]
+            state = loop.backend
+            if method.backend.begin is not None:
+                state = method.backend.begin(state, key)
+            plan = method.turns.plan(N, T, key, method.estimator.needs_probabilities)
+            return method._first(state, plan, N)
+
+        return self._compiled("begin", begin)
+
+    @functools.cached_property
+    def _skip(self) -> Callable:
+        def skip(method, loop, item):
+            return loop._replace(plan=method.turns.skipped(loop.plan, item))
+
+        return self._compiled("skip", skip)
 
     def refit_key(self, key: Array) -> Array:
         """The key stream of re-fits, apart from the selection keys ``fold_in(key, t)``."""
@@ -244,16 +288,60 @@ class Method:
     @functools.cached_property
     def step(self) -> Callable:
         """:meth:`tell` jitted once per program: ``(loop, item, score, draw, n, key) ->
-        (loop, stop, info)``."""
+        (loop, stop, info)``; for a backend that re-fits in pieces, :meth:`_step_in_pieces`."""
+        if isinstance(self.backend.settings, RefitInPieces):
+            return self._step_in_pieces()
         return self._compiled("step", lambda method, *args: method.tell(*args))
+
+    def _step_in_pieces(self) -> Callable:
+        """:meth:`tell` for a backend whose state is large (the joint posterior's Σ_c, J²
+        floats): record, maintenance chosen in Python (``n`` is a number here; a re-fit's
+        slot counts :meth:`RefitInPieces.refit_slots` picked for the pairs observed),
+        report, each a program of its own with the backend state's buffers donated, so
+        that a Session's step never copies that state. The loop passed in must not be
+        used again."""
+        record = self._compiled("record", Method._record_apart, donate_argnums=(0,))
+        fit_at = self._compiled("fit", lambda m, *a: m.backend.settings.fit_at(*a),
+                                static_argnums=(2,))
+        rebuild_at = self._compiled(
+            "rebuild", lambda m, *a: m.backend.settings.rebuild_at(*a),
+            static_argnums=(2,), donate_argnums=(0,))
+        compact = self._compiled("compact", lambda m, *a: m.backend.compact(*a),
+                                 donate_argnums=(0,))
+        report = self._compiled("report", Method._report_apart)
+        backend = self.backend
+
+        def step(loop, item, score, draw, n, key):
+            state, rest = record(loop.backend, loop._replace(backend=None), item, score,
+                                 draw)
+            n = int(n)
+            info = nothing_done()
+            if refit_due(backend, state, n):
+                fit, size = backend.settings.refit_slots(state)
+                state, info = rebuild_at(state, fit_at(state, key, fit), size)
+            elif backend.compact_every and n % backend.compact_every == 0:
+                state = compact(state)
+                info = info._replace(compacted=jnp.ones((), bool))
+            rest, stop = report(state, rest)
+            return rest._replace(backend=state), stop, info
+
+        return step
+
+    def _record_apart(self, backend: State, loop: LoopState, item: Array, score: Array,
+                      draw: Draw) -> tuple[State, LoopState]:
+        loop = self.record(loop._replace(backend=backend), item, score, draw)
+        return loop.backend, loop._replace(backend=None)
+
+    def _report_apart(self, backend: State, loop: LoopState) -> tuple[LoopState, Array]:
+        loop, stop = self.report(loop._replace(backend=backend))
+        return loop._replace(backend=None), stop
 
     def choose(self, loop: LoopState, available: Array, key: Array,
                k: int) -> tuple[Array, Draw]:
-        """(k item positions, how each was drawn: a Draw of (k,) arrays) from ``key``."""
-        prediction = loop.prediction
-        log_w = self.rule(prediction, available)
-        items = self.policy.draw(key, log_w, available, k)
-        return items, self.draws(prediction, log_w, available, items)
+        """(k positions, how each was drawn: a Draw of (k,) arrays) from ``key``: the
+        target axis's choice (:mod:`bayeval.methods.targets`) over this method's rule and
+        policy."""
+        return self.turns.choose(self, loop, available, key, k)
 
     def draws(self, prediction: Prediction, log_w: Array, available: Array,
               items: Array) -> Draw:
@@ -277,7 +365,16 @@ class Method:
     @functools.cached_property
     def probability(self) -> Callable:
         """Jitted ``(loop, available, item) -> Draw``: how the policy would draw
-        ``item`` as a single draw (for journals recorded without it)."""
+        ``item`` as a single draw (for journals recorded without it). Refused where the
+        draw depends on a turn the journal does not record (several targets: every
+        journal of theirs records the draw)."""
+        if not self.turns.replayable:
+            def refuse(loop, available, item):
+                raise BayevalError(f"{self.name}: a draw's probability cannot be "
+                                   "recomputed from the journal; it must be recorded with "
+                                   "the tell")
+
+            return refuse
 
         def probability(method, loop, available, item):
             prediction = loop.prediction
@@ -345,6 +442,14 @@ def method_factory(name: str, hyper: tuple[str, ...] = ()) -> Callable:
         return build
 
     return wrap
+
+
+def refit_due(backend: Backend, state: State, n: int) -> bool:
+    """Whether ``backend`` re-fits after the n-th observation (``n`` a number, ``state``
+    one run's): :func:`~bayeval.inference.base.advance`'s schedule, read in Python."""
+    if backend.refit_due is not None:
+        return bool(backend.refit_due(n, state))
+    return bool(backend.refit_every) and n % backend.refit_every == 0
 
 
 def _rebuild(factory: Callable[..., Method], structure: dict[str, Any],
