@@ -236,7 +236,14 @@ def test_active_pai_joint_draws_carry_their_probabilities(synthetic, tmp_path):
     session.close()
     import json
 
-    told = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    records = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    told = [x for x in records if x["event"] == "tell"]
+    # each pair is journaled when asked (its place in the draw order, its draw), as one
+    # target's items are, and told with the same order and draw
+    asked = [x for x in records if x["event"] == "ask"]
+    assert [x["order"] for x in asked] == list(range(15))
+    assert [(x["target"], x["item"], x["q"]) for x in asked[:14]] == [
+        (x["target"], x["item"], x["q"]) for x in told]
     design = told[:12]
     assert [x["target"] for x in design] == TARGETS * 4
     np.testing.assert_allclose([x["q"] for x in design], np.repeat(1 / (40 - np.arange(4)), 3))

@@ -62,9 +62,12 @@ def test_resume_continues_exactly_as_the_uninterrupted_run(family, tmp_path):
     for _ in range(25):  # past the design (12 pairs) and the first re-fit
         (t, i), = first.ask()
         _tell(first, t, i, _answer(truth, reference, t, i))
+    asked, = first.ask()  # journaled when asked, never told: asked first on resume
     first.close()
     resumed = Session.resume(path, reference=reference)
     assert resumed.n_observed == 25 and len(resumed.skipped) == 1
+    assert resumed.unanswered == 1 and resumed.ask() == [asked]
+    _tell(resumed, *asked, _answer(truth, reference, *asked))
     assert [r["n"] for r in resumed.refits] == [r["n"] for r in first.refits] == [12]
     resumed.run(lambda t, i: _answer(truth, reference, t, i))
     resumed.close()

@@ -1,8 +1,8 @@
-"""Rounds in draw order (docs/methods.md §9 "Batches" and "Streaming"): a Session with one
-target and draws without replacement numbers its draws; the scores may arrive in any
-order, and a design-based estimate applies the rounds in draw order, each once every
-earlier round is answered (each round's estimate then reads only the past), while a
-model-based one applies each score as it arrives.
+"""Rounds in draw order (docs/methods.md §9 "Batches" and "Streaming"): a Session whose
+draws are without replacement numbers its draws (items, or (target, item) cells); the
+scores may arrive in any order, and a design-based estimate applies the rounds in draw
+order, each once every earlier round is answered (each round's estimate then reads only
+the past), while a model-based one applies each score as it arrives.
 
 :class:`DrawOrder` is that bookkeeping of :class:`~bayeval.loop.session.Session`: the rounds
 drawn, their draws, the answers held back, and the head of the order applied so far.
@@ -26,9 +26,9 @@ class DrawOrder:
         self._pending = np.zeros(n, bool)  # asked, not yet applied (in flight or told)
         # how each pending item was drawn: (q, design) of its Draw
         self._pending_draw = np.full((n, 2), np.nan)
-        # every asked item is a round in draw order; its score is journaled when it
+        # every asked position is a round in draw order; its score is journaled when it
         # arrives and applied once every earlier round's has, so each round's estimate
-        # reads only the past (one target, no repeats)
+        # reads only the past (draws without repeats)
         self._rounds: list[int] = []  # cells in draw order
         self._order_of: dict[int, int] = {}  # cell → its place in the draw order
         self._applied_rounds = 0  # with draw-order application: the prefix applied
@@ -37,9 +37,10 @@ class DrawOrder:
 
     @property
     def _streams(self) -> bool:
-        """Whether asks are rounds in a draw order (one target, draws without
-        replacement): their scores are applied in that order, whenever they arrive."""
-        return not self.several and not self.method.with_replacement
+        """Whether asks are rounds in a draw order (draws without replacement, of one
+        target or several): their scores are applied in that order, whenever they
+        arrive."""
+        return not self.method.with_replacement
 
     def _add_round(self, c: int, q: float, design: float) -> None:
         self._pending[c] = True
@@ -122,14 +123,6 @@ class DrawOrder:
         self._append_many(records)
         self._calls += 1
         return asked
-
-    def _draw_pair(self, available: np.ndarray) -> list:
-        """One (target, item) cell of a method with a target axis (not journaled until
-        told: its draw depends on the applied observations only)."""
-        c, q, design = self._draw(available, self._n_events)
-        self._pending[c] = True
-        self._pending_draw[c] = (q, design)
-        return [self.cells.asked(c)]
 
     def _draw_with_replacement(self) -> list:
         """One item per round (the policy changes after every round). A draw of an item

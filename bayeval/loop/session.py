@@ -190,12 +190,16 @@ class Session(SessionJournal, DrawOrder):
         far give, with the items already asked removed (docs/methods.md §9 "Batches" and
         "Streaming"): ask again while earlier items are still being evaluated and the
         next draw reads every score told by then. Asked items are held back from later
-        asks until told or skipped. With one target each draw is journaled (its item, its
-        place in the draw order and its probability) before ``ask`` returns, so that a
-        resumed session asks exactly the items still unanswered, first.
+        asks until told or skipped. Each draw is journaled (its item, its target with
+        several, its place in the draw order and its probability) before ``ask``
+        returns, so that a resumed session asks exactly the items still unanswered,
+        first. Several targets are asked one (target, item) pair at a time.
         """
         if k < 1:
             raise SessionError(f"ask(k) needs k ≥ 1, got {k}")
+        if self.several and k > 1:
+            raise SessionError(f"ask(k): {self.method.name} asks one (target, item) pair "
+                               f"at a time, not {k}")
         if self.method.with_replacement:
             return self._draw_with_replacement()
         again = [self.cells.asked(c) for c in self._reissue[:k]]
@@ -208,11 +212,6 @@ class Session(SessionJournal, DrawOrder):
         k = min(k, int(available.sum()))
         if k <= 0:
             return []
-        if self.several:
-            if k > 1:
-                raise SessionError(f"ask(k): {self.method.name} asks one (target, item) "
-                                   f"pair at a time, not {k}")
-            return self._draw_pair(available)
         return self._draw_rounds(available, k)
 
     @property
@@ -255,8 +254,9 @@ class Session(SessionJournal, DrawOrder):
         score = validate_score(score, f"tell: {self.cells.name(c)}")
         if self._streams and self._pending[c]:
             return self._answer_round(
-                c, ("tell", score), {"event": "tell", "n": self._told + 1, "item": item,
-                                     "score": score}, _draw_fields(*self._pending_draw[c]))
+                c, ("tell", score), {"event": "tell", "n": self._told + 1,
+                                     **self._target_field(c), "item": item, "score": score},
+                _draw_fields(*self._pending_draw[c]))
         draw = Draw(*map(float, self._pending_draw[c]))  # NaN unless c is pending
         self._record_tell(c, score, draw)
 
@@ -283,14 +283,15 @@ class Session(SessionJournal, DrawOrder):
                                "item; retry the evaluation or score the failure")
         if self._observed[c]:
             raise SessionError(f"skip: {self.cells.name(c)} was already observed")
+        record = {"event": "skip", **self._target_field(c), "item": item, "reason": reason}
         if self._streams and self._pending[c]:
-            return self._answer_round(c, ("skip", reason),
-                                      {"event": "skip", "item": item, "reason": reason})
-        record: dict[str, Any] = {"event": "skip"}
-        if self.several:
-            record["target"] = self.target_ids[c // self.n_items]
-        self._append({**record, "item": item, "reason": reason})
+            return self._answer_round(c, ("skip", reason), record)
+        self._append(record)
         self._apply_skip(c, reason)
+
+    def _target_field(self, c: int) -> dict[str, str]:
+        """A journal record's ``target`` of position ``c`` (none with one target)."""
+        return {"target": self.target_ids[c // self.n_items]} if self.several else {}
 
     def _apply_tell(self, c: int, score: float, draw: Draw) -> None:
         n = self.n_observed + 1

@@ -134,18 +134,17 @@ class SessionJournal(JournalFile):
 
     def _ask_record(self, c: int, q: float, design: float) -> dict[str, Any]:
         return {"event": "ask", "order": len(self._rounds), "call": self._calls,
-                "item": str(self.reference.items[c]), **_draw_fields(q, design)}
+                **self._target_field(c), "item": str(self.reference.items[c % self.n_items]),
+                **_draw_fields(q, design)}
 
     def _record_tell(self, c: int, score: float, draw: Draw, **extra: Any) -> None:
         """Journal (fsync) the score at position ``c`` and how it was drawn (its
         :class:`~bayeval.estimators.base.Draw` as numbers; NaN: not drawn by the policy,
         or no design statistic), then apply it."""
-        t, j = divmod(int(c), self.n_items)
         self._told += 1
-        record = {"event": "tell", "n": self._told}
-        if self.several:
-            record["target"] = self.target_ids[t]
-        record.update(item=str(self.reference.items[j]), score=score, **_draw_fields(*draw))
+        record = {"event": "tell", "n": self._told, **self._target_field(c),
+                  "item": str(self.reference.items[c % self.n_items]), "score": score,
+                  **_draw_fields(*draw)}
         self._append({**record, **extra})
         self._apply_tell(c, score, draw)
 
