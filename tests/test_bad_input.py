@@ -345,3 +345,24 @@ def test_a_missing_file_is_said_before_pandas_or_jax_load(tmp_path, args):
                           timeout=120)
     assert done.stdout.split() == ["2", "False", "False"], done.stdout + done.stderr
     assert "no such file" in done.stderr
+
+
+@pytest.mark.parametrize("argv", [["--model", "nope"], ["--coreset", "600"],
+                                  ["--target", "nope"]])
+def test_diagnose_refuses_before_its_progress_line_can_start(cli, monkeypatch, argv):
+    # the progress line of a long run starts after 1 s where stderr is a log; a fresh
+    # process spends longer than that importing the samplers, so a refusal made inside the
+    # progress block came out as two lines ("… started (1 s)", then the error): every
+    # refusal of diagnose comes before the block is entered
+    import bayeval.cli.diagnose as command
+
+    entered = []
+
+    def working(message):
+        entered.append(message)
+        raise AssertionError("the work started before the input was checked")
+
+    monkeypatch.setattr(command, "working", working)
+    done = cli("diagnose", *argv)
+    assert done.returncode == 2 and not entered, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -70,6 +70,7 @@ def diagnose(
     except BayevalError as exc:
         raise fail(str(exc)) from None
     from bayeval.experiments.diagnose import (
+        check_case,
         diagnose_case,
         diagnosis_summary,
         plot_diagnosis,
@@ -79,6 +80,7 @@ def diagnose(
     try:
         if target is None:
             target = str(np.random.default_rng(seed).choice(matrix.models))
+        check_case(matrix, target, model, coreset)  # before the progress line starts
         with warnings.catch_warnings(), working(f"{model} on {matrix.name}") as say:
             warnings.simplefilter("ignore")
             result = diagnose_case(matrix, target, model, coreset, seed, chains, warmup,

@@ -62,6 +62,22 @@ class Diagnosis:
                 "sd": self.sd, "truth": self.truth}
 
 
+def check_case(matrix: ScoreMatrix, target: str, model: str, coreset: int) -> np.ndarray:
+    """Refuse, in one line and before any work, a case :func:`diagnose_case` cannot run;
+    return the target's full score row."""
+    if model not in MODELS:
+        raise BayevalError(f"unknown model {model!r} (known: {', '.join(MODELS)})")
+    if target not in set(matrix.models):
+        raise BayevalError(f"unknown target {target!r}: not a model of {matrix.name}")
+    row = matrix.scores[list(matrix.models).index(target)]
+    if np.isnan(row).any():
+        raise BayevalError(f"target {target!r} has missing scores in {matrix.name}: the "
+                           "diagnosis needs its full row for the true score")
+    if not 1 <= coreset <= matrix.n_items:
+        raise BayevalError(f"--coreset must be in 1..{matrix.n_items}, got {coreset}")
+    return row
+
+
 def diagnose_case(matrix: ScoreMatrix, target: str, model: str = "irt-2pl",
                   coreset: int = 100, seed: int = 0, chains: int = 4, warmup: int = 500,
                   samples: int = 1000,
@@ -71,17 +87,8 @@ def diagnose_case(matrix: ScoreMatrix, target: str, model: str = "irt-2pl",
     from bayeval.inference import irt
     from bayeval.inference.bucket_mcmc import bucket_gp_nuts
 
-    if model not in MODELS:
-        raise BayevalError(f"unknown model {model!r} (known: {', '.join(MODELS)})")
-    if target not in set(matrix.models):
-        raise BayevalError(f"unknown target {target!r}: not a model of {matrix.name}")
-    row = matrix.scores[list(matrix.models).index(target)]
-    if np.isnan(row).any():
-        raise BayevalError(f"target {target!r} has missing scores in {matrix.name}: the "
-                           "diagnosis needs its full row for the true score")
+    row = check_case(matrix, target, model, coreset)
     n_items = matrix.n_items
-    if not 1 <= coreset <= n_items:
-        raise BayevalError(f"--coreset must be in 1..{n_items}, got {coreset}")
     reference = matrix.drop_models([target]).scores
     items = np.sort(np.random.default_rng(seed).permutation(n_items)[:coreset])
     nuts = {"num_chains": chains, "num_warmup": warmup, "num_samples": samples,
