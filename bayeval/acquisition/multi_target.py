@@ -15,13 +15,11 @@ grid unchanged:
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 
 from bayeval.acquisition.info_gain import information_gain
-from bayeval.inference.joint import JointPrediction, per_target
+from bayeval.inference.joint import JointPrediction, design_size, per_target
 from bayeval.types import Array
 
 
@@ -32,8 +30,7 @@ def target_information_gain(prediction: JointPrediction) -> Array:
 
 def initial_design(key: Array, n_items: int, fraction: float = 0.1) -> Array:
     """(N,) mask of ⌈fraction · N⌉ items drawn uniformly without replacement."""
-    size = max(1, math.ceil(round(fraction * n_items, 9)))  # round: 0.07 · 100 = 7.000000000000001
-    chosen = jax.random.permutation(key, n_items)[:size]
+    chosen = jax.random.permutation(key, n_items)[:design_size(fraction, n_items)]
     return jnp.zeros(n_items, bool).at[chosen].set(True)
 
 

@@ -29,8 +29,21 @@ import numpy as np
 
 from bayeval.types import Array, Prediction, State
 
-__all__ = ["Array", "Backend", "MaintenanceInfo", "Prediction", "RefitInPieces", "RefitWarning",
-           "State", "advance", "no_refit", "nothing_done", "refit_failure", "refitted"]
+__all__ = [
+    "Array",
+    "Backend",
+    "MaintenanceInfo",
+    "Prediction",
+    "RefitInPieces",
+    "RefitWarning",
+    "State",
+    "advance",
+    "no_refit",
+    "nothing_done",
+    "refit_failure",
+    "refit_schedule",
+    "refitted",
+]
 
 
 class MaintenanceInfo(NamedTuple):
@@ -143,6 +156,17 @@ def no_refit(state: State, key: Array) -> tuple[State, MaintenanceInfo]:
     return state, nothing_done()
 
 
+def refit_schedule(backend: Backend, state: State, n: Any) -> Any:
+    """Whether ``backend`` re-fits after the n-th observation (``n`` a number or an array):
+    every ``refit_every``-th, or where its own ``refit_due(n, state)`` says; None when it
+    never re-fits."""
+    if backend.refit_due is not None:
+        return backend.refit_due(n, state)
+    if backend.refit_every:
+        return n % backend.refit_every == 0
+    return None
+
+
 def advance(backend: Backend, state: State, n: Array, key: Array,
             refit: Callable[[State, Array], tuple[State, MaintenanceInfo]] | None = None,
             compact: Callable[[State], State] | None = None,
@@ -168,11 +192,9 @@ def advance(backend: Backend, state: State, n: Array, key: Array,
         branches.append(lambda s, k: (compact(s), quiet._replace(
             compacted=jnp.ones_like(quiet.compacted))))
         index = jnp.where(n % backend.compact_every == 0, len(branches) - 1, index)
-    if refit_due is None and backend.refit_due is not None:
-        refit_due = backend.refit_due(n, state)
-    if backend.refit_every or refit_due is not None:
+    due = refit_schedule(backend, state, n) if refit_due is None else refit_due
+    if due is not None:
         branches.append(refit)
-        due = n % backend.refit_every == 0 if refit_due is None else refit_due
         index = jnp.where(due, len(branches) - 1, index)
     if len(branches) == 1:
         return state, quiet

@@ -34,6 +34,7 @@ per step instead of O(n_obs J). Costs:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -53,6 +54,12 @@ from bayeval.inference.exact import (
 from bayeval.models.bucket_gp import make_buckets
 from bayeval.models.coregional import coregional_model
 from bayeval.types import Array, Prediction
+
+
+def design_size(fraction: float, n_items: int) -> int:
+    """⌈fraction · N⌉ items (at least one) in the initial design of several targets (seed
+    000 App. C.1: 10%), each for every target; the first re-fit follows it."""
+    return max(1, math.ceil(round(fraction * n_items, 9)))  # round: 0.07 · 100 = 7.000000000000001
 
 
 class JointState(NamedTuple):

@@ -9,7 +9,6 @@ rebuild of the posterior on all of them. Multi-target methods
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -24,6 +23,7 @@ from bayeval.inference.exact import PENDING, fit_sizes, switch_by_size
 from bayeval.inference.joint import (
     FITTED,
     JointState,
+    design_size,
     joint_compact,
     joint_init,
     joint_observe,
@@ -99,7 +99,7 @@ class JointBackend:
         never): after the D-th and every ``refit_every`` after it (class docstring)."""
         if self.adam_steps == 0:
             return None
-        D = n_targets * max(1, math.ceil(round(self.design_fraction * n_items, 9)))
+        D = n_targets * design_size(self.design_fraction, n_items)
         due = n == D
         if self.refit_every > 0:
             due = due | ((n > D) & ((n - D) % self.refit_every == 0))

@@ -33,7 +33,13 @@ from bayeval.errors import BayevalError
 from bayeval.estimators.base import Draw, Estimator, exact_when_complete, posterior
 from bayeval.estimators.interval import z_value
 from bayeval.hparams import Program, as_values
-from bayeval.inference.base import Backend, RefitInPieces, advance, nothing_done
+from bayeval.inference.base import (
+    Backend,
+    RefitInPieces,
+    advance,
+    nothing_done,
+    refit_schedule,
+)
 from bayeval.methods.targets import Turns, one_target
 from bayeval.precision import require_float64
 from bayeval.stopping.rules import StoppingRule
@@ -316,7 +322,8 @@ class Method:
                                  draw)
             n = int(n)
             info = nothing_done()
-            if refit_due(backend, state, n):
+            due = refit_schedule(backend, state, n)
+            if due is not None and bool(due):
                 fit, size = backend.settings.refit_slots(state)
                 state, info = rebuild_at(state, fit_at(state, key, fit), size)
             elif backend.compact_every and n % backend.compact_every == 0:
@@ -442,14 +449,6 @@ def method_factory(name: str, hyper: tuple[str, ...] = ()) -> Callable:
         return build
 
     return wrap
-
-
-def refit_due(backend: Backend, state: State, n: int) -> bool:
-    """Whether ``backend`` re-fits after the n-th observation (``n`` a number, ``state``
-    one run's): :func:`~bayeval.inference.base.advance`'s schedule, read in Python."""
-    if backend.refit_due is not None:
-        return bool(backend.refit_due(n, state))
-    return bool(backend.refit_every) and n % backend.refit_every == 0
 
 
 def _rebuild(factory: Callable[..., Method], structure: dict[str, Any],

@@ -27,7 +27,6 @@ function of its seed and answers. A design cell that could not be evaluated (a S
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -39,6 +38,7 @@ from bayeval.acquisition import multi_target as mt
 from bayeval.acquisition.base import probabilities
 from bayeval.errors import BayevalError
 from bayeval.estimators.base import Draw
+from bayeval.inference.joint import design_size
 from bayeval.types import Array, Prediction, State
 
 __all__ = ["INIT_STREAM", "JointPlan", "JointProgress", "OneTarget", "TargetTurns", "Turns",
@@ -176,7 +176,7 @@ class TargetTurns:
 
     def design_size(self, n_items: int) -> int:
         """⌈init_fraction · N⌉ items in the initial design (each for every target)."""
-        return max(1, math.ceil(round(self.init_fraction * n_items, 9)))
+        return design_size(self.init_fraction, n_items)
 
     def check(self, name: str, n_targets: int) -> None:
         if n_targets < 1:
