@@ -3,6 +3,7 @@ processes, Ray) and the run axis split over devices (bayeval.devices)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -122,6 +123,50 @@ def test_two_processes_on_one_out_share_the_units(tmp_path):
     assert sorted(calls) == [10 * i for i in range(12)]  # each unit once
     # each process computed some (the gate)
     assert all((tmp_path / f"log{i}").read_text().split() for i in range(2))
+
+
+def test_an_interrupted_pool_exits_at_once_and_leaves_no_worker(tmp_path):
+    """SIGTERM to a bench whose two workers are each inside a unit (held there up to a
+    minute by a gate that never opens): the command's own handler ends it within a few
+    seconds, not when the units finish, and no worker is left (the pool's own shutdown
+    would wait the minute). The bound, 15 s, is a quarter of the units' wait."""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT / "tests")!r})
+        from test_units import square_unit, _units
+        from bayeval.cli import _terminate_like_interrupt
+        from bayeval.experiments.units import Executor, run_units
+        _terminate_like_interrupt()
+        run_units(_units(4), square_unit, {{"factor": 1.0, "log": sys.argv[1],
+                                           "gate": sys.argv[2]}}, None, Executor(workers=2))
+    """)
+    log = tmp_path / "log"
+    proc = subprocess.Popen([sys.executable, "-c", script, str(log), str(tmp_path / "never")],
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (
+                log.exists() and len(log.read_text().split()) >= 2):
+            time.sleep(0.1)
+        assert len(log.read_text().split()) == 2  # both workers inside a unit
+        start = time.monotonic()
+        proc.send_signal(15)
+        code = proc.wait(timeout=60)
+        took = time.monotonic() - start
+        assert code != 0 and took < 15, (code, took)
+        deadline = time.monotonic() + 10  # the pool's helpers end with their parent
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.pid, 0)  # no process left in the command's group
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
 
 
 def test_worker_processes_equal_this_process(tmp_path):

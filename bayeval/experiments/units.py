@@ -25,6 +25,7 @@ so every executor gives the same results.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -268,8 +269,9 @@ def _local(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
         cores = ctx.Queue()
         for core in allowed[:workers]:
             cores.put(core)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_start_worker,
-                             initargs=(cores, data)) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                               initializer=_start_worker, initargs=(cores, data))
+    try:
         queue, running = _taking(units, take), set()
         while True:
             for unit in queue:  # one unit per free worker
@@ -277,10 +279,34 @@ def _local(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
                 if len(running) >= workers:
                     break
             if not running:
-                return
+                break
             finished, running = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
                 yield future.result()
+    except BaseException:  # Ctrl-C, SIGTERM, a failed unit, the consumer gone
+        _end_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _end_workers(pool: Any) -> None:
+    """End a process pool now: nothing queued starts and the workers are killed, so that
+    an interrupted bench exits at once and leaves no process behind (a pool's own
+    shutdown would wait for the units in flight, minutes each). Python 3.14's
+    ``ProcessPoolExecutor.kill_workers`` does this; before it, the pool's processes are
+    read from its ``_processes``."""
+    kill = getattr(pool, "kill_workers", None)
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    if kill is not None:
+        kill()
+    else:
+        for process in processes:
+            with contextlib.suppress(Exception):
+                process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(timeout=5)
 
 
 def _ray(compute: Callable, units: Sequence[Unit], data: Any, workers: int,
