@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from bayeval.data import ScoreMatrix
-from bayeval.inference.irt import IRTAbilityNUTS, calibrate, estimate, fit_ability, split_r_hat
+from bayeval.inference.irt import (
+    IRTAbilityNUTS,
+    assisted,
+    calibrate,
+    estimate,
+    fit_ability,
+    split_r_hat,
+)
 from bayeval.loop.session import Session
 from bayeval.loop.simulate import simulate
 from bayeval.methods import make_method
@@ -132,3 +139,66 @@ def test_irt_method_fits_on_schedule_and_ends_at_the_truth(ifeval):
     assert [r["n"] for r in session.refits] == [n for n in (1, 8, 16) if n <= k]
     assert all(r["r_hat"] == pytest.approx(result.refit_r_hat[1, r["n"] - 1], rel=1e-9)
                for r in session.refits)
+
+
+def test_assisted_estimate_by_hand():
+    # the difference estimator (bayeval.inference.irt step 4) against numpy, one case with
+    # the unseen items' mean prediction moved past 1 (kept at 1) and one below 2 seen items
+    rng = np.random.default_rng(5)
+    N = 30
+    scores = (rng.random(N) < 0.6).astype(float)
+    predicted, model_var = rng.uniform(0.2, 0.8, N), rng.uniform(0.05, 0.2, N)
+    seen = np.zeros(N, bool)
+    seen[rng.choice(N, 12, replace=False)] = True
+    for case in ("plain", "clipped"):
+        p = predicted if case == "plain" else np.where(seen, 0.05, 0.97)
+        n, f = seen.sum(), seen.mean()
+        r = scores[seen] - p[seen]
+        unseen_mean = p[~seen].mean()
+        shift = min(max(unseen_mean + r.mean(), 0.0), 1.0) - unseen_mean
+        want_mean = 0.4 + (N - n) / N * shift
+        want_var = 0.001 + (1 - f) * max(r.var(ddof=1), model_var[seen].mean()) / n
+        mean, var, items = assisted(jnp.asarray(scores), jnp.asarray(seen), jnp.asarray(p),
+                                    jnp.asarray(model_var), 0.4, 0.001, 0.002)
+        assert float(mean) == pytest.approx(want_mean, rel=1e-12)
+        assert float(var) == pytest.approx(want_var, rel=1e-12)
+        np.testing.assert_allclose(np.asarray(items)[~seen], p[~seen] + shift, rtol=1e-12)
+        if case == "clipped":
+            assert np.asarray(items)[~seen].mean() == pytest.approx(1.0, rel=1e-12)
+    one = np.zeros(N, bool)
+    one[3] = True
+    mean, var, _ = assisted(jnp.asarray(scores), jnp.asarray(one), jnp.asarray(predicted),
+                            jnp.asarray(model_var), 0.4, 0.001, 0.002)
+    assert (float(mean), float(var)) == (0.4, 0.002)
+
+
+def test_assisted_interval_covers_a_target_the_model_misfits():
+    # A target whose scores follow a second dimension the model lacks: its predictions
+    # are off by ~0.1 on a third of the items. Over 4000 uniform draws of n = 150 of
+    # N = 600 items, the posterior-style interval (predictions taken as right, the items'
+    # own noise only) misses most of the time, while the assisted one covers at the
+    # nominal 0.95: the tolerance 0.93 is 4 SE (sqrt(.95·.05/4000) = 0.0034) below, plus
+    # room for the normal approximation at n = 150.
+    import jax
+
+    rng = np.random.default_rng(11)
+    N, n, draws = 600, 150, 4000
+    predicted = rng.uniform(0.05, 0.95, N)
+    truth_p = np.clip(predicted + np.where(np.arange(N) % 3 == 0, 0.3, 0.0), 0, 1)
+    scores = (rng.random(N) < truth_p).astype(float)
+    truth = scores.mean()
+    model_var = predicted * (1 - predicted)
+    keys = jax.random.split(jax.random.key(0), draws)
+    seen = jax.vmap(lambda k: jnp.zeros(N, bool).at[
+        jax.random.choice(k, N, (n,), replace=False)].set(True))(keys)
+    observed = jnp.where(seen, scores, 0.0).sum(1)
+    post_mean = (observed + jnp.where(seen, 0.0, predicted).sum(1)) / N
+    post_var = jnp.where(seen, 0.0, model_var).sum(1) / N**2
+    mean, var, _ = jax.vmap(assisted, (None, 0, None, None, 0, None, 0))(
+        jnp.asarray(scores), seen, jnp.asarray(predicted), jnp.asarray(model_var),
+        post_mean, 0.0, post_var)
+    covered = np.abs(np.asarray(mean) - truth) <= 1.96 * np.sqrt(np.asarray(var))
+    posterior_covered = np.abs(np.asarray(post_mean) - truth) <= 1.96 * np.sqrt(post_var)
+    assert posterior_covered.mean() < 0.2
+    assert covered.mean() >= 0.93
+    assert covered.mean() <= 0.985  # not covering by being needlessly wide

@@ -214,7 +214,7 @@ def bench_inference(
                       ] = "interpolation",
     methods: Annotated[str, typer.Option(
         help="Comma-separated method specs, e.g. 'bayesame,bayesame-laplace,irt,"
-             "irt(num_chains=2)'.")] = "bayesame,bayesame-laplace,irt",
+             "irt(num_chains=2)'.")] = "bayesame,bayesame-laplace,irt(interval=posterior)",
     seeds: SeedsOption = 5,
     targets: Annotated[int, typer.Option(help="Target models.")] = 10,
     steps: Annotated[int, typer.Option(help="Evaluations per run.")] = 300,

@@ -50,6 +50,7 @@ from bayeval.types import SimulationResult
 METHODS = ("bayesame", "bayesame-rs", "random", "bayes-aipw")
 LABELS = {"bayesame": "BayesAME", "bayesame-rs": "BayesAME-RS", "random": "RS-Mean",
           "bayes-aipw": "Bayes-AIPW", "irt": "IRT-2PL", "irt(kind=beta3)": "IRT-β³",
+          "irt(interval=posterior)": "IRT-2PL (posterior)",
           "bayesame-laplace": "BayesAME-Bernoulli (Laplace)"}
 EPSILON2_GRID = (0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03)
 

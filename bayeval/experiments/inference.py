@@ -3,6 +3,7 @@
 The estimation experiment (:func:`bayeval.experiments.estimation.run_estimation`) run for
 a few methods that differ in their model and inference — by default Gaussian BayesAME
 (exact), the Bernoulli-logit bucket GP under Laplace and the 2PL IRT baseline under NUTS
+(its posterior, ``irt(interval=posterior)``: the backends' posteriors are compared)
 — up to ``n_steps`` evaluations, reported as RMSE at every ``every`` evaluations, with
 the IRT fits' diagnostics (each run's own NUTS fits: split R-hat, divergences).
 """
@@ -19,7 +20,7 @@ from bayeval.experiments.estimation import run_estimation
 from bayeval.experiments.metrics import integrated_rmse
 from bayeval.experiments.units import Executor
 
-METHODS = ("bayesame", "bayesame-laplace", "irt")
+METHODS = ("bayesame", "bayesame-laplace", "irt(interval=posterior)")  # the posteriors
 
 
 def run_inference_comparison(dataset: str | ScoreMatrix = "ifeval", regime: str = "interpolation",
