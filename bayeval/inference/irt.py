@@ -16,16 +16,20 @@
 4. ``interval="assisted"`` (our default): the model-assisted difference estimator of
    survey sampling (Särndal, Swensson & Wretman 1992, §6.3) over the items drawn uniformly
    at random, with p̂_j = mean_d E[s_j | θ^(d)] as the model's prediction. With the
-   residuals r_i = s_i − p̂_i of the n seen items, their mean r̄ and sample variance S²,
-   and f = n/N: R̂ = R̂_posterior + (1 − f) r̄ (the unseen items' mean p̂ + r̄ kept in
-   [0, 1]), Var = Var_d R^(d) + (1 − f) max(S², v̄_C) / n, where v̄_C is the model's own mean
-   Var(s_i | θ) on the seen items (our choices: the ability's posterior spread is added,
-   and S² is floored at what the model itself expects, so that a few residuals that
-   happen to lie near 0 cannot close the interval early). Why: a target whose errors follow
-   a dimension the one-dimensional model lacks (weak models on SST-2, MRPC) is placed by
-   its discrimination-weighted fit where the unseen items' predictions carry a bias that
-   the posterior, items fixed, cannot see (coverage 0.49 and 0.73 on random targets,
-   docs/results/validity/domain_check.md); the residual mean of a uniform sample measures
+   residuals r_i = s_i − p̂_i of the n seen items, their mean r̄, and f = n/N:
+   R̂ = R̂_posterior + (1 − f) r̄ (the unseen items' mean p̂ + r̄ kept in [0, 1]) and
+   Var = (1 − f) S̃² / n, the design's variance of a mean residual, where
+   S̃² = (Σ_C (r_i − r̄)² + k v̄_C) / (n − 1 + k) is the residuals' sample variance with the
+   model's own mean Var(s_i | θ) on the seen items, v̄_C, counted as k = ``PRIOR_ITEMS``
+   residuals (our choice: the first few residuals, which may lie near 0 by chance, cannot
+   close the interval; at a stop of a few hundred items it moves S² by a few percent).
+   The ability's posterior spread is not added: under the uniform draw the residual mean
+   absorbs any error of θ (adding it made the interval 1.45 times the error's spread on
+   SST-2). Why: a target whose errors follow a dimension the one-dimensional model lacks
+   (weak models on SST-2, MRPC) is placed by its discrimination-weighted fit where the
+   unseen items' predictions carry a bias that the posterior, items fixed, cannot see
+   (coverage 0.49 and 0.73 on random targets, docs/results/validity/domain_check.md); the
+   residual mean of a uniform sample measures
    that bias, and its variance is the design's, whatever the model gets wrong.
 
 :class:`IRTAbilityNUTS` is the baseline's posterior as a backend (re-fit = a NUTS run,
@@ -151,29 +155,33 @@ class IRTState(NamedTuple):
 
 
 INTERVALS = ("assisted", "posterior")
+PRIOR_ITEMS = 10.0  # the model's variance counted as this many residuals (step 4)
 
 
 def assisted(scores: Array, seen: Array, predicted: Array, model_var: Array,
-             posterior_mean: Array, ability_var: Array,
-             posterior_var: Array) -> tuple[Array, Array, Array]:
+             posterior_mean: Array, posterior_var: Array,
+             prior_items: float | None = None) -> tuple[Array, Array, Array]:
     """(R̂, Var, item predictions) of the model-assisted difference estimator (module
     docstring, step 4; Särndal, Swensson & Wretman 1992, §6.3): the posterior's R̂ moved by
     (1 − f) r̄, the mean residual of the seen items carried to the unseen ones (their mean
-    prediction kept in [0, 1]), with variance Var_d R^(d) + (1 − f) max(S², v̄_C)/n.
-    ``predicted``, ``model_var``: (N,) E[s_j] and Var(s_j | θ) averaged over the draws.
-    Below 2 seen items the posterior's (``posterior_mean``, ``posterior_var``) stand."""
+    prediction kept in [0, 1]), with variance (1 − f) S̃²/n, S̃² the residuals' variance
+    with ``prior_items`` (default :data:`PRIOR_ITEMS`) residuals of the model's own
+    variance. ``predicted``, ``model_var``: (N,) E[s_j] and Var(s_j | θ) averaged over the
+    draws. Below 2 seen items the posterior's (``posterior_mean``, ``posterior_var``)
+    stand."""
+    k = PRIOR_ITEMS if prior_items is None else prior_items
     N = seen.shape[0]
     n = seen.sum()
-    m = jnp.maximum(n, 2)
     residual = jnp.where(seen, scores - predicted, 0.0)
     r_bar = residual.sum() / jnp.maximum(n, 1)
-    s2 = jnp.where(seen, (residual - r_bar) ** 2, 0.0).sum() / (m - 1)
-    floor = jnp.where(seen, model_var, 0.0).sum() / jnp.maximum(n, 1)
+    squares = jnp.where(seen, (residual - r_bar) ** 2, 0.0).sum()
+    model = jnp.where(seen, model_var, 0.0).sum() / jnp.maximum(n, 1)
+    s2 = (squares + k * model) / (n - 1 + k)
     unseen = N - n
     unseen_mean = jnp.where(seen, 0.0, predicted).sum() / jnp.maximum(unseen, 1)
     shift = jnp.clip(unseen_mean + r_bar, 0.0, 1.0) - unseen_mean
     mean = posterior_mean + unseen / N * shift
-    var = ability_var + (1.0 - n / N) * jnp.maximum(s2, floor) / m
+    var = (1.0 - n / N) * s2 / jnp.maximum(n, 1)
     ok = n >= 2
     return (jnp.where(ok, mean, posterior_mean), jnp.where(ok, var, posterior_var),
             jnp.where(ok & ~seen, predicted + shift, predicted))
@@ -261,8 +269,7 @@ class IRTAbilityNUTS:
         cov = jnp.mean((draws - mean)[:, None] * (p - p_mean), axis=0) + noise / N
         var = jnp.maximum(draws.var() + noise.sum() / N**2, 0.0)
         if self.interval == "assisted":
-            mean, var, p_mean = assisted(state.scores, seen, p_mean, v.mean(0), mean,
-                                         draws.var(), var)
+            mean, var, p_mean = assisted(state.scores, seen, p_mean, v.mean(0), mean, var)
         return Prediction(
             mean=mean, var=var,
             item_mean=jnp.where(seen, state.scores, p_mean),
@@ -307,5 +314,5 @@ class IRTAbilityNUTS:
                        settings=self)
 
 
-__all__ = ["INTERVALS", "IRTAbilityNUTS", "IRTState", "assisted", "calibrate", "estimate",
-           "fit_ability", "performance_draws", "split_r_hat"]
+__all__ = ["INTERVALS", "PRIOR_ITEMS", "IRTAbilityNUTS", "IRTState", "assisted", "calibrate",
+           "estimate", "fit_ability", "performance_draws", "split_r_hat"]
