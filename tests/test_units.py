@@ -93,6 +93,25 @@ def test_a_live_claim_is_respected_and_a_dead_one_taken_over(tmp_path):
     assert not claim.exists()
 
 
+def test_a_claim_being_written_is_not_taken_over(tmp_path):
+    """A claim file that exists but is still empty (its writer between creating and writing
+    it, under load) belongs to someone: another process must not take the unit (two
+    processes computed one unit when an empty claim counted as stale). Only an unreadable
+    claim older than any write could take is abandoned; a claim is taken whole, with its
+    holder in it, and no private file is left behind."""
+    cache = ResultCache(tmp_path)
+    unit = _units(1)[0]
+    path = cache._claim_path(unit)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch()
+    assert not cache.claim(unit)
+    old = time.time() - 60
+    os.utime(path, (old, old))
+    assert cache.claim(unit)
+    assert path.read_text().split() == [socket.gethostname(), str(os.getpid())]
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+
+
 def test_two_processes_on_one_out_share_the_units(tmp_path):
     """Two processes started together on one --out: every unit is computed once, both
     compute (a unit is claimed when a worker is free for it, not all at the start), and

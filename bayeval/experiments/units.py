@@ -46,6 +46,7 @@ from bayeval.errors import BayevalError
 __all__ = ["EXECUTORS", "Executor", "ResultCache", "Unit", "run_units"]
 
 EXECUTORS = ("local", "ray")
+_HALF_WRITTEN_S = 10.0  # an unreadable claim is stale after this many seconds
 _STALE_CLAIM_S = 24 * 3600.0  # a claim from another host older than this is abandoned
 
 
@@ -150,18 +151,30 @@ class ResultCache:
         """Take the unit for this process; False when a live process holds it."""
         path = self._claim_path(unit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(2):
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                if not self._stale(path):
-                    return False
-                path.unlink(missing_ok=True)
-                continue
-            with os.fdopen(fd, "w") as fh:
-                fh.write(f"{socket.gethostname()} {os.getpid()}\n")
-            return True
-        return False
+        # written whole under a private name, then linked in place: the claim appears with
+        # its holder in it, so no other process can read it half-written and take it over
+        mine = path.with_name(f"{path.name}.{socket.gethostname()}.{os.getpid()}")
+        mine.write_text(f"{socket.gethostname()} {os.getpid()}\n")
+        try:
+            for _ in range(2):
+                try:
+                    try:
+                        os.link(mine, path)
+                    except FileExistsError:
+                        raise
+                    except OSError:  # a file system without hard links: create, then write
+                        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                        with os.fdopen(fd, "w") as fh:
+                            fh.write(mine.read_text())
+                except FileExistsError:
+                    if not self._stale(path):
+                        return False
+                    path.unlink(missing_ok=True)
+                    continue
+                return True
+            return False
+        finally:
+            mine.unlink(missing_ok=True)
 
     def release(self, unit: Unit) -> None:
         self._claim_path(unit).unlink(missing_ok=True)
@@ -182,10 +195,15 @@ class ResultCache:
     @staticmethod
     def _stale(path: Path) -> bool:
         try:
-            host, pid = path.read_text().split()
             age = time.time() - path.stat().st_mtime
+        except OSError:
+            return True  # gone
+        try:
+            host, pid = path.read_text().split()
         except (OSError, ValueError):
-            return True  # unreadable or half-written: nobody can be relying on it
+            # unreadable: a claim of a writer that died mid-write (claims are linked in
+            # whole now), stale once it is older than any write could take
+            return age > _HALF_WRITTEN_S
         if host != socket.gethostname():
             return age > _STALE_CLAIM_S
         try:
