@@ -151,30 +151,17 @@ class ResultCache:
         """Take the unit for this process; False when a live process holds it."""
         path = self._claim_path(unit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        # written whole under a private name, then linked in place: the claim appears with
-        # its holder in it, so no other process can read it half-written and take it over
-        mine = path.with_name(f"{path.name}.{socket.gethostname()}.{os.getpid()}")
-        mine.write_text(f"{socket.gethostname()} {os.getpid()}\n")
-        try:
-            for _ in range(2):
-                try:
-                    try:
-                        os.link(mine, path)
-                    except FileExistsError:
-                        raise
-                    except OSError:  # a file system without hard links: create, then write
-                        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                        with os.fdopen(fd, "w") as fh:
-                            fh.write(mine.read_text())
-                except FileExistsError:
-                    if not self._stale(path):
-                        return False
-                    path.unlink(missing_ok=True)
-                    continue
-                return True
-            return False
-        finally:
-            mine.unlink(missing_ok=True)
+        holder = f"{socket.gethostname()} {os.getpid()}\n"
+        for _ in range(2):
+            try:
+                _place_whole(path, holder)
+            except FileExistsError:
+                if not self._stale(path):
+                    return False
+                path.unlink(missing_ok=True)
+                continue
+            return True
+        return False
 
     def release(self, unit: Unit) -> None:
         self._claim_path(unit).unlink(missing_ok=True)
@@ -201,7 +188,7 @@ class ResultCache:
         try:
             host, pid = path.read_text().split()
         except (OSError, ValueError):
-            # unreadable: a claim of a writer that died mid-write (claims are linked in
+            # unreadable: a claim of a writer that died mid-write (claims are placed
             # whole now), stale once it is older than any write could take
             return age > _HALF_WRITTEN_S
         if host != socket.gethostname():
@@ -213,6 +200,25 @@ class ResultCache:
         except (PermissionError, ValueError):
             return False
         return False
+
+
+def _place_whole(path: Path, text: str) -> None:
+    """Create ``path`` holding ``text``, or raise FileExistsError when it exists: written
+    whole under a private name and linked in place, so that no other process can read the
+    file half-written (a claim read empty was taken for abandoned). On a file system
+    without hard links: created exclusively, then written."""
+    mine = path.with_name(f"{path.name}.{socket.gethostname()}.{os.getpid()}")
+    mine.write_text(text)
+    try:
+        os.link(mine, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+    finally:
+        mine.unlink(missing_ok=True)
 
 
 # ---------------------------------------------------------------------------- executors

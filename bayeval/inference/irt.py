@@ -29,8 +29,8 @@
    (weak models on SST-2, MRPC) is placed by its discrimination-weighted fit where the
    unseen items' predictions carry a bias that the posterior, items fixed, cannot see
    (coverage 0.49 and 0.73 on random targets, docs/results/validity/domain_check.md); the
-   residual mean of a uniform sample measures
-   that bias, and its variance is the design's, whatever the model gets wrong.
+   residual mean of a uniform sample measures that bias, and its variance is the design's,
+   whatever the model gets wrong.
 
 :class:`IRTAbilityNUTS` is the baseline's posterior as a backend (re-fit = a NUTS run,
 warm-started); :mod:`bayeval.methods.irt` registers the method ``irt`` built on it, which
@@ -160,16 +160,16 @@ PRIOR_ITEMS = 10.0  # the model's variance counted as this many residuals (step 
 
 def assisted(scores: Array, seen: Array, predicted: Array, model_var: Array,
              posterior_mean: Array, posterior_var: Array,
-             prior_items: float | None = None) -> tuple[Array, Array, Array]:
+             prior_items: float = PRIOR_ITEMS) -> tuple[Array, Array, Array]:
     """(R̂, Var, item predictions) of the model-assisted difference estimator (module
     docstring, step 4; Särndal, Swensson & Wretman 1992, §6.3): the posterior's R̂ moved by
     (1 − f) r̄, the mean residual of the seen items carried to the unseen ones (their mean
     prediction kept in [0, 1]), with variance (1 − f) S̃²/n, S̃² the residuals' variance
-    with ``prior_items`` (default :data:`PRIOR_ITEMS`) residuals of the model's own
+    with ``prior_items`` residuals of the model's own
     variance. ``predicted``, ``model_var``: (N,) E[s_j] and Var(s_j | θ) averaged over the
     draws. Below 2 seen items the posterior's (``posterior_mean``, ``posterior_var``)
     stand."""
-    k = PRIOR_ITEMS if prior_items is None else prior_items
+    k = prior_items
     N = seen.shape[0]
     n = seen.sum()
     residual = jnp.where(seen, scores - predicted, 0.0)
