@@ -8,22 +8,35 @@ fixed), then per target: the posterior's estimate and interval (step 3) and the 
 one (step 4, :func:`bayeval.inference.irt.assisted`), against the target's true score.
 
     python bench/irt_intervals.py --datasets sst2,mrpc,commonsense [--seeds 5] [--fraction 0.45]
+    python bench/irt_intervals.py --design 280 --datasets commonsense,math [--draws 200]
 
 Prints, per dataset: the fits' largest R-hat and their divergences, coverage of each
 interval, the spread of its errors against the interval's own SD, and, by quartile of the
 true score, the coverage and the mean residual r̄ of the seen items (the bias of the
 model's predictions that the posterior cannot see).
+
+``--design n`` asks what the assisted interval's coverage *is* for each target of ``bench
+validity``'s standard splits (the same seeds, so the same 100 targets), not what one run
+of each shows: per target, ``--draws`` uniform draws of n items, each with the ability
+refitted to that draw (its posterior mode by Newton's method, a fast stand-in for the NUTS
+posterior mean that the method uses) and the assisted estimate and interval
+(:func:`bayeval.inference.irt.assisted`). Prints the coverage averaged over targets with
+its standard error over targets, by range of the true score, and the errors' spread
+against the interval's.
 """
 
 from __future__ import annotations
 
 import argparse
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from bayeval.data import load_dataset
+from bayeval.data.sources import bench_dataset
 from bayeval.data.splits import make_split
+from bayeval.experiments.validity import variant_split
 from bayeval.inference.irt import assisted, calibrate, estimate, fit_ability
 from bayeval.models.irt import expected_score
 from bayeval.precision import enable_float64
@@ -87,15 +100,86 @@ def report(dataset: str, r: dict[str, np.ndarray], z: float = 1.96) -> None:
     print()
 
 
+def ability_mode(a: np.ndarray, b: np.ndarray, scores: np.ndarray, mask: np.ndarray,
+                 steps: int = 30) -> np.ndarray:
+    """Each row's 2PL ability mode under θ ~ N(0, 1) given the ``mask``ed scores, items
+    fixed (Newton's method; the log posterior is concave in θ)."""
+    theta = np.zeros(scores.shape[0])
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-a * (theta[:, None] - b)))
+        grad = np.where(mask, a * (scores - p), 0.0).sum(1) - theta
+        hess = -np.where(mask, a * a * p * (1.0 - p), 0.0).sum(1) - 1.0
+        theta = theta - grad / hess
+    return theta
+
+
+def design_runs(dataset: str, seeds: int, n: int, draws: int, targets: int = 20,
+                z: float = 1.96) -> dict[str, np.ndarray]:
+    """Per target of ``bench validity``'s standard splits (seeds 0 … ``seeds`` − 1): its
+    true score, the share of ``draws`` uniform draws of ``n`` items whose assisted interval
+    covers it, the errors' SD and the interval's mean SD."""
+    _, matrix = bench_dataset(dataset)
+    out: dict[str, list] = {k: [] for k in ("truth", "covered", "error_sd", "interval_sd")}
+    for seed in range(seeds):
+        split = variant_split(matrix, "standard", targets, 0.5, seed)
+        items = calibrate("2pl", np.asarray(split.reference.scores, float), "map")
+        a, b = np.asarray(items.discrimination), np.asarray(items.difficulty)
+        rng = np.random.default_rng([seed, 7])
+        for row in np.asarray(split.targets.scores, float):
+            N = row.size
+            mask = np.zeros((draws, N), bool)
+            for d in range(draws):
+                mask[d, rng.choice(N, min(n, N), replace=False)] = True
+            scores = np.broadcast_to(row, mask.shape)
+            p = 1.0 / (1.0 + np.exp(-a * (ability_mode(a, b, scores, mask)[:, None] - b)))
+            posterior = (scores * mask).sum(1) / N + (p * ~mask).sum(1) / N
+            mean, var, _ = jax.vmap(assisted)(jnp.asarray(scores), jnp.asarray(mask),
+                                              jnp.asarray(p), jnp.asarray(p * (1 - p)),
+                                              jnp.asarray(posterior), jnp.zeros(draws))
+            error = np.asarray(mean) - row.mean()
+            sd = np.sqrt(np.asarray(var))
+            out["truth"].append(row.mean())
+            out["covered"].append(np.mean(np.abs(error) <= z * sd))
+            out["error_sd"].append(error.std())
+            out["interval_sd"].append(sd.mean())
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def design_report(dataset: str, n: int, r: dict[str, np.ndarray]) -> None:
+    T = len(r["truth"])
+    print(f"## {dataset}: {T} targets, {n} items each, coverage over the draws\n")
+    print("| true score | targets | coverage ± SE (over targets) | error SD / interval SD |")
+    print("|---|---|---|---|")
+    bands = (("all", 0.0, 1.01), ("< 5%", 0.0, 0.05), ("5–50%", 0.05, 0.5),
+             ("50–80%", 0.5, 0.8), ("80–95%", 0.8, 0.95), ("> 95%", 0.95, 1.01))
+    for name, lo, hi in bands:
+        k = (r["truth"] >= lo) & (r["truth"] < hi)
+        if not k.any():
+            continue
+        c = r["covered"][k]
+        se = c.std(ddof=1) / np.sqrt(k.sum()) if k.sum() > 1 else float("nan")
+        ratio = np.mean(r["error_sd"][k] / r["interval_sd"][k])
+        print(f"| {name} | {k.sum()} | {c.mean():.3f} ± {se:.3f} | {ratio:.2f} |")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets", default="sst2,mrpc,commonsense")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--fraction", type=float, default=0.45)
+    parser.add_argument("--design", type=int, default=0, metavar="N",
+                        help="coverage over repeated uniform draws of N items per target "
+                             "(module docstring)")
+    parser.add_argument("--draws", type=int, default=200)
     args = parser.parse_args()
     enable_float64()
     for dataset in args.datasets.split(","):
-        report(dataset, runs(dataset, args.seeds, args.fraction))
+        if args.design:
+            design_report(dataset, args.design,
+                          design_runs(dataset, args.seeds, args.design, args.draws))
+        else:
+            report(dataset, runs(dataset, args.seeds, args.fraction))
 
 
 if __name__ == "__main__":
