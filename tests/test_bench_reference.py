@@ -66,6 +66,17 @@ def test_every_bench_runs_on_a_user_matrix(user_matrix, tmp_path, bench, monkeyp
     named = (label in report or label in done.output
              or any(label in str(p.relative_to(out)) for p in out.rglob("*")))
     assert named, report[:500]  # its rows, runs or caches carry the file's label
+    if bench == "compression":  # its saved errors are found again by their settings
+        from bayeval.experiments.compression import compression_table, saved_errors
+
+        errors = saved_errors(out, label, seeds=4, kmeans_seeds=2, mince_seeds=2)
+        _, again = compression_table(read_matrix(user_matrix).scores, label, 4,
+                                     kmeans_seeds=2)
+        assert errors is not None and errors.keys() == again.keys()
+        for key in again:  # 4 seeds × 20 targets (half of the 40 models each)
+            assert errors[key].shape == (80,) or key.startswith("kmeans")
+            np.testing.assert_array_equal(errors[key], again[key])
+        assert saved_errors(out, label, seeds=5, kmeans_seeds=2, mince_seeds=2) is None
 
 
 def test_a_bench_refuses_harness_options_without_harness_logs(tmp_path):

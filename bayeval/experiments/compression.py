@@ -37,7 +37,7 @@ from bayeval.compression.bestrand import bestrand, random_subsets
 from bayeval.compression.mince import freeze_subset, mince_sizing
 from bayeval.data.matrix import ScoreMatrix
 from bayeval.experiments.figures import panel_grid
-from bayeval.experiments.units import Executor, Unit, run_units
+from bayeval.experiments.units import Executor, ResultCache, Unit, run_units
 
 RETENTIONS = (0.02, 0.05, 0.10, 0.20, 0.50)
 THRESHOLDS = (0.02, 0.05)
@@ -321,6 +321,25 @@ def _unpack(arrays: dict[str, np.ndarray]) -> tuple[pd.DataFrame, dict[str, np.n
     return table, errors
 
 
+def _units(name: str, seeds: int, kmeans_seeds: int, mince_seeds: int,
+           ablation: bool) -> list[Unit]:
+    """A dataset's units of ``bench compression``: its subset table, MINCE table and
+    (with ``ablation``) ablation, in that order."""
+    settings = {"seeds": int(seeds), "kmeans_seeds": int(kmeans_seeds),
+                "mince_seeds": int(mince_seeds)}
+    kinds = ("subsets", "mince", "ablation") if ablation else ("subsets", "mince")
+    return [Unit("compression", name, kind, 0, int(seeds), settings) for kind in kinds]
+
+
+def saved_errors(out: Path, name: str, seeds: int = 200, kmeans_seeds: int = 20,
+                 mince_seeds: int = 10) -> dict[str, np.ndarray] | None:
+    """The |errors| (``method@retention`` → seed-major array, as
+    :func:`compression_table` returns them) that ``bench compression --out out`` saved for
+    dataset ``name`` with these settings; None when that run is not there."""
+    saved = ResultCache(out).get(_units(name, seeds, kmeans_seeds, mince_seeds, False)[0])
+    return None if saved is None else _unpack(saved)[1]
+
+
 def run_compression_bench(names: Sequence[str | ScoreMatrix], out: Path, seeds: int = 200,
                           kmeans_seeds: int = 20, mince_seeds: int = 10,
                           ablation: bool = True,
@@ -334,16 +353,13 @@ def run_compression_bench(names: Sequence[str | ScoreMatrix], out: Path, seeds: 
     from bayeval.data.sources import bench_dataset
     from bayeval.errors import BayevalError
 
-    settings = {"seeds": int(seeds), "kmeans_seeds": int(kmeans_seeds),
-                "mince_seeds": int(mince_seeds)}
-    kinds = ("subsets", "mince", "ablation") if ablation else ("subsets", "mince")
     data, units = {}, []
     for dataset in names:
         name, matrix = bench_dataset(dataset)
         if np.isnan(matrix.scores).any():
             raise BayevalError(f"{name}: the score matrix has missing entries")
         data[name] = matrix.scores
-        units += [Unit("compression", name, kind, 0, seeds, settings) for kind in kinds]
+        units += _units(name, seeds, kmeans_seeds, mince_seeds, ablation)
     done = iter(run_units(units, compression_unit, data, out, executor,
                           log=log))
     tables, minces, ablations, errors = [], [], [], {}
