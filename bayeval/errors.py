@@ -43,6 +43,30 @@ class Terminated(KeyboardInterrupt):
     with exit status 143 (128 + SIGTERM) instead of 130."""
 
 
+_TERMINATIONS: list[Terminated] = []
+
+
+def terminate_like_interrupt() -> None:
+    """From now on SIGTERM ends this process's work as Ctrl-C does: a :class:`Terminated`
+    (a KeyboardInterrupt) is raised, so journals are closed and evaluator processes and
+    bench workers ended, exit status 143. The command line installs it first; a script
+    may too (main thread only)."""
+    import signal
+    import threading
+
+    def interrupt(signum, frame):
+        _TERMINATIONS.append(Terminated())
+        raise _TERMINATIONS[-1]
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
+
+
+def last_interruption() -> KeyboardInterrupt:
+    """The SIGTERM that :func:`terminate_like_interrupt` raised, if any; else Ctrl-C's."""
+    return _TERMINATIONS[-1] if _TERMINATIONS else KeyboardInterrupt()
+
+
 def interrupt_status(exc: BaseException | None) -> int:
     """The exit status of an interruption: 143 for SIGTERM, 130 for Ctrl-C."""
     while exc is not None:

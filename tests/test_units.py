@@ -144,18 +144,21 @@ def test_two_processes_on_one_out_share_the_units(tmp_path):
     assert all((tmp_path / f"log{i}").read_text().split() for i in range(2))
 
 
-def test_an_interrupted_pool_exits_at_once_and_leaves_no_worker(tmp_path):
-    """SIGTERM to a bench whose two workers are each inside a unit (held there up to a
-    minute by a gate that never opens): the command's own handler ends it within a few
-    seconds, not when the units finish, and no worker is left (the pool's own shutdown
-    would wait the minute). The bound, 15 s, is a quarter of the units' wait."""
+@pytest.mark.parametrize("signum", [15, 9])
+def test_an_interrupted_pool_exits_at_once_and_leaves_no_worker(tmp_path, signum):
+    """SIGTERM (15) or SIGKILL (9) to a bench whose two workers are each inside a unit
+    (held there up to a minute by a gate that never opens): SIGTERM's handler ends it
+    within a few seconds, not when the units finish (the pool's own shutdown would wait the
+    minute); after SIGKILL, which no handler sees, the workers end themselves once their
+    parent is gone. Either way no worker is left within 10 s, a sixth of the units' wait.
+    The bound on SIGTERM's exit, 15 s, is a quarter of it."""
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT / "tests")!r})
         from test_units import square_unit, _units
-        from bayeval.cli import _terminate_like_interrupt
+        from bayeval.errors import terminate_like_interrupt
         from bayeval.experiments.units import Executor, run_units
-        _terminate_like_interrupt()
+        terminate_like_interrupt()
         run_units(_units(4), square_unit, {{"factor": 1.0, "log": sys.argv[1],
                                            "gate": sys.argv[2]}}, None, Executor(workers=2))
     """)
@@ -170,7 +173,7 @@ def test_an_interrupted_pool_exits_at_once_and_leaves_no_worker(tmp_path):
             time.sleep(0.1)
         assert len(log.read_text().split()) == 2  # both workers inside a unit
         start = time.monotonic()
-        proc.send_signal(15)
+        proc.send_signal(signum)
         code = proc.wait(timeout=60)
         took = time.monotonic() - start
         assert code != 0 and took < 15, (code, took)

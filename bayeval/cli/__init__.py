@@ -24,11 +24,12 @@ def main(argv: list[str] | None = None) -> None:
     import typer
 
     from bayeval.cli.common import EXIT_USAGE, err
+    from bayeval.errors import terminate_like_interrupt
 
     # Click's base exception, whether typer vendors Click or depends on it
     click_exception = next(c for c in typer.BadParameter.__mro__
                            if c.__name__ == "ClickException")
-    _terminate_like_interrupt()
+    terminate_like_interrupt()
     _writable_anywhere()
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["--version"] and len(args) > 1:  # its eager callback would ignore them
@@ -37,6 +38,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_USAGE)
     try:
         code = app(args=args, standalone_mode=False)
+        if code == 130:  # Typer's exit for an interruption that left a command unsaid
+            from bayeval.cli.common import interrupted
+            from bayeval.errors import last_interruption
+
+            code = interrupted(last_interruption()).code
     except OSError as exc:
         if _output_failed(exc):
             sys.exit(1)
@@ -49,10 +55,10 @@ def main(argv: list[str] | None = None) -> None:
         err.print(f"[bold red]error:[/] {exc.format_message()} (see {where} --help)",
                   highlight=False, markup=True, soft_wrap=True)
         sys.exit(exc.exit_code if exc.exit_code else EXIT_USAGE)
-    except typer.Abort as exc:
-        from bayeval.errors import interrupt_status
+    except typer.Abort as exc:  # the same, in Typer's earlier versions
+        from bayeval.cli.common import interrupted
 
-        sys.exit(interrupt_status(exc))
+        sys.exit(interrupted(exc.__cause__ or exc).code)
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -100,18 +106,3 @@ def _file_failed(exc: OSError) -> None:
         print(f"error: {where}{reason}", file=sys.stderr)
     except OSError:
         pass
-
-
-def _terminate_like_interrupt() -> None:
-    """SIGTERM ends the command as Ctrl-C does: the journal is closed and every process
-    an evaluator started is killed with its group, exit status 143."""
-    import signal
-    import threading
-
-    from bayeval.errors import Terminated
-
-    def interrupt(signum, frame):
-        raise Terminated
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)

@@ -22,6 +22,7 @@ from bayeval.cli.common import (
     comma_list,
     err,
     fail,
+    interrupted,
     progress_bar,
     setup_jax,
 )
@@ -148,7 +149,11 @@ def bench_command(name: str, own_data: bool = True) -> Callable[[Callable], Call
             except BayevalError as exc:
                 raise fail(str(exc)) from None
             data = {n: options.pop(n) for n, _, _ in _DATA if n in options}
-            command(**options, run=BenchRun(where, data))
+            try:
+                command(**options, run=BenchRun(where, data))
+            except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: the finished units stay
+                raise interrupted(exc, f"the finished units are kept under {options['out']}"
+                                       "/units: the same command continues") from None
 
         call.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
         call.__annotations__ = {p.name: p.annotation for p in params}

@@ -171,7 +171,7 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 def evaluation_errors() -> Iterator[None]:
     """How a command that evaluates reports failures: a failed evaluation exits 3, any
     other bayeval error 2 (one line each), Ctrl-C 130, SIGTERM 143."""
-    from bayeval.errors import EvaluationError, interrupt_status
+    from bayeval.errors import EvaluationError
 
     try:
         yield
@@ -181,9 +181,17 @@ def evaluation_errors() -> Iterator[None]:
         raise fail(str(exc)) from None
     except KeyboardInterrupt as exc:
         notes = getattr(exc, "__notes__", [])
-        err.print(f"interrupted{f'; continue with: {notes[-1]}' if notes else ''}",
-                  highlight=False, markup=False, soft_wrap=True)
-        raise typer.Exit(interrupt_status(exc)) from None
+        raise interrupted(exc, f"continue with: {notes[-1]}" if notes else "") from None
+
+
+def interrupted(exc: BaseException, hint: str = "") -> SystemExit:
+    """Say ``interrupted`` (and ``hint``: how to continue); the exit, 130 or 143 on SIGTERM.
+    A SystemExit: Typer's 130 is then an interruption no command has said (cli.main)."""
+    from bayeval.errors import interrupt_status
+
+    err.print(f"interrupted{f'; {hint}' if hint else ''}", highlight=False, markup=False,
+              soft_wrap=True)
+    return SystemExit(interrupt_status(exc))
 
 
 def progress_bar(verb: str) -> Progress:

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -245,8 +246,20 @@ def _start_worker(cores: Any, data: Any) -> None:
         core = None
     if core is not None and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {core})
+    threading.Thread(target=_end_with_parent, args=(os.getppid(),), daemon=True,
+                     name="bayeval-end-with-parent").start()
     _prepare_worker()
     _WORKER["data"] = data
+
+
+def _end_with_parent(parent: int, every: float = 1.0) -> None:
+    """A worker's watch: end this process once the bench that started it is gone (its
+    parent changes: re-parented on the parent's death). A SIGKILL leaves the bench no
+    handler to end its pool (:func:`_end_workers`), and a worker inside a unit would
+    otherwise compute on for minutes with no one to read its result."""
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(1)
 
 
 def _computed(compute: Callable, unit: Unit, data: Any) -> tuple[Unit, Result]:
