@@ -131,11 +131,12 @@ def design_runs(dataset: str, seeds: int, n: int, draws: int, targets: int = 20,
             for d in range(draws):
                 mask[d, rng.choice(N, min(n, N), replace=False)] = True
             scores = np.broadcast_to(row, mask.shape)
-            p = 1.0 / (1.0 + np.exp(-a * (ability_mode(a, b, scores, mask)[:, None] - b)))
-            posterior = (scores * mask).sum(1) / N + (p * ~mask).sum(1) / N
+            theta = ability_mode(a, b, scores, mask)[None]  # one "draw" per draw of items
+            p, v = (np.asarray(x)[0] for x in expected_score("2pl", jnp.asarray(theta), items))
+            post_mean, post_var = estimate("2pl", theta, items, scores, mask)
             mean, var, _ = jax.vmap(assisted)(jnp.asarray(scores), jnp.asarray(mask),
-                                              jnp.asarray(p), jnp.asarray(p * (1 - p)),
-                                              jnp.asarray(posterior), jnp.zeros(draws))
+                                              jnp.asarray(p), jnp.asarray(v),
+                                              jnp.asarray(post_mean), jnp.asarray(post_var))
             error = np.asarray(mean) - row.mean()
             sd = np.sqrt(np.asarray(var))
             out["truth"].append(row.mean())
