@@ -191,6 +191,46 @@ def test_an_interrupted_pool_exits_at_once_and_leaves_no_worker(tmp_path, signum
             os.killpg(proc.pid, 9)
 
 
+@pytest.mark.parametrize("signum", [15, 2])
+def test_an_interruption_inside_a_garbage_collector_callback_is_not_lost(signum):
+    """Python runs a signal's handler wherever the main thread is, also inside a garbage
+    collector's callback (JAX registers one; a bench's SIGTERM landed there while JAX was
+    imported, and the bench went on for its 2000 units), and drops what the handler raises
+    there. After terminate_like_interrupt the dropped interruption, SIGTERM's or Ctrl-C's,
+    is raised again in the main thread's next step: the loop below never ends otherwise."""
+    import gc
+    import signal
+
+    from bayeval.errors import Terminated, terminate_like_interrupt
+
+    armed = [True]
+
+    def collecting(phase, info):
+        if phase == "start" and armed:
+            armed.clear()
+            signal.raise_signal(signum)  # its handler raises here, inside the callback
+
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    hook = sys.unraisablehook
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    terminate_like_interrupt()
+    gc.callbacks.append(collecting)
+    start = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt) as raised:
+            gc.collect()
+            while time.monotonic() - start < 5:  # without the fix: 5 s, then no raise
+                pass
+        assert not armed  # the signal was raised inside the callback
+        assert isinstance(raised.value, Terminated) == (signum == 15)
+        assert time.monotonic() - start < 1
+    finally:
+        gc.callbacks.remove(collecting)
+        sys.unraisablehook = hook
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+
+
 def test_worker_processes_equal_this_process(tmp_path):
     data = {"factor": 1.5}
     here = run_units(_units(4), square_unit, data, None)
