@@ -6,7 +6,9 @@ harness output: a subset run beside a full one, a dataset-version mismatch, a gr
 and an export key the harness does not know.
 
 The dummy model answers at random (seeded per run by the harness's ``random_seed``), so
-the reference models differ from one another; nothing here judges accuracy.
+the reference models differ from one another; nothing here judges accuracy. One suite runs
+a small Hugging Face model made here, where torch and transformers are installed (the
+bench extra; skipped otherwise).
 """
 
 from __future__ import annotations
@@ -787,6 +789,95 @@ def test_a_suite_of_separate_harness_tasks_loads_the_model_once(tmp_path, cli, k
         docs = [json.loads(line)["doc_id"] for f in (tmp_path / "kept" / row["task"]).rglob(
             f"samples_{task}_*.jsonl") for line in f.read_text().splitlines()]
         assert len(docs) == len(set(docs)) == row["items_used"]
+    record = json.loads((tmp_path / "r.json").read_text())
+    assert set(record["results"]) == {TASK, "toy_add_b"}
+    assert f"{TASK} (bayeval estimate)" in make_table(record)
+
+
+def _tiny_hf_model(folder: Path) -> Path:
+    """A GPT-2 of one layer and width 16 (random weights, seed 0) with a word-level
+    tokenizer over the toy task's words, saved for transformers (nothing from a hub)."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import GPT2Config, GPT2LMHeadModel, PreTrainedTokenizerFast
+
+    words = ["<unk>", "<eos>", "+", "=", *(str(k) for k in range(20))]
+    tok = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>",
+                                   eos_token="<eos>", pad_token="<eos>")
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(words), n_positions=32, n_embd=16,
+                                       n_layer=1, n_head=2, bos_token_id=1, eos_token_id=1))
+    model.save_pretrained(str(folder))
+    fast.save_pretrained(str(folder))
+    return folder
+
+
+def test_a_suite_of_two_harness_tasks_runs_a_small_hf_model_loaded_once(tmp_path, cli,
+                                                                        monkeypatch):
+    # two separate tasks (not a group) on a real Hugging Face model: the model loaded
+    # once for both (counted at transformers' own loader), only the chosen documents of
+    # each task run, each journaled score the one a full harness run of the same model
+    # gives that document, and the results file read by the harness's make_table with
+    # both tasks under their names. (The SIGKILL and resume of such a suite: the test
+    # above, on the harness's dummy model.) Needs torch and transformers (the bench extra)
+    pytest.importorskip("torch", reason="torch (the bench extra) is not installed")
+    transformers = pytest.importorskip("transformers", reason="transformers (the bench "
+                                       "extra) is not installed")
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+    from lm_eval.utils import make_table
+
+    os.environ.update(OFFLINE)
+    for path in FIXTURE.iterdir():
+        shutil.copy(path, tmp_path / path.name)
+    yaml = (FIXTURE / f"{TASK}.yaml").read_text().replace(f"task: {TASK}", "task: toy_add_b")
+    (tmp_path / "toy_add_b.yaml").write_text(yaml)
+    model = _tiny_hf_model(tmp_path / "tiny")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        for task in (TASK, "toy_add_b"):
+            _harness_logs(tmp_path, 6, task)
+        full = simple_evaluate(model="hf", model_args=f"pretrained={model}",
+                               tasks=[TASK, "toy_add_b"], log_samples=True, device="cpu",
+                               task_manager=TaskManager(include_path=str(tmp_path),
+                                                        include_defaults=False))
+    finally:
+        os.chdir(here)
+    truth = {t: {s["doc_id"]: float(s["acc"]) for s in full["samples"][t]}
+             for t in (TASK, "toy_add_b")}
+    (tmp_path / "two.toml").write_text(
+        f"epsilon = 0.05\n[[tasks]]\nreference = 'lm-eval:logs'\ntask = '{TASK}'\n"
+        "[[tasks]]\nreference = 'lm-eval:logs'\ntask = 'toy_add_b'\n")
+    loads = []
+    loader = transformers.AutoModelForCausalLM.from_pretrained
+
+    def counted(cls, *args, **kwargs):
+        loads.append(args[0] if args else kwargs.get("pretrained_model_name_or_path"))
+        return loader(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained",
+                        classmethod(counted))
+    done = json.loads(_in_process(
+        cli, tmp_path, "evaluate", "--suite", "two.toml", "--evaluator", "lm-eval",
+        "--target", "tiny", "--lm-eval-args",
+        f"--model hf --model_args pretrained={model} --include_path . --device cpu",
+        "--batch", "5", "--max-items", "30", "--output-path", "kept", "--journal", "j",
+        "--harness-results", "r.json", "--json", "-q"))
+    assert len(loads) == 1 and done["harness_models_loaded"] == 1, loads
+    assert done["items_used"] == 30
+    for row, task in zip(done["tasks"], (TASK, "toy_add_b"), strict=True):
+        told = {json.loads(x)["item"]: json.loads(x)["score"]
+                for x in (tmp_path / row["journal"]).read_text().splitlines()[1:]
+                if '"tell"' in x}  # the journal as the user named it: relative
+        assert len(told) == row["items_used"] > 0
+        for item, score in told.items():  # the full run's score of that document
+            assert score == truth[task][int(item.rsplit("-", 1)[1])], item
+        docs = [json.loads(line)["doc_id"] for f in (tmp_path / "kept" / row["task"]).rglob(
+            f"samples_{task}_*.jsonl") for line in f.read_text().splitlines()]
+        assert sorted(docs) == sorted(int(i.rsplit("-", 1)[1]) for i in told)
     record = json.loads((tmp_path / "r.json").read_text())
     assert set(record["results"]) == {TASK, "toy_add_b"}
     assert f"{TASK} (bayeval estimate)" in make_table(record)
