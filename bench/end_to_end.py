@@ -300,9 +300,8 @@ def break_even(full: dict, ours: dict) -> dict:
             "share_break_even": (full["wall_median"] - fixed_ours) / (n * per_doc)}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--work", type=Path, help="working folder (required)")
+def run_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a run that this bench and ``bench/end_to_end_suite.py`` share."""
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--epsilon", type=float, default=0.05)
     parser.add_argument("--batch", type=int, default=32, help="bayeval's --batch")
@@ -313,6 +312,12 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="the model's device (cuda on a GPU)")
     parser.add_argument("--mc", type=int, default=1000, help="documents of e2e_mc")
     parser.add_argument("--gen", type=int, default=1000, help="documents of e2e_gen")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--work", type=Path, help="working folder (required)")
+    run_options(parser)
     parser.add_argument("--large", type=int, default=5000, help="documents of e2e_mc_large")
     parser.add_argument("--small", default="500,300",
                         help="documents of e2e_mc_small and e2e_gen_small")
