@@ -157,25 +157,35 @@ def simulated_coverage(target: Path, work: Path, args: argparse.Namespace) -> di
         matrix = work / f"oracle-{SETTING}-{task}.npz"  # read once, not at every seed
         write_npz(read_lm_eval_samples(logs, task), matrix)
         tasks.append(TaskSettings(reference=str(matrix), name=task))
-    held: dict[str, list[bool]] = {}
-    items: dict[str, list[int]] = {}
+    runs: dict[str, list[tuple[bool, int, float]]] = {}
     chunks = [range(k, args.coverage, args.workers) for k in range(args.workers)]
     with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")
                              ) as pool:
         for rows in pool.map(_simulated, [tuple(tasks)] * len(chunks),
                              [str(target)] * len(chunks), [args] * len(chunks), chunks):
-            for name, ok, n in rows:
-                held.setdefault(name, []).append(ok)
-                items.setdefault(name, []).append(n)
-    return {name: {"runs": len(h), "coverage": float(np.mean(h)),
-                   "se": float(np.std(h) / np.sqrt(len(h))),
-                   "items": float(np.mean(items[name]))} for name, h in held.items()}
+            for name, *run in rows:
+                runs.setdefault(name, []).append(tuple(run))
+    out = {}
+    for name, done in runs.items():
+        held, items, error = (np.array(x) for x in zip(*done, strict=True))
+        # by the items the run gave this interval's task: does the count follow the
+        # estimate's luck (an allocation or stop that reads the sample's variance)?
+        by_items = {int(n): {"runs": int((items == n).sum()),
+                             "coverage": float(held[items == n].mean()),
+                             "mean_error": float(error[items == n].mean()),
+                             "above": int(((error > 0) & ~held)[items == n].sum()),
+                             "below": int(((error < 0) & ~held)[items == n].sum())}
+                    for n in np.unique(items)}
+        out[name] = {"runs": len(held), "coverage": float(held.mean()),
+                     "se": float(held.std() / np.sqrt(len(held))),
+                     "items": float(items.mean()), "by_items": by_items}
+    return out
 
 
 def _simulated(tasks: tuple, target: str, args: argparse.Namespace, seeds: range
-               ) -> list[tuple[str, bool, int]]:
-    """(interval, held, items) of the suite's and each task's run for every seed, in a
-    process pinned to one core (two JAX processes unpinned on two cores run several
+               ) -> list[tuple[str, bool, int, float]]:
+    """(interval, held, items, error) of the suite's and each task's run for every seed,
+    in a process pinned to one core (two JAX processes unpinned on two cores run several
     times slower than one)."""
     import bayeval
 
@@ -189,7 +199,8 @@ def _simulated(tasks: tuple, target: str, args: argparse.Namespace, seeds: range
 
     def tally(name: str, row: dict) -> None:
         truth = row["true_score"]
-        out.append((name, bool(row["lower"] <= truth <= row["upper"]), row["items_used"]))
+        out.append((name, bool(row["lower"] <= truth <= row["upper"]), row["items_used"],
+                    row["estimate"] - truth))
 
     for k, seed in enumerate(seeds):
         suite = bayeval.evaluate(RunSettings(tasks=tasks, evaluator=oracle, target=target,
@@ -296,6 +307,15 @@ def write(runs: dict[str, list[dict]], args: argparse.Namespace, work: Path,
         low = [f"{name} ({c['coverage']:.3f} ± {c['se']:.3f})"
                for name, c in coverage.items() if c["coverage"] < 0.94]
         lines += ["", "Below 0.94: " + (", ".join(low) if low else "none") + "."]
+        for name, c in coverage.items():
+            if not name.startswith("suite: e2e") or "by_items" not in c:
+                continue
+            lines += ["", f"{name}, by the items the suite gave the task (the allocation "
+                      "reads each task's variance from its items so far):", "",
+                      "| items | runs | coverage | mean error | misses above / below |",
+                      "|---|---|---|---|---|"]
+            lines += [f"| {n} | {b['runs']} | {b['coverage']:.3f} | {b['mean_error']:+.4f} | "
+                      f"{b['above']} / {b['below']} |" for n, b in c["by_items"].items()]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines) + "\n")
     saved.write_text(json.dumps(
