@@ -197,7 +197,9 @@ def parse_sample_records(records: Iterable[tuple[str, object]], path: Path | str
             continue
         if metric is None:
             metric = _first_metric(record, where)
-        log = by_filter.setdefault(name, SampleLog(Path(path), {}, {}, metric))
+        log = by_filter.get(name)
+        if log is None:  # (made once: a setdefault default would be made at every line)
+            log = by_filter[name] = SampleLog(Path(path), {}, {}, metric)
         if doc_id in log.scores:
             raise DataError(f"{where}: duplicate doc_id {doc_id} for filter {name!r}")
         log.scores[doc_id] = _metric_value(record, metric, where)
