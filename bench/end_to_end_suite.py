@@ -48,6 +48,8 @@ import statistics
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 sys.path.insert(0, str(Path(__file__).parent))
 import end_to_end as e2e
 
@@ -137,14 +139,12 @@ def simulated_coverage(target: Path, work: Path, args: argparse.Namespace) -> di
     those of the live runs, every other setting the live runs' (a seed's simulated run
     picks the documents its live run picks). Coverage of each interval of the full run's
     score (the oracle's mean), ± its binomial SE, and the mean items."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     import numpy as np
 
     from bayeval.data import read_lm_eval_samples
     from bayeval.data.io import write_npz
     from bayeval.evaluation import TaskSettings
+    from bayeval.experiments.units import Executor, Unit, run_units
 
     tasks = []
     for task in TASKS:
@@ -157,14 +157,16 @@ def simulated_coverage(target: Path, work: Path, args: argparse.Namespace) -> di
         matrix = work / f"oracle-{SETTING}-{task}.npz"  # read once, not at every seed
         write_npz(read_lm_eval_samples(logs, task), matrix)
         tasks.append(TaskSettings(reference=str(matrix), name=task))
-    runs: dict[str, list[tuple[bool, int, float]]] = {}
-    chunks = [range(k, args.coverage, args.workers) for k in range(args.workers)]
-    with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")
-                             ) as pool:
-        for rows in pool.map(_simulated, [tuple(tasks)] * len(chunks),
-                             [str(target)] * len(chunks), [args] * len(chunks), chunks):
-            for name, *run in rows:
-                runs.setdefault(name, []).append(tuple(run))
+    # the benches' pool: one worker per core, pinned (two JAX processes unpinned on two
+    # cores each ran a quarter slower here: 0.43 s per simulated suite run, 0.35 s pinned)
+    step = -(-args.coverage // args.workers)
+    units = [Unit("end_to_end_suite", "coverage", "seeds", first,
+                  min(first + step, args.coverage)) for first in range(0, args.coverage, step)]
+    data = {"tasks": tuple(tasks), "target": str(target), "epsilon": args.epsilon,
+            "batch": args.batch}
+    rows = pd.concat(run_units(units, _simulated, data, None, Executor(workers=args.workers)))
+    runs = {name: list(zip(g["held"], g["items"], g["error"], strict=True))
+            for name, g in rows.groupby("interval", sort=False)}
     out = {}
     for name, done in runs.items():
         held, items, error = (np.array(x) for x in zip(*done, strict=True))
@@ -182,19 +184,15 @@ def simulated_coverage(target: Path, work: Path, args: argparse.Namespace) -> di
     return out
 
 
-def _simulated(tasks: tuple, target: str, args: argparse.Namespace, seeds: range
-               ) -> list[tuple[str, bool, int, float]]:
-    """(interval, held, items, error) of the suite's and each task's run for every seed,
-    in a process pinned to one core (two JAX processes unpinned on two cores each ran a
-    quarter slower here: 0.43 s per simulated suite run against 0.35 s pinned)."""
+def _simulated(unit, data: dict) -> pd.DataFrame:
+    """(interval, held, items, error) of the suite's and each task's run for every seed
+    of ``unit`` (seeds ``unit.first`` up to ``unit.last``), a row each."""
     import bayeval
-
-    allowed = sorted(os.sched_getaffinity(0))
-    os.sched_setaffinity(0, {allowed[seeds.start % len(allowed)]})
     from bayeval.evaluation import EvaluatorOptions, RunSettings
 
     bayeval.enable_float64()
-    oracle = EvaluatorOptions(kind="oracle", batch=args.batch)
+    tasks, target = data["tasks"], data["target"]
+    oracle = EvaluatorOptions(kind="oracle", batch=data["batch"])
     out = []
 
     def tally(name: str, row: dict) -> None:
@@ -202,19 +200,20 @@ def _simulated(tasks: tuple, target: str, args: argparse.Namespace, seeds: range
         out.append((name, bool(row["lower"] <= truth <= row["upper"]), row["items_used"],
                     row["estimate"] - truth))
 
-    for k, seed in enumerate(seeds):
+    for seed in range(unit.first, unit.last):
         suite = bayeval.evaluate(RunSettings(tasks=tasks, evaluator=oracle, target=target,
-                                             epsilon=args.epsilon, seed=seed))
+                                             epsilon=data["epsilon"], seed=seed))
         tally("suite: average", suite)
         for row, task in zip(suite["tasks"], TASKS, strict=True):
             tally(f"suite: {task}", row)
         for one, task in zip(tasks, TASKS, strict=True):
             tally(f"single: {task}", bayeval.evaluate(RunSettings(
-                tasks=(one,), evaluator=oracle, target=target, epsilon=args.epsilon,
+                tasks=(one,), evaluator=oracle, target=target, epsilon=data["epsilon"],
                 seed=seed)))
-        if (k + 1) % 100 == 0:
-            print(f"simulated {k + 1} of {len(seeds)} seeds in this worker", flush=True)
-    return out
+        if (seed - unit.first + 1) % 100 == 0:
+            print(f"simulated {seed - unit.first + 1} of seeds {unit.first}–{unit.last - 1}",
+                  flush=True)
+    return pd.DataFrame(out, columns=["interval", "held", "items", "error"])
 
 
 def write(runs: dict[str, list[dict]], args: argparse.Namespace, work: Path,
