@@ -309,8 +309,10 @@ def write(runs: dict[str, list[dict]], args: argparse.Namespace, work: Path,
         for name, c in coverage.items():
             if not name.startswith("suite: e2e") or "by_items" not in c:
                 continue
-            lines += ["", f"{name}, by the items the suite gave the task (the allocation "
-                      "reads each task's variance from its items so far):", "",
+            lines += ["", f"{name}, by the items the suite gave the task (the count "
+                      "follows the estimate's luck through the widths the allocation and "
+                      "the stop read; other allocations and independent runs: "
+                      "docs/results/suite_allocation.md):", "",
                       "| items | runs | coverage | mean error | misses above / below |",
                       "|---|---|---|---|---|"]
             lines += [f"| {n} | {b['runs']} | {b['coverage']:.3f} | {b['mean_error']:+.4f} | "

@@ -78,6 +78,27 @@ def test_the_allocation_is_neymans_and_stops_at_the_width():
     assert short.items[0] == 100
 
 
+def test_given_variances_allocate_whatever_the_intervals_say():
+    # the intervals say σ = (0.5, 0.3, 0.4); planning variances say (0.2, 0.6, 0.2)²: the
+    # items follow Neyman's proportions on the planning values, and the stop still reads
+    # the intervals (the average's width from the trajectories is at most ε at the stop,
+    # and one item less on every task would leave it wider)
+    sigma, plan = np.array([0.5, 0.3, 0.4]), np.array([0.2, 0.6, 0.2])
+    N = 5000
+    n = np.arange(1, N + 1)
+    half = [np.broadcast_to(Z * s / np.sqrt(n), (2, N)) for s in sigma]
+    est = [np.full((2, N), 0.5)] * 3
+    rule = SuiteRule(epsilon=0.04, n_min=5)
+    # row 0 planned, row 1 planned with the true σ²: the interval-reading rule's items
+    r = compose(est, [0.5 - h for h in half], [0.5 + h for h in half], [1, 1, 1], rule,
+                variances=np.stack([plan**2, sigma**2]))
+    live = compose(est, [0.5 - h for h in half], [0.5 + h for h in half], [1, 1, 1], rule)
+    assert np.allclose(r.n[0] / r.n[0].sum(), plan / plan.sum(), atol=2 / r.n[0].sum())
+    assert np.abs(r.n[1] - live.n[0]).max() <= 1
+    width = 2 * Z * np.sqrt((sigma**2 / r.n[0]).sum()) / 3
+    assert width <= 0.04 < 2 * Z * np.sqrt((sigma**2 / (r.n[0] - 1)).sum()) / 3
+
+
 def test_a_task_epsilon_holds_every_task_to_its_width_too():
     # the same trajectories with a per-task width: the run goes on past the average's stop
     # until every task's interval is at most task_epsilon wide, and no further

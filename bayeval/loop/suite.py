@@ -21,9 +21,12 @@ draws are independent given the allocation, which reads only what is already obs
 interval needs them), then the task whose next item buys the most of the average's
 variance per unit of cost, gain_k = w_k² V_k / ((n_k + 1) c_k) with V_k = ((u_k − l_k) /
 2z)² its interval's variance and c_k its cost per item (the reduction V_k − V_k n_k/(n_k
-+ 1) of a variance falling as 1/n). **Stop** once every task has ``n_min`` items and the
-average's interval is at most ε wide (and, with ``task_epsilon``, every task's is at most
-that wide), at the budget, or when every item is used.
++ 1) of a variance falling as 1/n). Given per-item variances σ_k² instead (``variances``:
+planning values, known beforehand or frozen after a pilot), V_k = σ_k² / n_k, and the
+allocation no longer reads the tasks' intervals (the stop still does). **Stop** once
+every task has ``n_min`` items and the average's interval is at most ε wide (and, with
+``task_epsilon``, every task's is at most that wide), at the budget, or when every item
+is used.
 
 The allocation reads each task's state only: a task's run after n items is the same
 whatever the other tasks did, so a suite of simulated runs is their trajectories composed
@@ -120,11 +123,13 @@ def average_interval(estimate: np.ndarray, lower: np.ndarray, upper: np.ndarray,
 
 def choose_task(n: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                 estimate: np.ndarray, left: np.ndarray, weights: np.ndarray,
-                costs: np.ndarray, rule: SuiteRule) -> np.ndarray:
+                costs: np.ndarray, rule: SuiteRule,
+                variances: np.ndarray | None = None) -> np.ndarray:
     """The task the next item goes to, or -1 where the suite stops (module docstring),
     for ``(..., K)`` arrays of each task's items so far ``n``, its interval and estimate
     (read only where ``n ≥ rule.n_min``) and whether it has items ``left``; -1 too once
-    the budget (``rule.max_items`` over all tasks) is spent."""
+    the budget (``rule.max_items`` over all tasks) is spent. ``variances``: per-item
+    variances σ_k² (broadcast to ``n``) the allocation reads instead of the intervals."""
     n = np.asarray(n)
     z = z_value(rule.level)
     warm = (n < rule.n_min) & left
@@ -133,7 +138,10 @@ def choose_task(n: np.ndarray, lower: np.ndarray, upper: np.ndarray,
                                     np.where(n > 0, lower, 0.0),
                                     np.where(n > 0, upper, 1.0), weights)
     wide = (high - low) > rule.epsilon
-    var = (width / (2 * z)) ** 2
+    if variances is None:
+        var = (width / (2 * z)) ** 2
+    else:
+        var = np.asarray(variances, np.float64) / np.maximum(n, 1)
     with np.errstate(invalid="ignore"):
         gain = np.where(left, weights**2 * var / ((n + 1) * costs), -np.inf)
     task_wide = left & (width > rule.task_epsilon) if rule.task_epsilon is not None \
@@ -165,13 +173,16 @@ class SuiteResult:
 
 def compose(estimates: Sequence[np.ndarray], lowers: Sequence[np.ndarray],
             uppers: Sequence[np.ndarray], weights: Sequence[float], rule: SuiteRule,
-            costs: Sequence[float] | None = None, batch: int = 1) -> SuiteResult:
+            costs: Sequence[float] | None = None, batch: int = 1,
+            variances: np.ndarray | None = None) -> SuiteResult:
     """The suite of R runs whose tasks' trajectories are given: for task k, its
     estimate and interval after each of its items, (R, S_k) arrays (a simulated run's
     records, :func:`bayeval.loop.simulate.simulate`, with S_k up to its N_k items), allocated
     and stopped by :func:`choose_task` as a live :class:`SuiteRun` with the same seeds would
-    be (``batch`` items per choice, as its runs were simulated). A trajectory that ends
-    (NaN) before the rule stops its suite is an error: simulate further."""
+    be (``batch`` items per choice, as its runs were simulated); ``variances`` (K,) or
+    (R, K): the per-item variances the allocation reads instead of the intervals
+    (:func:`choose_task`). A trajectory that ends (NaN) before the rule stops its suite is
+    an error: simulate further."""
     K = len(estimates)
     w = normalised_weights(weights)
     c = np.ones(K) if costs is None else np.asarray(costs, np.float64)
@@ -195,7 +206,7 @@ def compose(estimates: Sequence[np.ndarray], lowers: Sequence[np.ndarray],
             raise ValueError("a task's trajectory ended before its suite stopped: "
                              "simulate its runs further (until_stop=False)")
         left = n < sizes
-        pick = choose_task(n, low, high, est, left, w, c, rule)
+        pick = choose_task(n, low, high, est, left, w, c, rule, variances)
         going &= pick >= 0
         take = rows[going]
         k = pick[going]
