@@ -27,9 +27,15 @@ Reported: each route's wall time per repeat and its ratio to the two full runs' 
 each task's interval against its full run's score (held or not), documents run and the
 model's loads and launches; the machine's load before each run and the cores each used.
 
-``--concurrency K`` is not a route: the harness in process runs a batch's documents
-together (``--batch``), and ``bayeval evaluate --concurrency`` is refused for it (the
-command and oracle evaluators take it).
+``--server K`` adds the routes through a local completions server
+(``bench/completions_server.py``, the target loaded once in the server), reached through
+the harness's ``local-completions`` model with K requests in flight: ``server full
+e2e_mc``, ``server full e2e_gen`` and ``server suite``, the suite compared with the sum of
+the two server full runs; ``--server-only`` runs only those and keeps the in-process runs
+of the last call (read from ``--out``'s ``.json``). That is how K evaluations are in flight
+for the harness: in process it runs a batch's documents together (``--batch``), and
+``bayeval evaluate --concurrency`` is refused for it (the command and oracle evaluators
+take it).
 
 Needs ``pip install -e '.[bench]'`` (torch and transformers); writes
 docs/results/end_to_end_suite.md::
@@ -40,6 +46,7 @@ docs/results/end_to_end_suite.md::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -69,7 +76,7 @@ def suite_file(work: Path, epsilon: float) -> Path:
 
 
 def suite_run(route: e2e.Route, work: Path, args: argparse.Namespace, seed: int) -> dict:
-    journal = work / f"suite-{seed}"
+    journal = work / f"suite-{route.name}-{seed}"
     shutil.rmtree(journal, ignore_errors=True)
     harness = " ".join(route.harness_args(work / "tasks", args.harness_batch, args.device))
     run = e2e.measured([sys.executable, "-m", "bayeval.cli", "evaluate", "--suite",
@@ -91,6 +98,10 @@ def main() -> None:
                         "seeds of the suite and of each task alone (--repeats 0: only this, "
                         "the timed runs read from --out's .json)")
     parser.add_argument("--workers", type=int, default=2, help="processes of --coverage")
+    parser.add_argument("--server", type=int, default=0, help="also the routes through a "
+                        "local completions server with this many requests in flight")
+    parser.add_argument("--server-only", action="store_true", help="with --server: only "
+                        "its routes, the in-process runs read from --out's .json")
     parser.add_argument("--out", type=Path, default=Path("docs/results/end_to_end_suite.md"))
     args = parser.parse_args()
     os.environ["BAYEVAL_E2E_DEVICE"] = args.device
@@ -112,23 +123,39 @@ def main() -> None:
         write(last["runs"], args, work, simulated_coverage(targets[SETTING], work, args)
               if args.coverage else None, last["machine"])
         return
-    suite_run(route, work, args, 999)  # warms the compile cache, untimed
-    names = [f"full {t}" for t in TASKS] + ["suite"] + (
+    if args.server_only and not args.server:
+        parser.error("--server-only needs --server K")
+    kept = json.loads(saved.read_text())["runs"] if args.server_only else {}
+    names = [] if args.server_only else [f"full {t}" for t in TASKS] + ["suite"] + (
         [f"single {t}" for t in TASKS] if args.singles else [])
-    runs = {n: [] for n in names}
-    for rep in range(args.repeats):
-        for name in names if rep % 2 == 0 else names[::-1]:
-            if name == "suite":
-                run = suite_run(route, work, args, rep)
-            elif name.startswith("full"):
-                run = e2e.full_run(full, e2e.Cell(SETTING, name.split()[1]), work, args)
-            else:
-                run = e2e.bayeval_run(route, e2e.Cell(SETTING, name.split()[1]), work, args,
-                                      rep)
-            runs[name].append(run)
-            print(f"repeat {rep} {name}: {run['wall']:.1f} s (load {run['load']:.2f})",
-                  flush=True)
-        write(runs, args, work)  # after every repeat: nothing lost
+    names += [f"server full {t}" for t in TASKS] + ["server suite"] if args.server else []
+    with contextlib.ExitStack() as stack:
+        served = None
+        if args.server:
+            from completions_server import Server
+
+            server = stack.enter_context(Server(targets[SETTING], e2e.environment(args.threads)))
+            served = e2e.Route("server", "local-completions",
+                               server.model_args(work / "tokenizer", args.server), True,
+                               "server full")
+        # warms the compile cache, untimed
+        suite_run(served if args.server_only else route, work, args, 999)
+        runs = {**kept, **{n: [] for n in names}}
+        for rep in range(args.repeats):
+            for name in names if rep % 2 == 0 else names[::-1]:
+                via = served if name.startswith("server") else route
+                task = name.split()[-1]
+                if name.endswith("suite"):
+                    run = suite_run(via, work, args, rep)
+                elif "full" in name:
+                    run = e2e.full_run(via._replace(bayeval=False) if name.startswith(
+                        "server") else full, e2e.Cell(SETTING, task), work, args)
+                else:
+                    run = e2e.bayeval_run(route, e2e.Cell(SETTING, task), work, args, rep)
+                runs[name].append(run)
+                print(f"repeat {rep} {name}: {run['wall']:.1f} s (load {run['load']:.2f})",
+                      flush=True)
+            write(runs, args, work)  # after every repeat: nothing lost
     if args.coverage:
         write(runs, args, work, simulated_coverage(targets[SETTING], work, args))
 
@@ -228,7 +255,9 @@ def write(runs: dict[str, list[dict]], args: argparse.Namespace, work: Path,
         "full runs", "",
         f"`python bench/end_to_end_suite.py --work DIR --repeats {args.repeats} --threads "
         f"{args.threads} --device {args.device} --mc {args.mc} --gen {args.gen} --epsilon "
-        f"{args.epsilon}{' --singles' if args.singles else ''}` — {machine['cores']} cores "
+        f"{args.epsilon}{' --singles' if args.singles else ''}"
+        f"{f' --server {args.server}' if args.server else ''}"
+        f"{' --server-only' if args.server_only else ''}` — {machine['cores']} cores "
         f"({machine['cpu']}), {args.threads} model thread(s) per process; "
         + ", ".join(f"{k} {v}" for k, v in machine["packages"].items()) + ".", "",
         f"Tasks e2e_mc (multiple choice, {args.mc} documents) and e2e_gen (generative, "
@@ -237,13 +266,19 @@ def write(runs: dict[str, list[dict]], args: argparse.Namespace, work: Path,
         f"The suite: the two tasks' average to a 95% interval at most {args.epsilon} wide, "
         f"bayeval batches of {args.batch}, the harness's batch size {args.harness_batch} in "
         "every run. Each run is a fresh process; the routes alternate, the order reversed "
-        "every other repeat, each bayeval run with its own seed (the repeat's).", "",
+        "every other repeat, each bayeval run with its own seed (the repeat's)."
+        + (" The in-process routes' runs are the previous call's (read from the .json); "
+           "this call ran the server routes." if args.server_only else ""), "",
         "## Time to the answer", "",
         "| route | wall s, median [range] | × the two full runs' sum (per repeat) | load "
         "before | cores used |", "|---|---|---|---|---|"]
+    served = "server suite" in runs
+    server_sum = [sum(runs[f"server full {t}"][r]["wall"] for t in TASKS)
+                  for r in range(len(runs["server suite"]))] if served else []
     for name, done in runs.items():
         walls = [r["wall"] for r in done]
-        ratios = [w / s for w, s in zip(walls, full_sum, strict=False)]
+        base = server_sum if name.startswith("server") else full_sum
+        ratios = [w / s for w, s in zip(walls, base, strict=False)]
         lines.append(
             f"| {name} | {statistics.median(walls):.1f} [{min(walls):.1f}, {max(walls):.1f}] "
             f"| {statistics.median(ratios):.2f} ({e2e._fmt(ratios)}) | "
@@ -251,6 +286,10 @@ def write(runs: dict[str, list[dict]], args: argparse.Namespace, work: Path,
             f"{e2e._fmt([r['cores_used'] for r in done])} |")
     lines.append(f"| full runs' sum | {statistics.median(full_sum):.1f} [{min(full_sum):.1f}, "
                  f"{max(full_sum):.1f}] | 1.00 | – | – |")
+    if served:
+        lines.append(f"| server full runs' sum | {statistics.median(server_sum):.1f} "
+                     f"[{min(server_sum):.1f}, {max(server_sum):.1f}] | 1.00 (the server "
+                     "routes' base) | – | – |")
     if args.singles:
         singles = [sum(runs[f"single {t}"][r]["wall"] for t in TASKS) for r in range(reps)]
         ratios = [w / s for w, s in zip(singles, full_sum, strict=True)]
@@ -290,6 +329,20 @@ def write(runs: dict[str, list[dict]], args: argparse.Namespace, work: Path,
                      f"{result.get('harness_launches')} |")
     lines += ["", "Tasks' intervals held: " + ", ".join(
         f"{t} {held[t]}/{reps}" for t in TASKS) + "."]
+    if served:
+        lines += ["", f"Through the server ({args.server} requests in flight): each task's "
+                  "interval against its server full run's score", "",
+                  "| repeat | task | server full run's score | suite: estimate [95% interval] "
+                  "| held | documents run / N |", "|---|---|---|---|---|---|"]
+        for r, run in enumerate(runs["server suite"]):
+            for row, task in zip(run["result"]["tasks"], TASKS, strict=True):
+                score = runs[f"server full {task}"][0]["score"]
+                ok = row["lower"] <= score <= row["upper"]
+                lines.append(f"| {r} | {task} | {score:.3f} | {row['estimate']:.3f} "
+                             f"[{row['lower']:.3f}, {row['upper']:.3f}] | "
+                             f"{'yes' if ok else '**no**'} | "
+                             f"{row.get('documents_run', row['items_used'])} / "
+                             f"{row['n_items']} |")
     saved = args.out.with_suffix(".json")
     if coverage is None and saved.exists():  # a rerun without --coverage keeps the last
         coverage = json.loads(saved.read_text()).get("coverage")

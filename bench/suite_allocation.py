@@ -26,9 +26,14 @@ task, documents, cost, and the saving against independent runs; and each task's 
 at fixed numbers of documents (no stop), the estimator's own.
 
 Needs the oracle matrices that ``bench/end_to_end_suite.py --coverage`` writes under
-``--work``; the simulated runs are kept there (``allocation-runs-R.npz``)::
+``--work``; the simulated runs are kept there (``allocation-runs-R.npz``). With
+``--bundled DIR`` the same schemes are composed for the bundled suites of ``bayeval bench
+suite`` instead (its draws and units, kept in DIR; every item costing 1; coverage SEs
+clustered by target model)::
 
     python bench/suite_allocation.py --work /tmp/e2e --seeds 1000
+    python bench/suite_allocation.py --bundled results/suite --seeds 10 \
+        --epsilons 0.02,0.05,0.1 --out docs/results/suite_allocation_bundled.md
 """
 
 from __future__ import annotations
