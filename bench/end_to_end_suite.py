@@ -18,7 +18,8 @@ Per repeat, in an order reversed every other repeat:
 * ``single e2e_mc``, ``single e2e_gen`` (``--singles``): each task alone to ε, as
   ``bench/end_to_end.py`` runs it, for the price of loading the model twice.
 
-With ``--coverage N`` the suite and each task alone are also simulated over N seeds in
+With ``--coverage N`` the suite and each task alone (and with ``--coverage-concurrency
+K`` the suite with K evaluations in flight) are also simulated over N seeds in
 process (the target's harness log on every document as the oracle; a seed's simulated run
 is its live run), for each interval's coverage of the full run's score; ``--repeats 0``
 does only that, the timed runs read back from ``--out``'s ``.json``.
@@ -98,6 +99,9 @@ def main() -> None:
                         "seeds of the suite and of each task alone (--repeats 0: only this, "
                         "the timed runs read from --out's .json)")
     parser.add_argument("--workers", type=int, default=2, help="processes of --coverage")
+    parser.add_argument("--coverage-concurrency", type=int, default=0, help="with "
+                        "--coverage: also the suite with this many evaluations in flight "
+                        "(the oracle's; no batches)")
     parser.add_argument("--server", type=int, default=0, help="also the routes through a "
                         "local completions server with this many requests in flight")
     parser.add_argument("--server-only", action="store_true", help="with --server: only "
@@ -190,7 +194,7 @@ def simulated_coverage(target: Path, work: Path, args: argparse.Namespace) -> di
     units = [Unit("end_to_end_suite", "coverage", "seeds", first,
                   min(first + step, args.coverage)) for first in range(0, args.coverage, step)]
     data = {"tasks": tuple(tasks), "target": str(target), "epsilon": args.epsilon,
-            "batch": args.batch}
+            "batch": args.batch, "concurrency": args.coverage_concurrency}
     rows = pd.concat(run_units(units, _simulated, data, None, Executor(workers=args.workers)))
     runs = {name: list(zip(g["held"], g["items"], g["error"], strict=True))
             for name, g in rows.groupby("interval", sort=False)}
@@ -233,6 +237,14 @@ def _simulated(unit, data: dict) -> pd.DataFrame:
         tally("suite: average", suite)
         for row, task in zip(suite["tasks"], TASKS, strict=True):
             tally(f"suite: {task}", row)
+        if data.get("concurrency", 0) > 1:  # the suite with K items in flight, no batches
+            k = data["concurrency"]
+            flying = bayeval.evaluate(RunSettings(
+                tasks=tasks, evaluator=EvaluatorOptions(kind="oracle", concurrency=k),
+                target=target, epsilon=data["epsilon"], seed=seed))
+            tally(f"suite, concurrency {k}: average", flying)
+            for row, task in zip(flying["tasks"], TASKS, strict=True):
+                tally(f"suite, concurrency {k}: {task}", row)
         for one, task in zip(tasks, TASKS, strict=True):
             tally(f"single: {task}", bayeval.evaluate(RunSettings(
                 tasks=(one,), evaluator=oracle, target=target, epsilon=data["epsilon"],
@@ -253,7 +265,7 @@ def write(runs: dict[str, list[dict]], args: argparse.Namespace, work: Path,
     lines = [
         "# End to end for a suite: two harness tasks on one loaded model against their two "
         "full runs", "",
-        f"`python bench/end_to_end_suite.py --work DIR --repeats {args.repeats} --threads "
+        f"`python bench/end_to_end_suite.py --work DIR --repeats {args.repeats or reps} --threads "
         f"{args.threads} --device {args.device} --mc {args.mc} --gen {args.gen} --epsilon "
         f"{args.epsilon}{' --singles' if args.singles else ''}"
         f"{f' --server {args.server}' if args.server else ''}"
