@@ -157,8 +157,10 @@ def two_tasks():
     return out
 
 
-@pytest.mark.parametrize(("batch", "budget"), [(1, None), (4, None), (4, 22)])
-def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch, budget):
+@pytest.mark.parametrize(("batch", "budget", "variances"),
+                         [(1, None, None), (4, None, None), (4, 22, None),
+                          (4, None, (0.02, 0.3))])
+def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch, budget, variances):
     method = make_method("active-pai", epsilon=NEVER, n_min=8)
     rule = SuiteRule(epsilon=0.2, n_min=8, max_items=budget)
     weights, costs = [1.0, 2.0], [1.0, 1.5]
@@ -170,10 +172,11 @@ def test_a_live_suite_is_its_simulated_runs_composed(two_tasks, batch, budget):
             evaluators.append(MatrixOracle(m, target))
             runs.append(simulate(method, ref.scores, m.scores[[m.model_index(target)]],
                                  [task_seed(seed, k)], batch=batch))
-        live = SuiteRun([t[0] for t in two_tasks], sessions, weights, rule, costs)
+        live = SuiteRun([t[0] for t in two_tasks], sessions, weights, rule, costs, variances)
         live.run(evaluators, batch)
         done = compose([r.estimate for r in runs], [r.lower for r in runs],
-                       [r.upper for r in runs], weights, rule, costs, batch)
+                       [r.upper for r in runs], weights, rule, costs, batch,
+                       None if variances is None else np.array(variances))
         assert [s.n_observed for s in sessions] == list(done.n[0])
         assert 8 < sum(done.n[0]) < 140  # stopped on the width or the budget, not at the end
         for k, s in enumerate(sessions):

@@ -221,11 +221,13 @@ class SuiteRun:
     """A live suite: one :class:`~bayeval.loop.session.Session` per task (each journaled on its
     own, each with a method whose ε is :data:`NEVER`), allocated and stopped by
     :func:`choose_task`. ``names``: the tasks' names; ``weights``, ``costs``: per task
-    (costs per item, default 1)."""
+    (costs per item, default 1); ``variances``: per-item planning variances the allocation
+    reads instead of the tasks' intervals (default: the intervals)."""
 
     def __init__(self, names: Sequence[str], sessions: Sequence[Any],
                  weights: Sequence[float], rule: SuiteRule,
-                 costs: Sequence[float] | None = None) -> None:
+                 costs: Sequence[float] | None = None,
+                 variances: Sequence[float] | None = None) -> None:
         if len(names) != len(sessions) or len(set(names)) != len(names):
             raise BayevalError(f"a suite needs one session per task and distinct task "
                                f"names, got {list(names)}")
@@ -236,6 +238,11 @@ class SuiteRun:
         if self.costs.shape != (len(names),) or np.any(~(self.costs > 0)):
             raise BayevalError(f"suite costs must be positive, one per task, got "
                                f"{list(self.costs)}")
+        self.variances = None if variances is None else np.asarray(variances, np.float64)
+        if self.variances is not None and (self.variances.shape != (len(names),)
+                                           or np.any(~(self.variances > 0))):
+            raise BayevalError(f"suite variances must be positive, one per task, got "
+                               f"{list(self.variances)}")
         self.rule = rule
         self._stuck: set[int] = set()  # tasks that had nothing left to ask
 
@@ -256,7 +263,7 @@ class SuiteRun:
         per task in flight, counted as taken)."""
         n, est, low, high, left = self._state(flying)
         return int(choose_task(n, low, high, est, left, self.weights, self.costs,
-                               self.rule))
+                               self.rule, self.variances))
 
     @property
     def stop_reason(self) -> str | None:
