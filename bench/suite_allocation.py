@@ -16,7 +16,7 @@ every document as the oracle), and the suite is composed from the runs under eac
 * ``pilot``: per-document variances frozen after each task's first batch;
 * ``even``: equal per-document variances (documents split by weight);
 * ``known``: per-document variances known beforehand (each task's mean over the seeds
-  at 256 documents: a bound, no run knows them);
+  at 256 documents, or half the task where it is smaller: a bound, no run knows them);
 * ``independent``: each task alone to ε_k = ε / (w_k sqrt(K)), the even split of the
   average's variance (the width an average of independent runs needs).
 
@@ -97,16 +97,18 @@ def compose_schemes(runs: dict[str, np.ndarray], tasks: list[str], weights: np.n
     """Per scheme (module docstring): items per task, estimates and intervals at the stop
     (``batch`` items per choice, as the runs were simulated)."""
     from bayeval.estimators.interval import z_value
-    from bayeval.experiments.suite import independent_stop
+    from bayeval.experiments.suite import independent_runs
     from bayeval.loop.suite import SuiteRule, compose
 
     est, low, high = ([runs[f"{t}/{f}"] for t in tasks] for f in ("estimate", "lower", "upper"))
     rule, z = SuiteRule(epsilon), z_value(0.95)
     # per-document variance after a batch of n: n ((u − l) / 2z)²
-    def per_document(n: int) -> np.ndarray:  # at n items (the task's last where fewer)
+    def per_document(n: int) -> np.ndarray:  # at n items, at most half the task's (at
+        # all of them the interval has no width left: a task of 250 items read at 256
+        # would look certain)
         return np.stack([m * ((u[:, m - 1] - lo[:, m - 1]) / (2 * z)) ** 2
                          for lo, u in zip(low, high, strict=True)
-                         for m in [min(n, u.shape[1])]], 1)
+                         for m in [min(n, u.shape[1] // 2)]], 1)
 
     variances = {"suite": None, "pilot": per_document(max(batch, rule.n_min)),
                  "even": np.ones(len(tasks)), "known": per_document(256).mean(0)}
@@ -117,30 +119,22 @@ def compose_schemes(runs: dict[str, np.ndarray], tasks: list[str], weights: np.n
                     costs=costs if scheme == "suite, costs" else None, batch=batch,
                     variances=variances[key])
         out[scheme] = {"n": r.n, "estimate": r.estimate, "lower": r.lower, "upper": r.upper}
-    # independent: each task stops by itself at the first batch whose interval is ≤ ε_k
-    rows = np.arange(est[0].shape[0])
-    first = -(-rule.n_min // batch)  # the batch at which a task may first stop
-    n = np.stack([batch * independent_stop(lo[:, batch - 1::batch], u[:, batch - 1::batch],
-                                           epsilon / (w * math.sqrt(len(tasks))), first)
-                  for lo, u, w in zip(low, high, weights, strict=True)], 1)
-    n = np.minimum(n, [e.shape[1] for e in est])
-    at = [np.stack([a[rows, n[:, k] - 1] for k, a in enumerate(arrays)], 1)
-          for arrays in (est, low, high)]
-    out["independent"] = {"n": n, "estimate": at[0], "lower": np.clip(at[1], 0, 1),
-                          "upper": np.clip(at[2], 0, 1)}
+    # independent: each task stops by itself when its interval is at most ε_k wide
+    n, *at = independent_runs([{"estimate": e, "lower": lo, "upper": u}
+                               for e, lo, u in zip(est, low, high, strict=True)],
+                              weights, epsilon, rule.n_min, batch)
+    out["independent"] = dict(zip(("n", "estimate", "lower", "upper"), (n, *at),
+                                  strict=True))
     return out
 
 
 def covered(lower: np.ndarray, upper: np.ndarray, truth: np.ndarray,
             cluster: np.ndarray | None = None) -> tuple[float, float]:
-    """Coverage and its SE: binomial, or clustered by target model where ``cluster``
-    names each run's (:func:`bayeval.experiments.metrics.clustered_coverage`)."""
-    from bayeval.experiments.metrics import clustered_coverage
+    """Coverage of ``truth`` and its SE (clustered by target model where ``cluster`` names
+    each run's: :func:`bayeval.experiments.metrics.coverage`)."""
+    from bayeval.experiments.metrics import coverage, covers
 
-    held = (lower <= truth) & (truth <= upper)
-    if cluster is not None:
-        return clustered_coverage(held, cluster)
-    return float(held.mean()), float(held.std() / math.sqrt(held.size))
+    return coverage(covers(lower, upper, truth), cluster)
 
 
 def measure(runs: dict[str, np.ndarray], tasks: list[str], weights: np.ndarray,
@@ -215,36 +209,17 @@ def tables(result: dict, label: str) -> list[str]:
 def bundled_runs(label: str, units: Path, seeds: int) -> tuple[dict, list[str], np.ndarray,
                                                                 np.ndarray]:
     """(runs, tasks, weights, each run's target model) of a bundled suite of ``bayeval
-    bench suite`` (its draws: 20 targets × 5 runs per seed, half of the other models as
-    each task's reference), its units read from (or computed into) ``units``."""
-    from bayeval.experiments.suite import (
-        SUITE_WEIGHTS,
-        SUITES,
-        _joined,
-        suite_split,
-        suite_unit,
-        task_matrix,
-    )
-    from bayeval.experiments.units import Executor, Unit, run_units
+    bench suite`` with its defaults (:func:`bayeval.experiments.suite.suite_draws`), its
+    units read from (or computed into) ``units``."""
+    from bayeval.experiments.suite import SUITE_WEIGHTS, SUITES, suite_draws, task_matrix
+    from bayeval.experiments.units import Executor
 
     names = list(SUITES[label])
     data = {name: task_matrix(name) for name in names}
-    same_rows = not set(data[names[0]].models).intersection(data[names[1]].models)
-    settings = {"tasks": names, "n_targets": 20, "reps": 5, "reference_fraction": 0.5,
-                "same_rows": same_rows}
-    todo = [Unit("suite", name, "active-pai", s, s + 1, settings)
-            for name in names for s in range(seeds)]
-    done = run_units(todo, suite_unit, data, units, Executor(workers=2), log=lambda _: None)
-    per: dict[str, list] = {}
-    for unit, result in zip(todo, done, strict=True):
-        per.setdefault(unit.dataset, []).append(result)
-    runs = {}
-    for name in names:
-        joined = _joined(per[name])
-        runs.update({f"{name}/{f}": joined[f] for f in ("estimate", "lower", "upper", "truth")})
-    first = data[names[0]]
-    cluster = np.concatenate([np.repeat(first.models[suite_split(
-        [data[n] for n in names], 20, 0.5, s, same_rows)[0][0]], 5) for s in range(seeds)])
+    done, cluster = suite_draws(names, data, seeds, ("active-pai",), out=units,
+                                executor=Executor(workers=2), log=lambda _: None)
+    runs = {f"{name}/{f}": a[f] for name, a in zip(names, done["active-pai"], strict=True)
+            for f in ("estimate", "lower", "upper", "truth")}
     weights = np.asarray(SUITE_WEIGHTS.get(label, [1.0] * len(names)), np.float64)
     return runs, names, weights, cluster
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -533,3 +534,14 @@ def test_a_suite_keeps_k_evaluations_in_flight_across_its_tasks(tmp_path, cli):
     b = json.loads(again.stdout)
     for key in ("estimate", "lower", "upper", "items_used"):
         assert b[key] == result[key]
+
+
+@pytest.mark.parametrize(("option", "values", "message"), [
+    ("costs", [1.0, 0.0], "suite costs must be positive, one per task, got [1.0, 0.0]"),
+    ("costs", [1.0], "suite costs must be positive, one per task, got [1.0]"),
+    ("variances", [0.2, float("nan")], "suite variances must be positive, one per task"),
+    ("variances", [0.2, 0.1, 0.3], "suite variances must be positive, one per task")])
+def test_a_live_suite_refuses_costs_or_variances_that_are_not_one_positive_per_task(
+        option, values, message):
+    with pytest.raises(BayevalError, match=re.escape(message)):
+        SuiteRun(["a", "b"], [object(), object()], [1, 1], SuiteRule(), **{option: values})

@@ -10,10 +10,13 @@ from numpy.lib.stride_tricks import sliding_window_view
 from bayeval.estimators.interval import COVER_TOLERANCE, covers  # noqa: F401  (its home)
 
 
-def coverage(covered) -> tuple[float, float]:
+def coverage(covered, clusters=None) -> tuple[float, float]:
     """(share of runs whose interval covered, its binomial SE) of a boolean series; the
     SE's variance is floored at 1e-12 so that a cell where every run covers has a
-    (tiny) positive SE."""
+    (tiny) positive SE. With ``clusters`` (each run's cluster, e.g. its target model) the
+    SE is :func:`clustered_coverage`'s."""
+    if clusters is not None:
+        return clustered_coverage(covered, clusters)
     share = float(np.mean(covered))
     return share, math.sqrt(max(share * (1 - share), 1e-12) / max(len(covered), 1))
 

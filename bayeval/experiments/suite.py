@@ -38,7 +38,7 @@ from bayeval.data.bundled import load_dataset
 from bayeval.data.lm_eval import subtask_matrix
 from bayeval.errors import BayevalError, DataError
 from bayeval.evaluation.options import comma_list
-from bayeval.experiments.metrics import clustered_coverage, coverage, covers
+from bayeval.experiments.metrics import coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
 from bayeval.experiments.validity import NOMINAL, STRATA
@@ -130,6 +130,26 @@ def independent_stop(lower: np.ndarray, upper: np.ndarray, epsilon: float,
     return np.where(ok.any(1), ok.argmax(1) + 1, width.shape[1])
 
 
+def independent_runs(runs: Sequence[dict], weights: np.ndarray, epsilon: float,
+                     n_min: int, batch: int = 1) -> tuple[np.ndarray, ...]:
+    """(n, estimate, lower, upper), (R, K) arrays: each task's run (``runs[k]``: its
+    estimate and interval after each item, (R, S_k)) stopped by itself when its interval
+    (clipped to [0, 1]) is at most ε_k = ε / (w_k sqrt(K)) wide, the even split of the
+    average's variance; read after each choice of ``batch`` items (the first with at least
+    ``n_min``), its last full batch where none is that narrow."""
+    K = len(runs)
+    first = -(-n_min // batch)  # the choice at which a task may first stop
+    n = np.stack([batch * independent_stop(a["lower"][:, batch - 1::batch],
+                                           a["upper"][:, batch - 1::batch],
+                                           epsilon / (wk * math.sqrt(K)), first)
+                  for a, wk in zip(runs, weights, strict=True)], 1)
+    n = np.minimum(n, [a["estimate"].shape[1] for a in runs])
+    rows = np.arange(n.shape[0])
+    est, low, high = (np.stack([a[f][rows, n[:, k] - 1] for k, a in enumerate(runs)], 1)
+                      for f in ("estimate", "lower", "upper"))
+    return n, est, np.clip(low, 0, 1), np.clip(high, 0, 1)
+
+
 def compose_schemes(tasks: Sequence[str], active: Sequence[dict], uniform: Sequence[dict],
                     weights: Sequence[float], epsilon: float, n_min: int = 30,
                     task_epsilon: float | None = None) -> pd.DataFrame:
@@ -137,7 +157,6 @@ def compose_schemes(tasks: Sequence[str], active: Sequence[dict], uniform: Seque
     every task's items, estimate, interval, truth and coverage at the stop, and the
     average's."""
     w = normalised_weights(weights)
-    K = len(tasks)
     rule = SuiteRule(epsilon, task_epsilon, n_min)
     truth = np.stack([a["truth"] for a in active], 1)
     frames = []
@@ -146,11 +165,7 @@ def compose_schemes(tasks: Sequence[str], active: Sequence[dict], uniform: Seque
                     [a["upper"] for a in runs], w, rule)
         frames.append((scheme, r.n, r.estimate, r.lower, r.upper))
     rows = np.arange(truth.shape[0])
-    n = np.stack([independent_stop(a["lower"], a["upper"], epsilon / (wk * math.sqrt(K)),
-                                   n_min) for a, wk in zip(active, w, strict=True)], 1)
-    at = [np.stack([a[f][rows, n[:, k] - 1] for k, a in enumerate(active)], 1)
-          for f in ("estimate", "lower", "upper")]
-    frames.append(("independent", n, at[0], np.clip(at[1], 0, 1), np.clip(at[2], 0, 1)))
+    frames.append(("independent", *independent_runs(active, w, epsilon, n_min)))
     out = []
     true_avg = truth @ w
     for scheme, n, est, low, high in frames:
@@ -170,9 +185,7 @@ def compose_schemes(tasks: Sequence[str], active: Sequence[dict], uniform: Seque
 def _cover(runs: pd.DataFrame, column: str) -> tuple[float, float]:
     """Coverage ± SE of ``runs[column]``: clustered by target model where the runs name
     it (``cluster``), else binomial."""
-    if "cluster" in runs:
-        return clustered_coverage(runs[column], runs["cluster"])
-    return coverage(runs[column])
+    return coverage(runs[column], runs["cluster"] if "cluster" in runs else None)
 
 
 def summarise(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
@@ -226,6 +239,39 @@ def strata_table(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def suite_draws(names: Sequence[str], data: dict[str, ScoreMatrix], seeds: int,
+                methods: Sequence[str], n_targets: int = 20, reps: int = 5,
+                reference_fraction: float = 0.5, rows: str = "auto",
+                out: Path | None = None, executor: Executor | None = None,
+                log: Callable[[str], None] = print
+                ) -> tuple[dict[str, list[dict[str, np.ndarray]]], np.ndarray]:
+    """The suite ``names``' runs over ``seeds`` draws (:func:`suite_split`, ``reps`` runs
+    per target, :func:`suite_unit`): per method, one dict of arrays per task, its runs one
+    after another; and each run's target model (its row of the first task), the clusters
+    of the coverage SEs. ``rows``: as :func:`run_suite_bench`'s. Every (task, method,
+    seed) is a unit saved under ``out``."""
+    shared = bool(set(data[names[0]].models).intersection(data[names[1]].models)) \
+        if len(names) > 1 else True
+    same_rows = rows == "order" or (rows == "auto" and not shared)
+    settings = {"tasks": list(names), "n_targets": int(n_targets), "reps": int(reps),
+                "reference_fraction": float(reference_fraction),
+                "same_rows": bool(same_rows)}
+    units = {(name, spec): [Unit("suite", name, spec, s, s + 1, settings)
+                            for s in range(seeds)]
+             for name in names for spec in methods}
+    flat = [u for us in units.values() for u in us]
+    done = dict(zip(flat, run_units(flat, suite_unit, data, out, executor, log=log),
+                    strict=True))
+    runs = {spec: [_joined([done[u] for u in units[name, spec]]) for name in names]
+            for spec in methods}
+    first = data[names[0]]
+    cluster = np.concatenate([
+        np.repeat(first.models[suite_split([data[n] for n in names], n_targets,
+                                           reference_fraction, s, same_rows)[0][0]],
+                  reps) for s in range(seeds)])
+    return runs, cluster
+
+
 def run_suite_bench(suites: dict[str, Sequence[str]], epsilons: Sequence[float] = (0.05,),
                     seeds: int = 10, n_targets: int = 20, reps: int = 5,
                     reference_fraction: float = 0.5, method: str = "active-pai",
@@ -246,28 +292,10 @@ def run_suite_bench(suites: dict[str, Sequence[str]], epsilons: Sequence[float] 
     for label, names in suites.items():
         t0 = time.time()
         data = {name: (matrices or {}).get(name) or task_matrix(name) for name in names}
-        shared = bool(set(data[names[0]].models).intersection(data[names[1]].models)) \
-            if len(names) > 1 else True
-        same_rows = rows == "order" or (rows == "auto" and not shared)
-        settings = {"tasks": list(names), "n_targets": int(n_targets), "reps": int(reps),
-                    "reference_fraction": float(reference_fraction),
-                    "same_rows": bool(same_rows)}
-        units = {(name, spec): [Unit("suite", name, spec, s, s + 1, settings)
-                                for s in range(seeds)]
-                 for name in names for spec in (method, "random")}
-        flat = [u for us in units.values() for u in us]
-        done = dict(zip(flat, run_units(flat, suite_unit, data, out, executor, log=log),
-                        strict=True))
-
-        active = [_joined([done[u] for u in units[name, method]]) for name in names]
-        uniform = [_joined([done[u] for u in units[name, "random"]]) for name in names]
+        done, cluster = suite_draws(names, data, seeds, (method, "random"), n_targets, reps,
+                                    reference_fraction, rows, out, executor, log)
+        active, uniform = done[method], done["random"]
         w = (weights or SUITE_WEIGHTS).get(label, [1.0] * len(names))
-        # each run's target model (its row of the first task): the clusters of the SEs
-        first = data[names[0]]
-        cluster = np.concatenate([
-            np.repeat(first.models[suite_split([data[n] for n in names], n_targets,
-                                               reference_fraction, s, same_rows)[0][0]],
-                      reps) for s in range(seeds)])
         for eps in epsilons:
             runs = compose_schemes(names, active, uniform, w, eps, n_min).assign(suite=label)
             runs["cluster"] = cluster[runs["run"].to_numpy()]
@@ -275,7 +303,7 @@ def run_suite_bench(suites: dict[str, Sequence[str]], epsilons: Sequence[float] 
             part = runs[runs.scheme == "suite"]
             log(f"{label} ε={eps:g}: {len(part)} runs, average coverage "
                 f"{part.average_covered.mean():.3f}, items {part['items'].mean():.0f}")
-        log(f"{label}: {len(flat)} units in {time.time() - t0:.0f} s")
+        log(f"{label}: {2 * len(names) * seeds} units in {time.time() - t0:.0f} s")
     return pd.concat(frames, ignore_index=True)
 
 

@@ -217,6 +217,15 @@ def compose(estimates: Sequence[np.ndarray], lowers: Sequence[np.ndarray],
                        n.sum(1), (n * c).sum(1))
 
 
+def _per_task(values: Sequence[float], tasks: int, what: str) -> np.ndarray:
+    """``values`` as one positive number per task (a one-line error naming ``what``
+    otherwise)."""
+    array = np.asarray(values, np.float64)
+    if array.shape != (tasks,) or np.any(~(array > 0)):
+        raise BayevalError(f"suite {what} must be positive, one per task, got {array.tolist()}")
+    return array
+
+
 class SuiteRun:
     """A live suite: one :class:`~bayeval.loop.session.Session` per task (each journaled on its
     own, each with a method whose ε is :data:`NEVER`), allocated and stopped by
@@ -234,15 +243,10 @@ class SuiteRun:
         self.names = list(names)
         self.sessions = list(sessions)
         self.weights = normalised_weights(weights)
-        self.costs = np.ones(len(names)) if costs is None else np.asarray(costs, float)
-        if self.costs.shape != (len(names),) or np.any(~(self.costs > 0)):
-            raise BayevalError(f"suite costs must be positive, one per task, got "
-                               f"{list(self.costs)}")
-        self.variances = None if variances is None else np.asarray(variances, np.float64)
-        if self.variances is not None and (self.variances.shape != (len(names),)
-                                           or np.any(~(self.variances > 0))):
-            raise BayevalError(f"suite variances must be positive, one per task, got "
-                               f"{list(self.variances)}")
+        self.costs = _per_task(np.ones(len(names)) if costs is None else costs,
+                               len(names), "costs")
+        self.variances = None if variances is None else _per_task(variances, len(names),
+                                                                  "variances")
         self.rule = rule
         self._stuck: set[int] = set()  # tasks that had nothing left to ask
 
