@@ -5,11 +5,14 @@ model of scores; acquisition rules choose the next items for a new model, stoppi
 say when the estimate is good enough, and estimators report the score with an interval::
 
     import bayeval
-    bayeval.enable_float64()  # bayeval computes in float64; import leaves JAX as it is
+    result = bayeval.evaluate(dataset="ifeval", epsilon=0.05)  # what `bayeval evaluate` runs
+    result.summary(); result.to_pandas(); result.plot()
     reference = bayeval.load_dataset("ifeval")
     with bayeval.Session(reference, "my-model", "random") as session:
         ...
-    result = bayeval.evaluate(dataset="ifeval", epsilon=0.05)  # what `bayeval evaluate` runs
+
+``import bayeval`` leaves JAX's settings alone; ``evaluate``, ``resume`` and ``Session``
+turn on its 64-bit mode, which bayeval computes in (:func:`enable_float64`).
 
 The names below are imported on first use, so ``import bayeval`` is cheap.
 """
@@ -35,12 +38,17 @@ _EXPORTS = {
     "Method": "bayeval.methods",
     "Policy": "bayeval.acquisition.policies",
     "Prediction": "bayeval.types",
+    "Result": "bayeval.evaluation",
+    "SuiteResult": "bayeval.evaluation",
+    "TargetsResult": "bayeval.evaluation",
+    "TaskResult": "bayeval.evaluation",
     "RunSettings": "bayeval.evaluation",
     "ScoreMatrix": "bayeval.data",
     "SelectionSession": "bayeval.selection.session",
     "Session": "bayeval.loop.session",
     "SimulationResult": "bayeval.types",
     "TaskSettings": "bayeval.evaluation",
+    "batched": "bayeval.evaluators.python",
     "enable_float64": "bayeval.precision",
     "evaluate": "bayeval.evaluation",
     "load_dataset": "bayeval.data",

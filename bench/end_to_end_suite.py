@@ -247,7 +247,7 @@ def _simulated(unit, data: dict) -> pd.DataFrame:
                 tally(f"suite, concurrency {k}: {task}", row)
         for one, task in zip(tasks, TASKS, strict=True):
             tally(f"single: {task}", bayeval.evaluate(RunSettings(
-                tasks=(one,), evaluator=oracle, target=target, epsilon=data["epsilon"],
+                tasks=(one,), evaluator=oracle, model=target, epsilon=data["epsilon"],
                 seed=seed)))
         if (seed - unit.first + 1) % 100 == 0:
             print(f"simulated {seed - unit.first + 1} of seeds {unit.first}–{unit.last - 1}",

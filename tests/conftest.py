@@ -106,15 +106,17 @@ def cli(capsys):
 
 @pytest.fixture
 def killed_when():
-    """``killed_when(args, ready, timeout)``: start ``bayeval ARGS`` as a process, wait
-    until ``ready()`` holds (while it still runs, at most ``timeout`` seconds), then
-    SIGKILL it; it must not have ended by itself (its stderr says why if it did)."""
+    """``killed_when(args, ready, timeout, script=None)``: start ``bayeval ARGS`` (or the
+    Python ``script`` with ARGS) as a process, wait until ``ready()`` holds (while it
+    still runs, at most ``timeout`` seconds), then SIGKILL it; it must not have ended by
+    itself (its stderr says why if it did)."""
     import subprocess
     import sys
     import time
 
-    def run(args, ready, timeout: float) -> None:
-        proc = subprocess.Popen([sys.executable, "-m", "bayeval.cli", *map(str, args)],
+    def run(args, ready, timeout: float, script=None) -> None:
+        program = ["-m", "bayeval.cli"] if script is None else [str(script)]
+        proc = subprocess.Popen([sys.executable, *program, *map(str, args)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.time() + timeout
@@ -127,6 +129,24 @@ def killed_when():
             proc.communicate()
 
     return run
+
+
+@pytest.fixture(scope="session")
+def interrupt_after():
+    """``interrupt_after(n)``: a watch (bayeval.evaluation.watch) that interrupts a run, as
+    Ctrl-C does, once ``n`` scores are told."""
+    import contextlib
+
+    def make(n: int):
+        @contextlib.contextmanager
+        def watch(run, batch):
+            def on_step(session, *_):
+                if session.n_observed >= n:
+                    raise KeyboardInterrupt
+            yield on_step
+        return watch
+
+    return make
 
 
 @pytest.fixture(scope="session")

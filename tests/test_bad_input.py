@@ -55,7 +55,7 @@ CASES = [
     ("retries without end", ["select", "--retries", "1000000"],
      "Invalid value for '--retries': 1000000 is not in [0, 100]"),
     ("max-items zero", ["evaluate", "--max-items", "0"],
-     "Invalid value for '--max-items': 0 is not ≥ 1"),
+     "Invalid value for '--limit': 0 is not ≥ 1"),
     ("method parameter of the wrong type", ["evaluate", "--method", "bayesame(refit_every=abc)"],
      "parameter refit_every='abc' should be int like its default 50"),
     ("method parameter unknown", ["evaluate", "--method", "faq(budget=0.1, bogus=1)"],
@@ -261,7 +261,7 @@ CASES = [
      "--repeated-models reads a matrix file or Inspect logs"),
     ("harness results of several targets", ["evaluate", "--targets", "a,b",
                                             "--harness-results", "{tmp}/r.json"],
-     "--harness-results holds one model's estimate; --targets evaluates several"),
+     "--harness-results holds one model's estimate; --models evaluates several"),
 ]
 
 

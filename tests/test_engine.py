@@ -418,19 +418,22 @@ def test_a_design_based_estimator_refuses_a_deterministic_policy():
     Method("x", backend, acq.uniform(), acq.sample, stop.budget(5), estimator=pai.estimator())
 
 
-def test_import_leaves_jax_in_32_bit_and_entry_points_say_so():
+def test_import_leaves_jax_in_32_bit_and_a_session_needs_no_set_up_call():
+    # import bayeval touches no JAX setting; a Session (like evaluate and resume) turns on
+    # 64-bit floats itself; the simulator's entry point still says so in one line
     import subprocess
 
     code = (
         "import jax, bayeval\n"
         "assert not jax.config.jax_enable_x64\n"
         "from bayeval import Session, load_dataset\n"
+        "from bayeval.methods import make_method\n"
         "try:\n"
-        "    Session(load_dataset('mrpc'), 'new', 'random')\n"
+        "    make_method('random').init(load_dataset('mrpc').scores, 4, jax.random.key(0))\n"
         "except bayeval.BayevalError as exc:\n"
         "    print(exc)\n"
-        "bayeval.enable_float64()\n"
-        "print(Session(load_dataset('mrpc'), 'new', 'random').estimate())\n")
+        "print(Session(load_dataset('mrpc'), 'new', 'random').estimate())\n"
+        "assert jax.config.jax_enable_x64\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr

@@ -330,7 +330,39 @@ def test_the_inspect_run_from_python_is_the_commands(logs, tmp_path):
     python = bayeval.evaluate(RunSettings(
         tasks=TaskSettings(reference=f"inspect:{logs}"),
         evaluator=EvaluatorOptions("inspect", inspect_task=f"{TASK_FILE}@doubling", batch=4),
-        target="skilled/0.7", max_items=12, journal=tmp_path / "b.jsonl"))
+        model="skilled/0.7", limit=12, journal=tmp_path / "b.jsonl"))
     for key in ("estimate", "lower", "upper", "items_used", "items"):
         assert python[key] == command[key], key
     assert python["inspect_logs"] == f"{tmp_path / 'b.jsonl'}.inspect"
+
+
+def test_an_inspect_task_object_with_task_arguments_and_a_model_object(logs, tmp_path,
+                                                                   interrupt_after):
+    # Inspect's habit: eval(task, model=Model) with task arguments. bayeval.evaluate takes
+    # the task function, its task_args and a Model object (mockllm answering by skill);
+    # interrupted after the first batch, resumed with them given again: nothing lost
+
+    import bayeval
+    from bayeval.errors import BayevalError
+
+    journal = tmp_path / "task.jsonl"
+
+
+    model = mock("new", 0.7)
+    with pytest.raises(KeyboardInterrupt):
+        bayeval.evaluate(reference=f"inspect:{logs}", evaluator=doubling,
+                         task_args={"n": N}, model=model, batch=4, limit=12,
+                         journal=journal, watch=interrupt_after(4))
+    before = _told(journal)
+    header = json.loads(journal.read_text().splitlines()[0])
+    assert header["target"] == "mockllm/new"
+    assert header["extra"]["python"] == "Inspect task doubling"
+    with pytest.raises(BayevalError, match="evaluator="):
+        bayeval.resume(journal, progress=False)
+    result = bayeval.resume(journal, evaluator=doubling, task_args={"n": N}, model=model,
+                            progress=False)
+    after = _told(journal)
+    assert len(before) == 4 and after[:4] == before
+    assert len({i for i, _ in after}) == len(after) == result.items_used == 12
+    for item, score in after:
+        assert score == float(right(0.7, int(item[1:])))

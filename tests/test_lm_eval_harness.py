@@ -28,7 +28,7 @@ import pytest
 
 from bayeval.data import read_lm_eval_samples
 from bayeval.data.lm_eval import SubsetRunWarning, harness_samples
-from bayeval.errors import DataError, EvaluationError
+from bayeval.errors import BayevalError, DataError, EvaluationError
 
 pytest.importorskip("lm_eval", reason="lm-evaluation-harness (the test extra's lm-eval) "
                                       "is not installed")
@@ -655,9 +655,14 @@ def test_resume_may_correct_the_harness_options_of_a_run_without_a_score(workdir
     assert result["items"][:5] == asked[:5] and result["items_used"] == 10
     header = json.loads(journal.read_text().splitlines()[0])
     assert header["extra"]["lm_eval_args"] == good
-    code, err = _in_process_fails(cli, workdir, "evaluate", "--journal", str(journal),
-                                  "--resume", "--lm-eval-args", good)
-    assert code == 2 and "already holds scores made with them" in err
+    # with scores in, the options may still be corrected (the caller vouches for the
+    # model): the journal keeps each change and when
+    _in_process(cli, workdir, "evaluate", "--journal", str(journal), "--resume",
+                "--lm-eval-args", good, "-q")
+    header = json.loads(journal.read_text().splitlines()[0])
+    changes = header["extra"]["changes"]
+    assert [sorted(c) for c in changes] == [["at", "lm_eval_args"]] * 2
+    assert changes[1]["lm_eval_args"] == {"was": good, "now": good}
 
 
 def test_progress_is_a_line_per_batch_on_a_log(workdir, cli):
@@ -932,7 +937,7 @@ def test_the_harness_run_from_python_is_the_commands(workdir, cli, tmp_path):
     settings = RunSettings(
         tasks=TaskSettings(reference=f"lm-eval:{workdir / 'logs'}", task=TASK),
         evaluator=EvaluatorOptions("lm-eval", lm_eval_args=args, batch=10),
-        target="org/new", max_items=30, journal=tmp_path / "b.jsonl")
+        model="org/new", limit=30, journal=tmp_path / "b.jsonl")
     cwd = os.getcwd()
     os.chdir(workdir)  # the harness reads the task's data relative to where it runs
     try:
@@ -974,3 +979,56 @@ def test_kept_output_of_a_run_killed_before_its_summary_is_continued(workdir, tm
     assert docs == [0, 1, 2, 3]
     kept = read_lm_eval_samples(tmp_path, TASK)
     assert int((~np.isnan(kept.scores)).sum()) == 4
+
+
+def test_a_harness_lm_object_the_user_built_is_the_evaluator(workdir, tmp_path,
+                                                             interrupt_after):
+    # bayeval.evaluate(model=LM object): the harness's own habit (simple_evaluate takes an
+    # LM object as its model); run in process on that object, interrupted after the first
+    # batch and resumed with the object given again: nothing lost, the journal naming it
+    from lm_eval.models.dummy import DummyLM
+
+    import bayeval
+
+    os.environ.update(OFFLINE)
+    lm = DummyLM()
+    journal = tmp_path / "lm.jsonl"
+    cwd = os.getcwd()
+    os.chdir(workdir)  # the harness reads the task's data relative to where it runs
+
+
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            bayeval.evaluate(reference=f"lm-eval:{workdir / 'logs'}", tasks=TASK, model=lm,
+                             lm_eval_args="--include_path .", batch=10, limit=30,
+                             journal=journal, watch=interrupt_after(10))
+        told = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
+        before = [(r["item"], r["score"]) for r in told if r.get("event") == "tell"]
+        header = json.loads(journal.read_text().splitlines()[0])
+        assert header["extra"]["python"] == "harness LM lm_eval.models.dummy.DummyLM"
+        with pytest.raises(BayevalError, match="evaluator="):
+            bayeval.resume(journal, progress=False)
+        result = bayeval.resume(journal, model=lm, progress=False)
+    finally:
+        os.chdir(cwd)
+    after = [(r["item"], r["score"]) for r in map(
+        json.loads, journal.read_text().splitlines()[1:]) if r.get("event") == "tell"]
+    assert len(before) == 10 and after[:10] == before
+    assert len({i for i, _ in after}) == len(after) == result.items_used == 30
+    assert result["evaluator"] == "lm-eval" and result["harness_launches"] == 3
+
+
+def test_quiet_silences_the_harness_bars_and_a_log_gets_lines(workdir, cli, tmp_path):
+    # -q prints nothing on stderr, the harness's own progress bars (its requests' build,
+    # the model's calls) included; without -q a log gets bayeval's plain lines
+    os.environ.update(OFFLINE)
+    args = (*HARNESS_RUN, "--lm-eval-args",
+            "--model dummy --model_args pretrained=org/new --include_path .", "--batch",
+            "10", "--max-items", "20")
+    code, _, err = _run_in_process(cli, workdir, *args, "--journal",
+                                   str(tmp_path / "q.jsonl"), "-q")
+    assert code == 0 and "it/s" not in err and "%|" not in err, err
+    code, _, err = _run_in_process(cli, workdir, *args, "--journal",
+                                   str(tmp_path / "v.jsonl"))
+    assert code == 0 and "evaluating: 10/" in err and "evaluating: 20/" in err, err

@@ -15,7 +15,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 
 from bayeval.cli.numbers import FlagGroup
 from bayeval.errors import BayevalError
@@ -196,9 +196,9 @@ def interrupted(exc: BaseException, hint: str = "") -> SystemExit:
 
 def progress_bar(verb: str) -> Progress:
     """The progress bar of long runs: verb, bar, done/total, a status field, time."""
-    return Progress(TextColumn(f"[bold]{verb}"), BarColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=err,
-                    transient=False)
+    from bayeval.evaluation.progress import bar_of
+
+    return bar_of(err, verb)
 
 
 @contextlib.contextmanager

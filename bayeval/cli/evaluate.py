@@ -26,6 +26,7 @@ from bayeval.cli.common import (
     SeedOption,
     TimeoutOption,
     app,
+    err,
     evaluation_errors,
     json_text,
     out,
@@ -37,6 +38,7 @@ from bayeval.evaluation.settings import EvaluatorOptions, RunSettings, TaskSetti
 
 @app.command(cls=CheckedCommand)
 def evaluate(
+    ctx: typer.Context,
     dataset: Annotated[str | None, typer.Option(help=TaskSettings.help("dataset"))] = None,
     reference: ReferenceOption = None,
     repeated_models: RepeatedModelsOption = RepeatedModels.error,
@@ -46,8 +48,10 @@ def evaluate(
              "read from the same --reference, with equal weights (see --suite).")] = None,
     metric: MetricOption = None,
     filter_name: FilterOption = None,
-    target: Annotated[str | None, typer.Option(help=RunSettings.help("target"))] = None,
-    targets: Annotated[str | None, typer.Option(help=RunSettings.help("targets"))] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", "--target", help=RunSettings.help("model"))] = None,
+    models: Annotated[str | None, typer.Option(
+        "--models", "--targets", help=RunSettings.help("models"))] = None,
     evaluator: Annotated[EvaluatorKind | None, typer.Option(
         help=EvaluatorOptions.help("kind"))] = None,
     inspect_task: Annotated[str | None, typer.Option(
@@ -67,12 +71,16 @@ def evaluate(
         help=RunSettings.help("method"))] = None,
     epsilon: Annotated[float | None, typer.Option(
         help=RunSettings.help("epsilon"))] = None,
-    max_items: Annotated[int | None, typer.Option(help=RunSettings.help("max_items"))] = None,
+    limit: Annotated[int | None, typer.Option(
+        "--limit", "--max-items", help=RunSettings.help("limit"))] = None,
     seed: SeedOption = None,
     journal: Annotated[Path | None, typer.Option(help=RunSettings.help("journal"))] = None,
     resume: Annotated[bool, typer.Option(
         "--resume", help="Continue the run recorded in --journal (its settings are "
-                         "read from it).")] = False,
+                         "read from it). --limit, --batch and --concurrency may change; "
+                         "so may --command and --lm-eval-args, to correct the evaluator "
+                         "(you vouch it is the same model: the journal keeps what changed "
+                         "and when).")] = False,
     harness_results: HarnessResultsOption = None,
     inspect_log: Annotated[Path | None, typer.Option(
         help="With --evaluator inspect: also write the estimate as an Inspect eval log "
@@ -96,8 +104,8 @@ def evaluate(
     run: Annotated[Path | None, typer.Option(
         help="Run the run file FILE (TOML: the settings --save-run writes; a suite file "
              "with the run's keys and an [evaluator] table, documented in "
-             "bayeval/evaluation/run_file.py); only the output options may be given "
-             "beside it.")] = None,
+             "bayeval/evaluation/run_file.py); any option given beside it overrides the "
+             "file's, e.g. --journal NEW to run it again under a new journal.")] = None,
     save_run: Annotated[Path | None, typer.Option(
         help="Write the run's settings to this run file (TOML) before it starts; "
              "`bayeval evaluate --run FILE` runs it again, on the same seed.")] = None,
@@ -111,14 +119,14 @@ def evaluate(
     items were used.
     """
     given = {"--dataset": dataset, "--reference": reference, "--task": tasks,
-             "--metric": metric, "--filter": filter_name, "--target": target,
-             "--targets": targets, "--evaluator": evaluator, "--command": command,
+             "--metric": metric, "--filter": filter_name, "--model": model,
+             "--models": models, "--evaluator": evaluator, "--command": command,
              "--method": method, "--epsilon": epsilon, "--seed": seed, "--suite": suite,
              "--inspect-task": inspect_task, "--subtasks": subtasks or None,
              "--group-mean": group_mean}
     with evaluation_errors():
         if resume:
-            result = _resume(journal, given, run, save_run, max_items, batch, concurrency,
+            result = _resume(journal, given, run, save_run, limit, batch, concurrency,
                              lm_eval_args, quiet)
         else:
             from bayeval.evaluation.settings import EvaluatorOptions
@@ -127,15 +135,17 @@ def evaluate(
                 (evaluator or EvaluatorKind.oracle).value, command, timeout, retries,
                 lm_eval_args, lm_eval_mode.value, inspect_task,
                 None if output_path is None else str(output_path), batch, concurrency)
-            settings = (_settings(given, repeated_models, max_items, journal, live)
-                        if run is None else _run_file(run, given, live, max_items, journal))
+            settings = (_settings(given, repeated_models, limit, journal, live)
+                        if run is None else _run_file(ctx, run))
             _check_outputs(settings, inspect_log, harness_results)
             if save_run is not None:
                 _save_run(settings, save_run)
-            from bayeval.cli.progress import progress_watch
             from bayeval.evaluation import evaluate as run_evaluation
+            from bayeval.evaluation.progress import progress_watch
 
-            result = run_evaluation(settings, watch=progress_watch(quiet))
+            shown = False if quiet else None
+            result = run_evaluation(settings, progress=shown, watch=progress_watch(
+                shown, console=err)).to_dict()
         if inspect_log is not None and "tasks" not in result:
             from bayeval.evaluation.single import write_inspect_log
 
@@ -148,21 +158,24 @@ def evaluate(
 
 
 def _resume(journal: Path | None, given: dict[str, Any], run: Path | None,
-            save_run: Path | None, max_items: int | None, batch: int | None,
+            save_run: Path | None, limit: int | None, batch: int | None,
             concurrency: int, lm_eval_args: str | None, quiet: bool) -> dict[str, Any]:
-    """``--resume``: the journal's run continued; the options it fixes refused."""
-    from bayeval.cli.progress import progress_watch
+    """``--resume``: the journal's run continued; the options it fixes refused (a
+    corrected --command or --lm-eval-args is taken, and kept in the journal)."""
     from bayeval.evaluation import resume
+    from bayeval.evaluation.progress import progress_watch
     from bayeval.evaluation.sources import refuse_given
 
     if journal is None:
         raise BayevalError("--resume needs --journal PATH (the journal to continue)")
+    command = given.pop("--command")
     refuse_given(journal, {**given, "--run": run, "--save-run": save_run})
-    return resume(journal, max_items=max_items, batch=batch, concurrency=concurrency,
-                  lm_eval_args=lm_eval_args, watch=progress_watch(quiet))
+    return resume(journal, limit=limit, batch=batch, concurrency=concurrency,
+                  lm_eval_args=lm_eval_args, command=command, progress=False if quiet else None,
+                  watch=progress_watch(False if quiet else None, console=err)).to_dict()
 
 
-def _settings(given: dict[str, Any], repeated: RepeatedModels, max_items: int | None,
+def _settings(given: dict[str, Any], repeated: RepeatedModels, limit: int | None,
               journal: Path | None, live) -> Any:
     """The run the options describe: one task, several --task read from one
     --reference, a suite file, or a harness group's subtasks."""
@@ -191,27 +204,49 @@ def _settings(given: dict[str, Any], repeated: RepeatedModels, max_items: int | 
     for key in ("method", "epsilon"):  # the options over the file's
         if given[f"--{key}"] is not None:
             spec[key] = given[f"--{key}"]
-    return RunSettings(**spec, evaluator=live, target=given["--target"],
-                       targets=given["--targets"], max_items=max_items,
+    return RunSettings(**spec, evaluator=live, model=given["--model"],
+                       models=given["--models"], limit=limit,
                        seed=given["--seed"], journal=journal,
                        subtasks=bool(given["--subtasks"]),
                        group_mean=None if given["--group-mean"] is None
                        else given["--group-mean"].value)
 
 
-def _run_file(path: Path, given: dict[str, Any], live, max_items: int | None,
-              journal: Path | None) -> Any:
-    """``--run FILE``: the file's settings; the options that would change them refused."""
-    from bayeval.evaluation.settings import EvaluatorOptions, RunSettings
+def _run_file(ctx: Any, path: Path) -> Any:
+    """``--run FILE``: the file's settings, with every option given on the command line
+    over them (a rerun under a new --journal, another --seed, …)."""
+    from bayeval.evaluation.settings import RunSettings
 
-    clash = [k for k, v in given.items() if v is not None]
-    clash += [k for k, v in (("--max-items", max_items), ("--journal", journal)) if v]
-    if live != EvaluatorOptions(live.kind):
-        clash.append("the evaluator's options")
-    if clash:
-        raise BayevalError(f"--run {path} holds the run's settings; drop "
-                           f"{', '.join(clash)}")
-    return RunSettings.from_file(path)
+    def typed(param: str) -> bool:  # given on the command line, not a default
+        source = ctx.get_parameter_source(param)
+        return getattr(source, "name", None) == "COMMANDLINE"
+
+    names = {"dataset": "dataset", "reference": "reference", "tasks": "tasks",
+             "metric": "metric", "filter_name": "filter", "model": "model",
+             "models": "models", "command": "command", "timeout": "timeout",
+             "retries": "retries", "lm_eval_args": "lm_eval_args",
+             "lm_eval_mode": "lm_eval_mode", "inspect_task": "inspect_task",
+             "output_path": "output_path", "batch": "batch", "concurrency": "concurrency",
+             "method": "method", "epsilon": "epsilon", "limit": "limit", "seed": "seed",
+             "journal": "journal", "subtasks": "subtasks", "group_mean": "group_mean",
+             "repeated_models": "repeated_models", "evaluator": "evaluator"}
+    given = {}
+    for param, setting in names.items():
+        if typed(param):
+            value = ctx.params[param]
+            given[setting] = getattr(value, "value", value)
+    if typed("suite"):
+        raise BayevalError(f"--run {path} holds the run's tasks; drop --suite")
+    for key in ("output_path", "journal"):
+        if given.get(key) is not None:
+            given[key] = str(given[key])
+    if isinstance(given.get("tasks"), list | tuple) and len(given["tasks"]) == 1:
+        given["tasks"] = given["tasks"][0]
+    settings = RunSettings.from_file(path)
+    try:
+        return settings.override(**given) if given else settings
+    except BayevalError as exc:
+        raise BayevalError(f"--run {path}: {exc}") from None
 
 
 def _save_run(settings: Any, path: Path) -> None:
@@ -233,8 +268,8 @@ def _check_outputs(settings: Any, inspect_log: Path | None,
     if inspect_log is not None and settings.evaluator.kind != EvaluatorKind.inspect.value:
         raise BayevalError("--inspect-log writes the target's Inspect samples: it "
                            "needs --evaluator inspect")
-    if harness_results is not None and settings.targets is not None:
-        raise BayevalError("--harness-results holds one model's estimate; --targets "
+    if harness_results is not None and settings.models is not None:
+        raise BayevalError("--harness-results holds one model's estimate; --models "
                            "evaluates several (use --json)")
 
 

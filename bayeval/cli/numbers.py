@@ -59,8 +59,8 @@ RANGES: dict[str, Range] = {
     # counts
     "chains": Range(2, why="R-hat compares chains"), "draws": Range(4, why="per chain"),
     **{name: COUNT for name in (
-        "max_items", "batch", "concurrency", "workers", "targets", "steps", "every", "runs",
-        "splits", "seeds", "val_seeds", "kmeans_seeds", "mince_seeds", "reps", "size",
+        "max_items", "limit", "batch", "concurrency", "workers", "targets", "steps", "every",
+        "runs", "splits", "seeds", "val_seeds", "kmeans_seeds", "mince_seeds", "reps", "size",
         "candidates", "step", "rows", "top", "coreset", "full_rows")},
 }
 DEFAULT = Range(0.0)  # no option takes a negative number

@@ -85,7 +85,7 @@ def select(
     With no options: simulate on the bundled ARC-Challenge matrix with 12% of its pairs,
     and print the ranking, the evaluations used and whether the true best was found.
     """
-    from bayeval.cli.progress import progress_watch
+    from bayeval.evaluation.progress import progress_watch
     from bayeval.evaluation.select import run_selection
 
     with evaluation_errors():
@@ -93,7 +93,7 @@ def select(
             dataset, reference, models, items, budget,
             None if evaluator is None else evaluator.value, command, timeout, retries, seed,
             journal, resume, history, (task, metric, filter_name), history_method,
-            repeated_models.value, watch=progress_watch(quiet),
+            repeated_models.value, watch=progress_watch(False if quiet else None, console=err),
             say=None if quiet else lambda text: err.print(text, highlight=False))
     from bayeval.evaluation.summary import selection_summary
 

@@ -51,6 +51,10 @@ class EvaluatorSettings:
         route has none and ran subprocesses).
     output_path: where the harness keeps the target's own output (Inspect: its logs).
     source, history: ``bayeval select``'s reference source and history note.
+    python: the Python object that evaluated (``function f``, ``harness LM …``,
+        ``Inspect task …``), which a journal cannot hold: a resume takes it again.
+    changes: what a resume changed of the evaluator, and when (a corrected command,
+        harness options, a Python evaluator given again).
     """
 
     evaluator: str = EvaluatorKind.oracle.value
@@ -69,9 +73,13 @@ class EvaluatorSettings:
     inspect_task: str | None = None
     source: dict[str, Any] | None = None
     history: str | None = None
+    python: str | None = None
+    changes: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        kinds = [k.value for k in EvaluatorKind]
+        from bayeval.evaluators.python import PYTHON
+
+        kinds = [k.value for k in EvaluatorKind] + [PYTHON]
         if self.evaluator not in kinds:
             raise JournalError(f"evaluator {self.evaluator!r} is not one of {kinds}")
 
@@ -108,6 +116,23 @@ class EvaluatorSettings:
         return self.evaluator != EvaluatorKind.oracle.value
 
     @property
+    def needs_object(self) -> bool:
+        """Whether scoring needs a Python object the journal cannot hold (a function, a
+        harness LM object, an Inspect Task object)."""
+        from bayeval.evaluators.python import PYTHON
+
+        return self.evaluator == PYTHON or self.python is not None
+
+    def changed(self, **changes: Any) -> EvaluatorSettings:
+        """These settings with ``changes`` made by a resume, which the journal keeps:
+        each change's old and new value and when (UTC)."""
+        import time
+
+        record = {"at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                  **{k: {"was": getattr(self, k), "now": v} for k, v in changes.items()}}
+        return self.replace(**changes, changes=[*self.changes, record])
+
+    @property
     def max_failures(self) -> int | None:
         """Failures in a row that stop a run: a live evaluator stops after
         FAILURES_IN_A_ROW; the oracle never does (a missing cell is a skip, not a
@@ -122,6 +147,10 @@ class EvaluatorSettings:
         is)."""
         from bayeval.evaluators.base import MatrixOracle
 
+        if self.needs_object:
+            raise BayevalError(f"this run's evaluator was a Python object ({self.python}), "
+                               "which a journal cannot hold: give it again, "
+                               "bayeval.resume(journal, evaluator=…)")
         if self.evaluator == EvaluatorKind.lm_eval.value:
             from bayeval.evaluators.harness import LmEvalCommand, LmEvalInProcess
 
@@ -146,10 +175,10 @@ class EvaluatorSettings:
         return lambda target, item: oracles[target](item)
 
 
-def resume_from(session_class, journal: Path):
+def resume_from(session_class, journal: Path, method=None):
     """(session, its :class:`EvaluatorSettings`, the whole source matrix) from
-    ``journal``."""
-    session = resume_session(session_class, journal)
+    ``journal`` (``method``: a composed method given again)."""
+    session = resume_session(session_class, journal, method=method)
     settings = EvaluatorSettings.from_json(session.extra, f"journal {journal}")
     return session, settings, load_source(session.reference_source or {}, journal)
 
@@ -198,6 +227,9 @@ def evaluator_kind(evaluator: str | None, command: str | None, timeout: float,
     inspect`` (it needs ``--inspect-task`` and an installed Inspect AI)."""
     kinds = [k.value for k in EvaluatorKind]
     kind = str(evaluator or EvaluatorKind.oracle.value)
+    if kind == "python":
+        raise BayevalError("evaluator python: give the function itself, "
+                           "bayeval.evaluate(…, evaluator=fn)")
     if kind not in kinds:
         raise BayevalError(f"--evaluator {kind!r} is not one of {', '.join(kinds)}")
     _check_tool(kind, EvaluatorKind.inspect.value, inspect_task, harness)

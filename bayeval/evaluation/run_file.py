@@ -8,8 +8,9 @@ from the command's options::
     epsilon = 0.05            # the interval's width (a suite: its average's)
     task_epsilon = 0.15       # optional: every task's interval at most this wide too
     method = "active-pai"     # optional: the method spec
-    # target, targets, max_items, seed, journal, subtasks, group_mean: as the options
-    # of ``bayeval evaluate`` (a run file written by --save-run holds them)
+    # model, models, limit, seed, journal, subtasks, group_mean: as the options of
+    # ``bayeval evaluate`` (a run file written by --save-run holds them; the earlier
+    # names target, targets and max_items are read too)
 
     [evaluator]               # optional: how items are scored (default: the oracle)
     kind = "command"          # oracle | command | lm-eval | inspect
@@ -25,7 +26,7 @@ from the command's options::
     weight = 1                # default 1 (the average is Σ w θ / Σ w)
     cost = 1.0                # per item; default: Inspect logs' mean tokens per sample,
                               #   else 1
-    # target = "model"        # this task's name of the target (default: the run's)
+    # model = "name"          # this task's name of the model (default: the run's)
     # command = "…"           # this task's command; {task} in the command is its name
     # inspect_task = "f.py@t" # this task's Inspect task
     # repeated_models = "number"
@@ -46,14 +47,16 @@ __all__ = ["read_suite_file", "run_file_text"]
 
 _TOP = {"name", "epsilon", "task_epsilon", "method", "tasks"}
 # what a run file holds beyond a suite file's keys
-_RUN = {"evaluator", "target", "targets", "max_items", "seed", "journal", "subtasks",
+_RUN = {"evaluator", "model", "models", "limit", "seed", "journal", "subtasks",
         "group_mean"}
 _TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
-         "target", "command", "inspect_task", "repeated_models"}
+         "model", "command", "inspect_task", "repeated_models"}
+# earlier names a file may still use (bayeval.evaluation.settings.OLD_NAMES)
+_OLD_RUN = {"target": "model", "targets": "models", "max_items": "limit"}
 
 
 # the task keys whose values are text
-_TEXT = {"name", "dataset", "reference", "task", "metric", "filter", "target", "command",
+_TEXT = {"name", "dataset", "reference", "task", "metric", "filter", "model", "command",
          "inspect_task"}
 # aliases a YAML suite may use (each may expand to a copy of a whole subtree)
 _YAML_ALIASES = 50
@@ -119,6 +122,12 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise BayevalError(f"{flag} {path}: expected a table with [[tasks]]")
     top = _TOP | _RUN if run else _TOP
+    for old, new in _OLD_RUN.items():  # earlier names
+        if old in spec and run:
+            if new in spec:
+                raise BayevalError(f"{flag} {path}: give {new} or its earlier name {old}, "
+                                   "not both")
+            spec[new] = spec.pop(old)
     unknown = sorted(set(spec) - top)
     if unknown:
         raise BayevalError(f"{flag} {path}: unknown key {unknown[0]!r} (known: "
@@ -135,6 +144,12 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     out, labels = [], []
     for i, task in enumerate(tasks, start=1):
         where = f"{flag} {path}: task {i}"
+        if "target" in task:  # the earlier name of a task's model
+            if "model" in task:
+                raise BayevalError(f"{where}: give model or its earlier name target, not "
+                                   "both")
+            task = {**{k: v for k, v in task.items() if k != "target"},
+                    "model": task["target"]}
         bad = sorted(set(task) - _TASK)
         if bad:
             raise BayevalError(f"{where}: unknown key {bad[0]!r} (known: "

@@ -28,6 +28,10 @@ from bayeval.evaluation.options import (
 
 __all__ = ["EvaluatorOptions", "RunSettings", "TaskSettings"]
 
+# the evaluator kind of a run whose items a Python function scores
+# (bayeval.evaluators.python.PYTHON); only bayeval.evaluate, given the function, runs it
+PYTHON_KIND = "python"
+
 
 def _text(value: Any) -> str | None:
     """A path or text option as text (None stays None)."""
@@ -51,8 +55,16 @@ class _Described:
 
     @classmethod
     def help(cls, name: str) -> str:
-        """What setting ``name`` means."""
-        return next(f for f in dataclasses.fields(cls) if f.name == name).metadata["help"]
+        """What setting ``name`` means: a field of this class, of the other settings
+        classes (a run's keywords mix them), or an earlier name (:data:`OLD_NAMES`)."""
+        for wanted in (name, OLD_NAMES.get(name, name)):
+            for owner in (cls, RunSettings, TaskSettings, EvaluatorOptions):
+                for f in dataclasses.fields(owner):
+                    if f.name == wanted:
+                        return f.metadata["help"]
+        known = sorted({f.name for c in (RunSettings, TaskSettings, EvaluatorOptions)
+                        for f in dataclasses.fields(c)})
+        raise BayevalError(f"no setting is named {name!r} (settings: {', '.join(known)})")
 
 
 def _setting(default: Any, text: str) -> Any:
@@ -87,11 +99,8 @@ class TaskSettings(_Described):
     """One task of a run: where its reference scores come from (``dataset``, or
     ``reference`` with ``task``, ``metric``, ``filter``: below), and how it counts.
 
-    name: the task's name in a suite (default: its task, dataset or file stem).
-    weight, cost: its weight in a suite's average and its cost per item (default: Inspect
-        logs' mean tokens per sample, else 1).
-    target, command, inspect_task: this task's own name of the target, command and
-        Inspect task, where they differ from the run's.
+    ``name``, ``weight`` and ``cost`` place it in a suite; ``model``, ``command`` and
+    ``inspect_task`` are its own where they differ from the run's.
     """
 
     dataset: str | None = _setting(None, (
@@ -112,12 +121,23 @@ class TaskSettings(_Described):
     filter: str | None = _setting(None, (
         "With --reference lm-eval:DIR: the harness filter to read when a task logs "
         "several (e.g. strict-match)."))
-    name: str | None = None
-    weight: float = 1.0
-    cost: float | None = None
-    target: str | None = None
-    command: str | None = None
-    inspect_task: str | None = None
+    name: str | None = _setting(None, (
+        "The task's name in a suite (default: its task, dataset or reference file's "
+        "stem); it names the task's journal in the suite's folder."))
+    weight: float = _setting(1.0, (
+        "The task's weight in a suite's average (Σ w θ / Σ w; default 1, the plain "
+        "average)."))
+    cost: float | None = _setting(None, (
+        "The task's cost per item, which a suite's allocation weighs (default: Inspect "
+        "logs' mean tokens per sample, else 1)."))
+    model: str | None = _setting(None, (
+        "This task's name of the model evaluated, where it differs from the run's "
+        "--model (earlier name: target)."))
+    command: str | None = _setting(None, (
+        "This task's --command, where it differs from the run's ({task} in the run's "
+        "command is the task's name)."))
+    inspect_task: str | None = _setting(None, (
+        "This task's --inspect-task, where it differs from the run's."))
     repeated_models: str = _setting(RepeatedModels.error.value, (
         "A model id listed twice in --reference (a matrix file or Inspect logs): "
         "error, or number (the repeats kept as ID#2, ID#3, …, as the bundled "
@@ -165,6 +185,8 @@ class TaskSettings(_Described):
         default left out)."""
         entry = {k: v for k, v in dataclasses.asdict(self).items()
                  if v is not None and k != "repeated_models"}
+        if "model" in entry:  # a suite's task entries name it as suite files did
+            entry["target"] = entry.pop("model")
         entry["name"] = self.label
         return entry
 
@@ -228,7 +250,8 @@ class EvaluatorOptions(_Described):
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "kind", _one_of(self.kind, EvaluatorKind, "evaluator"))
+        if self.kind != PYTHON_KIND:  # a Python object's run (bayeval.evaluate)
+            set_(self, "kind", _one_of(self.kind, EvaluatorKind, "evaluator"))
         set_(self, "lm_eval_mode", _one_of(self.lm_eval_mode, LmEvalMode, "lm_eval_mode"))
         set_(self, "output_path", _text(self.output_path))
         _positive(self.batch, "--batch", integer=True)
@@ -243,51 +266,88 @@ class EvaluatorOptions(_Described):
         return self.batch or DEFAULT_BATCH.get(self.kind, 1)
 
 
+# Earlier names of settings, still accepted by evaluate(), RunSettings.of / replace and run
+# files, read as the names the harness and Inspect use for the same things
+# (docs/python.md, "Names").
+OLD_NAMES = {"target": "model", "targets": "models", "max_items": "limit", "task": "tasks"}
+
+
+def _whole(value: Any, what: str, least: int) -> None:
+    """``value`` (None allowed) a whole number ≥ ``least`` (not a bool, a float or text)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not (least <= value < 2**63):
+        raise BayevalError(f"{what} must be a whole number ≥ {least}, got {value!r}")
+
+
+def _width(value: Any, what: str) -> None:
+    if value is None:
+        return
+    if (isinstance(value, bool) or not isinstance(value, int | float)
+            or not math.isfinite(value) or not 0 < value < 1):
+        raise BayevalError(f"{what} must be a number in (0, 1), got {value!r}")
+
+
 @_described
 @dataclass(frozen=True)
 class RunSettings(_Described):
     """A live evaluation: its tasks (one, or a suite of several), the evaluator, the
-    target (or several ``targets`` evaluated jointly, one task), the method spec (e.g.
+    model (or several ``models`` evaluated jointly, one task), the method spec (e.g.
     ``'active-pai'``, ``'faq(budget=0.1)'``), the stop (``epsilon``: the 95% interval's
     width; a suite's average, with ``task_epsilon`` for each task), a budget
-    (``max_items``), the seed, and the journal (a file; a folder for a suite).
+    (``limit``), the seed, and the journal (a file; a folder for a suite).
     ``subtasks``: a harness group's subtasks, each with its own run, and the group's
-    score (``group_mean``: ``size`` or ``equal``)."""
+    score (``group_mean``: ``size`` or ``equal``). ``target``, ``targets`` and
+    ``max_items`` read the earlier names of ``model``, ``models`` and ``limit``."""
 
-    tasks: tuple[TaskSettings, ...] = (TaskSettings(),)
-    evaluator: EvaluatorOptions = field(default_factory=EvaluatorOptions)
-    target: str | None = _setting(None, (
-        "Model to evaluate. With the oracle evaluator: a model of the matrix, held "
-        "out from the reference (default: one drawn with --seed). With a command: any"
-        " name for the new model."))
-    targets: tuple[str, ...] | None = _setting(None, (
-        "Several models to evaluate in one run (comma-separated), e.g. checkpoints of"
-        " one family: a joint model of their scores picks and predicts, and each gets"
-        " its own design-valid interval (active-pai-joint). With a command, {target} "
-        "in it is replaced by the model's name."))
+    tasks: tuple[TaskSettings, ...] = _setting((TaskSettings(),), (
+        "The tasks of the run: one (a run of one task) or several (a suite: each task "
+        "estimated with its own interval, and their weighted average). In Python a "
+        "TaskSettings each, or harness/Inspect task names read from one --reference; on "
+        "the command line --task (more than once) or --suite FILE."))
+    evaluator: EvaluatorOptions = field(default_factory=EvaluatorOptions, metadata={
+        "help": "How items are scored (EvaluatorOptions: kind, command, lm_eval_args, "
+                "batch, concurrency, …); in Python also a function, a harness LM object "
+                "or an Inspect Task (bayeval.evaluate's evaluator)."})
+    model: str | None = _setting(None, (
+        "Model to evaluate (earlier name: target). With the oracle evaluator: a model "
+        "of the matrix, held out from the reference (default: one drawn with --seed). "
+        "With a command or a Python function: any name for the new model; with "
+        "--evaluator inspect: the Inspect model name (e.g. openai/gpt-4o-mini)."))
+    models: tuple[str, ...] | None = _setting(None, (
+        "Several models to evaluate in one run (comma-separated; earlier name: "
+        "targets), e.g. checkpoints of one family: a joint model of their scores picks "
+        "and predicts, and each gets its own design-valid interval (active-pai-joint). "
+        "With a command, {target} in it is replaced by the model's name."))
     method: str | None = _setting(None, (
         "Evaluation method: active-pai (default: design-valid interval, automatic "
         "stop), bayesame, bayesame-rs, bayesame-laplace, bayes-aipw, bq, irt, random "
         "or faq, optionally with parameters, e.g. 'active-pai(anytime=true)' (an "
         "interval valid whenever you stop; predictor=exact|laplace|factor) or "
         "'faq(budget=0.1)' (FAQ: fixed budget, Pro-Active Inference interval). With "
-        "--targets: active-pai-joint (the default: the joint model of the targets "
+        "--models: active-pai-joint (the default: the joint model of the targets "
         "picks and predicts, each target's items drawn at random with a design-valid "
         "interval and stop of its own) or bayesame-joint (multi-target BayesAME, "
-        "model-based intervals; e.g. 'bayesame-joint(selection=mean_ig)')."))
+        "model-based intervals; e.g. 'bayesame-joint(selection=mean_ig)'). In Python "
+        "also a composed bayeval.methods.Method value."))
     epsilon: float | None = _setting(None, (
         "Stop once the 95% interval is at most this wide (with bayesame, also once "
         "the estimate moved less than 0.005 over the last 30 items). Default: the "
-        "method's (0.05 for active-pai, 0.02 for bayesame, 0.1 for random)."))
-    task_epsilon: float | None = None
-    max_items: int | None = _setting(None, (
-        "Evaluate at most this many items."))
+        "method's (0.05 for active-pai, 0.02 for bayesame, 0.1 for random); a suite's "
+        "average: 0.05."))
+    task_epsilon: float | None = _setting(None, (
+        "A suite only: every task's own interval at most this wide too before the run "
+        "stops (default: the average's width alone decides)."))
+    limit: int | None = _setting(None, (
+        "Evaluate at most this many items (a suite: over all its tasks; earlier name: "
+        "max_items)."))
     seed: int | None = _setting(None, (
         "Random seed (default 0)."))
     journal: str | None = _setting(None, (
         "Append every result to this JSON-lines journal (fsync'd), so a crash loses "
-        "nothing. Default: none for the oracle, bayeval-TARGET-YYYYMMDD-HHMMSS.jsonl "
-        "in the current folder for a command."))
+        "nothing (a suite: a folder). Default: none for the oracle, "
+        "bayeval-MODEL-YYYYMMDD-HHMMSS.jsonl in the current folder for a live "
+        "evaluator."))
     subtasks: bool = _setting(False, (
         "For a harness group (e.g. --dataset musr): estimate each subtask with its "
         "own design-valid run and interval, and the group as the harness aggregates "
@@ -296,41 +356,70 @@ class RunSettings(_Described):
         "With --subtasks: the group's score as 'size' (the mean over all its "
         "documents) or 'equal' (the unweighted mean of its subtasks); default: as the"
         " group's harness config says, else 'size'."))
-    name: str | None = None
+    name: str | None = _setting(None, (
+        "The suite's name (default: its tasks' names joined by '+', or a suite file's "
+        "stem)."))
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        tasks = (self.tasks,) if isinstance(self.tasks, TaskSettings) else tuple(self.tasks)
+        tasks = (self.tasks,) if isinstance(self.tasks, TaskSettings) else self.tasks
+        if isinstance(tasks, str) or not isinstance(tasks, tuple | list):
+            raise BayevalError(f"tasks: give one or more TaskSettings, got {tasks!r:.60}")
+        tasks = tuple(tasks)
         if not tasks or not all(isinstance(t, TaskSettings) for t in tasks):
             raise BayevalError("tasks: give one or more TaskSettings")
         set_(self, "tasks", tasks)
-        if isinstance(self.targets, str):
-            set_(self, "targets", tuple(comma_list(self.targets)))
-        elif self.targets is not None:
-            set_(self, "targets", tuple(str(t) for t in self.targets))
+        if not isinstance(self.evaluator, EvaluatorOptions):
+            raise BayevalError(f"evaluator: give EvaluatorOptions, got "
+                               f"{self.evaluator!r:.60}")
+        if isinstance(self.models, str):
+            set_(self, "models", tuple(comma_list(self.models)))
+        elif self.models is not None:
+            if not isinstance(self.models, tuple | list):
+                raise BayevalError(f"models: give a list of model names, got "
+                                   f"{self.models!r:.60}")
+            set_(self, "models", tuple(str(t) for t in self.models))
+        for key in ("model", "method", "name"):
+            value = getattr(self, key)
+            if value is not None and not isinstance(value, str):
+                raise BayevalError(f"{key} must be text, got {value!r:.60}")
         set_(self, "journal", _text(self.journal))
         set_(self, "group_mean", _one_of(self.group_mean, GroupMean, "--group-mean"))
-        if self.targets is not None and self.target is not None:
-            raise BayevalError("give either --target or --targets, not both")
-        if self.targets is not None and not self.targets:
-            raise BayevalError("--targets needs at least one model name")
-        for key in ("epsilon", "task_epsilon"):
-            value = getattr(self, key)
-            if value is not None and (isinstance(value, bool)
-                                      or not isinstance(value, int | float)):
-                raise BayevalError(f"{key} must be a number, got {value!r}")
+        if self.models is not None and self.model is not None:
+            raise BayevalError("give either --model or --models, not both")
+        if self.models is not None and not self.models:
+            raise BayevalError("--models needs at least one model name")
+        _width(self.epsilon, "epsilon")
+        _width(self.task_epsilon, "task_epsilon")
+        _whole(self.limit, "limit (max_items)", 1)
+        _whole(self.seed, "seed", 0)
+        if not isinstance(self.subtasks, bool):
+            raise BayevalError(f"subtasks must be true or false, got {self.subtasks!r}")
         if self.group_mean is not None and not self.subtasks:
             raise BayevalError("--group-mean is for --subtasks (a harness group's score)")
         if self.subtasks and len(tasks) > 1:
             raise BayevalError("give --suite FILE or --subtasks, not both")
-        if self.suite and self.targets is not None:
-            raise BayevalError("--targets evaluates several models on one task; a suite "
-                               "evaluates one model (--target) on several tasks")
+        if self.suite and self.models is not None:
+            raise BayevalError("--models evaluates several models on one task; a suite "
+                               "evaluates one model (--model) on several tasks")
         names = [t.label for t in tasks]
         twice = sorted({n for n in names if names.count(n) > 1})
         if len(tasks) > 1 and twice:
             raise BayevalError(f"two tasks are named {twice[0]!r}; give each a distinct "
                                "name")
+
+    # the earlier names, read
+    @property
+    def target(self) -> str | None:
+        return self.model
+
+    @property
+    def targets(self) -> tuple[str, ...] | None:
+        return self.models
+
+    @property
+    def max_items(self) -> int | None:
+        return self.limit
 
     @property
     def suite(self) -> bool:
@@ -338,7 +427,49 @@ class RunSettings(_Described):
         return len(self.tasks) > 1 or self.subtasks
 
     def replace(self, **changes: Any) -> RunSettings:
-        return dataclasses.replace(self, **changes)
+        """These settings with the run's fields ``changes`` (earlier names accepted)."""
+        return dataclasses.replace(self, **{OLD_NAMES.get(k, k): v
+                                            for k, v in changes.items()})
+
+    def override(self, **changes: Any) -> RunSettings:
+        """These settings with ``changes`` over them: any keyword of :meth:`of` (a run's
+        field, the evaluator's, or the one task's; earlier names accepted). A task's
+        field is refused for a suite of several tasks (name the task in its
+        :class:`TaskSettings`)."""
+        changes = _new_names(changes)
+        _refuse_unknown(changes)
+        run = {k: changes.pop(k) for k in list(changes) if k in _RUN_KEYS}
+        evaluator = run.pop("evaluator", None)
+        live = {k: changes.pop(k) for k in list(changes) if k in _EVALUATOR_KEYS}
+        if evaluator is not None:
+            evaluator = _evaluator_of(evaluator, live)
+        elif live:
+            evaluator = dataclasses.replace(self.evaluator, **live)
+        if evaluator is not None:
+            run["evaluator"] = evaluator
+        names = run.get("tasks")
+        if isinstance(names, list | tuple) and len(names) == 1 and isinstance(names[0], str):
+            names = run["tasks"] = names[0]
+        if isinstance(names, str):  # one task's name: a field of the one task
+            changes["task"] = run.pop("tasks")
+        if isinstance(run.get("tasks"), list | tuple) and not all(
+                isinstance(t, TaskSettings) for t in _listed(run["tasks"])):
+            run.update(_tasks_of(run.pop("tasks"), changes))
+        if changes:  # the one task's fields
+            if "tasks" in run:
+                raise BayevalError(f"{sorted(changes)[0]} is a setting of a task: give it "
+                                   "in TaskSettings")
+            if len(self.tasks) > 1:
+                raise BayevalError(f"{sorted(changes)[0]} is a setting of one task, and "
+                                   f"this run has {len(self.tasks)}: change it in that "
+                                   "task's TaskSettings")
+            base = dataclasses.asdict(self.tasks[0])
+            if "dataset" in changes and "reference" not in changes:
+                base["reference"] = None
+            if "reference" in changes and "dataset" not in changes:
+                base["dataset"] = None
+            run["tasks"] = (TaskSettings(**{**base, **changes}),)
+        return dataclasses.replace(self, **run)
 
     @classmethod
     def from_file(cls, path: str | Path) -> RunSettings:
@@ -369,28 +500,90 @@ class RunSettings(_Described):
     @classmethod
     def of(cls, **options: Any) -> RunSettings:
         """Settings from keywords: a run's fields, the one task's fields (``dataset``,
-        ``reference``, ``task``, …) and the evaluator's (``command``, ``lm_eval_args``,
-        ``batch``, …; ``evaluator`` may be its kind), in any mix."""
-        task_keys = ({f.name for f in dataclasses.fields(TaskSettings)}
-                     - {"target", "name", "command", "inspect_task"})  # the run's: evaluator
-        eval_keys = {f.name for f in dataclasses.fields(EvaluatorOptions)} - {"kind"}
-        run_keys = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(options) - task_keys - eval_keys - run_keys)
-        if unknown:
-            raise BayevalError(f"unknown setting {unknown[0]!r}")
-        task = {k: options.pop(k) for k in list(options) if k in task_keys - run_keys}
-        live = {k: options.pop(k) for k in list(options) if k in eval_keys - run_keys}
-        evaluator = options.pop("evaluator", None)
-        if isinstance(evaluator, EvaluatorOptions):
-            if live:
-                raise BayevalError(f"{sorted(live)[0]} is a setting of the evaluator: give "
-                                   "it in EvaluatorOptions")
-        else:
-            evaluator = EvaluatorOptions(**({} if evaluator is None else
-                                            {"kind": evaluator}), **live)
-        if task:
+        ``reference``, ``metric``, …) and the evaluator's (``command``, ``lm_eval_args``,
+        ``batch``, …; ``evaluator`` may be its kind), in any mix. ``tasks`` may be task
+        names (a harness or Inspect task each, read from one ``reference``) or
+        :class:`TaskSettings`; ``suite``, a suite file whose tasks and keys the run
+        takes. Earlier names (:data:`OLD_NAMES`) are accepted."""
+        options = _new_names(options)
+        suite = options.pop("suite", None)
+        base = cls()
+        if suite is not None:
+            from bayeval.evaluation.run_file import read_suite_file
+
+            file = read_suite_file(Path(suite))
+            spec = {k: file[k] for k in ("name", "epsilon", "task_epsilon", "method")
+                    if k in file}
             if "tasks" in options:
-                raise BayevalError(f"{sorted(task)[0]} is a setting of a task: give it in "
-                                   "TaskSettings")
-            options["tasks"] = (TaskSettings(**task),)
-        return cls(evaluator=evaluator, **options)
+                raise BayevalError("give suite (a file) or tasks, not both")
+            base = cls(tasks=tuple(TaskSettings(**t) for t in file["tasks"]), **spec)
+            options = {k: v for k, v in options.items() if v is not None}
+        return base.override(**options)
+
+
+_RUN_KEYS = {f.name for f in dataclasses.fields(RunSettings)}
+_EVALUATOR_KEYS = {f.name for f in dataclasses.fields(EvaluatorOptions)} - {"kind"}
+# the one task's keywords (its own model, command and Inspect task are the run's there)
+_TASK_KEYS = ({f.name for f in dataclasses.fields(TaskSettings)}
+              - {"model", "name", "command", "inspect_task"})
+
+
+def _new_names(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with earlier names (:data:`OLD_NAMES`) read as the new ones (one-line
+    error where both are given)."""
+    out = dict(options)
+    for old, new in OLD_NAMES.items():
+        if old in out:
+            if new in out:
+                raise BayevalError(f"give {new} or its earlier name {old}, not both")
+            out[new] = out.pop(old)
+    return out
+
+
+def _refuse_unknown(options: dict[str, Any]) -> None:
+    unknown = sorted(set(options) - _TASK_KEYS - _EVALUATOR_KEYS - _RUN_KEYS)
+    if unknown:
+        import difflib
+
+        known = sorted(_TASK_KEYS | _EVALUATOR_KEYS | _RUN_KEYS | set(OLD_NAMES))
+        near = difflib.get_close_matches(unknown[0], known, 1)
+        raise BayevalError(f"unknown setting {unknown[0]!r}"
+                           + (f" (did you mean {near[0]!r}?)" if near else ""))
+
+
+def _listed(value: Any) -> list[Any]:
+    return [value] if isinstance(value, str | TaskSettings) else list(value)
+
+
+def _tasks_of(names: Any, task: dict[str, Any]) -> dict[str, Any]:
+    """``tasks`` given as names: one name is the one task's ``task``; several, a suite
+    of tasks read from one ``reference`` (:meth:`TaskSettings.from_logs`). Consumes the
+    task keywords it uses from ``task``."""
+    names = [str(n) for n in _listed(names)]
+    if not names:
+        raise BayevalError("tasks: give one task name or more")
+    if len(names) == 1:
+        return {"tasks": (TaskSettings(**{**{k: task.pop(k) for k in list(task)},
+                                          "task": names[0]}),)}
+    extra = sorted(set(task) - {"reference", "metric", "filter"})
+    if extra:
+        raise BayevalError(f"{extra[0]} is a setting of one task; several tasks read from "
+                           "one reference take reference, metric and filter")
+    return {"tasks": TaskSettings.from_logs(task.pop("reference", None), names,
+                                            task.pop("metric", None),
+                                            task.pop("filter", None)),
+            "name": "+".join(names)}
+
+
+def _evaluator_of(evaluator: Any, live: dict[str, Any]) -> EvaluatorOptions:
+    """``evaluator`` given as a kind or as :class:`EvaluatorOptions`, with the evaluator's
+    keywords ``live``."""
+    if isinstance(evaluator, EvaluatorOptions):
+        if live:
+            raise BayevalError(f"{sorted(live)[0]} is a setting of the evaluator: give it "
+                               "in EvaluatorOptions")
+        return evaluator
+    if not isinstance(evaluator, str):
+        raise BayevalError(f"evaluator: give a kind ({', '.join(k.value for k in EvaluatorKind)})"
+                           f" or EvaluatorOptions, got {evaluator!r:.60}")
+    return EvaluatorOptions(kind=evaluator, **live)

@@ -5,7 +5,9 @@ and the result (:func:`bayeval.evaluate` for a run of one task)."""
 from __future__ import annotations
 
 import json
+import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ import numpy as np
 from bayeval.errors import BayevalError, EvaluationError
 from bayeval.evaluation.evaluator_settings import (
     EvaluatorSettings,
+    command_evaluator,
     evaluator_kind,
     resume_from,
     row_score,
@@ -26,36 +29,174 @@ from bayeval.evaluation.options import (
     TOOL_EVALUATORS,
     EvaluatorKind,
 )
+from bayeval.evaluation.result_types import make_result
 from bayeval.evaluation.results import failure_summary, skipped_note
 from bayeval.evaluation.settings import RunSettings
 from bayeval.evaluation.sources import fresh_source, resumable
 from bayeval.evaluation.watch import Watch, watched
 
-__all__ = ["correct_evaluator_args", "refuse_concurrency", "resume_single", "run_single",
-           "write_inspect_log"]
+__all__ = ["PythonEvaluator", "amend_evaluator", "refuse_concurrency", "resume_single",
+           "run_single", "write_inspect_log"]
 
 
-def run_single(settings: RunSettings, watch: Watch | None = None) -> dict[str, Any]:
+def run_single(settings: RunSettings, watch: Watch | None = None,
+               given: PythonEvaluator | None = None, method: Any = None) -> dict[str, Any]:
     """A fresh run of ``settings`` (one task), its result as ``evaluate --json`` prints
     it. The options and the reference are checked, and a harness model or an Inspect
-    task loaded, before any journal is written."""
-    session, journaled, matrix, evaluate_fn = _fresh(settings)
+    task loaded, before any journal is written. ``given``: a Python evaluator
+    (:class:`PythonEvaluator`) instead of the one the settings name; ``method``: a
+    composed :class:`~bayeval.methods.Method` value instead of the settings' spec."""
+    session, journaled, matrix, evaluate_fn = _fresh(settings, given, method)
     return _run(session, journaled, matrix, evaluate_fn, watch, journaled.batch)
+
+
+@dataclass(frozen=True)
+class PythonEvaluator:
+    """A Python object that scores a run's items (:mod:`bayeval.evaluators.python`):
+    ``obj`` (a function, a batch or async function, a harness LM, an Inspect task or
+    task function), its ``kind``, and for an Inspect task its ``task_args`` and the
+    ``model`` object (an Inspect ``Model``) when one was given."""
+
+    obj: Any
+    kind: str
+    task_args: dict[str, Any] | None = None
+    model: Any = None
+
+    @classmethod
+    def of(cls, obj: Any, task_args: dict[str, Any] | None = None,
+           model: Any = None) -> PythonEvaluator:
+        from bayeval.evaluators.python import evaluator_kind_of
+
+        try:
+            kind = evaluator_kind_of(obj)
+        except EvaluationError as exc:
+            raise BayevalError(str(exc)) from None
+        if task_args is not None and kind != EvaluatorKind.inspect.value:
+            raise BayevalError("task_args are an Inspect task's arguments: the evaluator "
+                               "is not an Inspect task")
+        return cls(obj, kind, task_args, model)
+
+    @property
+    def description(self) -> str:
+        from bayeval.evaluators.python import describe
+
+        return describe(self.obj)
+
+    def build(self, journaled: EvaluatorSettings, target: str) -> Any:
+        """The evaluator of one target, as the journaled settings say it runs."""
+        from bayeval.evaluators.python import python_evaluator
+
+        try:
+            if self.kind == EvaluatorKind.lm_eval.value:
+                import shlex
+
+                from bayeval.evaluators.harness import LmEvalInProcess
+
+                args = journaled.lm_eval_args or ""
+                if "--model" not in shlex.split(args):  # the object is the model: the
+                    args = f"--model hf {args}"  # name only lets the harness parse the rest
+                return LmEvalInProcess.from_args(
+                    args, journaled.task,
+                    [tuple(x) for x in journaled.subtasks], journaled.metric,
+                    journaled.filter, output_path=journaled.output_path, name=target,
+                    lm=self.obj)
+            if self.kind == EvaluatorKind.inspect.value:
+                from inspect_ai import Task
+
+                from bayeval.evaluators.inspect_eval import InspectEvaluator
+
+                task = self.obj
+                if not isinstance(task, Task):
+                    try:
+                        task = task(**(self.task_args or {}))
+                    except Exception as exc:  # a task function raises anything
+                        raise BayevalError(f"the Inspect task does not build with "
+                                           f"{self.task_args or {}}: "
+                                           f"{type(exc).__name__}: {exc}") from None
+                return InspectEvaluator(task, self.model or target, journaled.output_path,
+                                        journaled.metric)
+        except EvaluationError as exc:  # a task or model that does not load
+            raise BayevalError(str(exc)) from None
+        return python_evaluator(self.obj, retries=journaled.retries)
+
+
+def amend_evaluator(journal: Path, given: PythonEvaluator | None = None,
+                    command: str | None = None, lm_eval_args: str | None = None) -> None:
+    """A resume with a corrected evaluator (the user vouches that it is the same model):
+    a new ``command``, new harness options, or the Python evaluator given again. The
+    journal's header keeps the new settings, and what changed and when
+    (:meth:`EvaluatorSettings.changed`); it is rewritten atomically, refused while another
+    session runs the journal. The new evaluator is checked first (one-line errors)."""
+    from bayeval.loop.session import Session
+
+    if given is None and command is None and lm_eval_args is None:
+        return
+    header, _, _, _ = Session.read_journal(journal)
+    settings = EvaluatorSettings.from_json(header.get("extra") or {}, f"journal {journal}")
+    changes: dict[str, Any] = {}
+    if command is not None:
+        if settings.evaluator != EvaluatorKind.command.value:
+            raise BayevalError(f"--command: {journal} is a run of --evaluator "
+                               f"{settings.evaluator}, not command")
+        command_evaluator(command, settings.timeout or 600.0, settings.retries)
+        changes["command"] = command
+    if lm_eval_args is not None:
+        if settings.evaluator != EvaluatorKind.lm_eval.value:
+            raise BayevalError(f"--lm-eval-args: {journal} is not a run of --evaluator "
+                               "lm-eval")
+        from bayeval.evaluators.harness import harness_config
+
+        try:
+            harness_config(lm_eval_args, settings.task)
+        except EvaluationError as exc:
+            raise BayevalError(str(exc)) from None
+        changes["lm_eval_args"] = lm_eval_args
+        if settings.python is not None and given is None and "--model" in shlex.split(
+                lm_eval_args):  # options that name the model: the LM object is not needed
+            changes["python"] = None
+    if given is not None:
+        if given.kind != settings.evaluator:
+            raise BayevalError(f"evaluator: {journal} is a run of a {settings.evaluator} "
+                               f"evaluator; the {given.description} is {given.kind}")
+        changes["python"] = given.description
+    _rewrite_extra(journal, header, settings.changed(**changes).to_json())
+
+
+def _rewrite_extra(journal: Path, header: dict[str, Any], extra: dict[str, Any]) -> None:
+    """The journal with its header's ``extra`` replaced (the rest kept byte for byte),
+    written atomically, not while another session holds it."""
+    import fcntl
+
+    from bayeval.records.files import write_file
+    from bayeval.records.journal_check import CHECK, seal_header
+
+    header = {**header, "extra": {**(header.get("extra") or {}), **extra}}
+    if CHECK in header:  # a journal with checks: its header's is renewed (its run kept)
+        header = seal_header(header)
+    with open(journal, "ab") as held:  # one writer: not while another session runs it
+        try:
+            fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise BayevalError(f"journal {journal} is in use by another session") from None
+        lines = journal.read_bytes().split(b"\n")
+        write_file(journal, b"\n".join([json.dumps(header).encode(), *lines[1:]]),
+                   durable=True)
 
 
 def resume_single(journal: Path, max_items: int | None = None, batch: int | None = None,
                   concurrency: int = 1, lm_eval_args: str | None = None,
-                  watch: Watch | None = None) -> dict[str, Any]:
+                  watch: Watch | None = None, given: PythonEvaluator | None = None,
+                  command: str | None = None, method: Any = None) -> dict[str, Any]:
     """The run ``journal`` records, continued (its settings read from it): a new budget
-    (``max_items``), batch size and concurrency may be given, and the harness options of
-    a run that failed before any score."""
+    (``max_items``), batch size and concurrency may be given, and a corrected evaluator
+    (``command``, harness options ``lm_eval_args``, or the Python evaluator ``given``
+    again: :func:`amend_evaluator`)."""
     from bayeval.devices import prepare_jax
     from bayeval.loop.session import Session
 
-    if lm_eval_args is not None:
-        correct_evaluator_args(journal, lm_eval_args)
+    amend_evaluator(journal, given, command, lm_eval_args)
     prepare_jax()
-    session, journaled, matrix = resume_from(Session, journal)
+    session, journaled, matrix = resume_from(Session, journal, method)
     if max_items is not None:  # a new budget: not a setting of the estimate
         session.set_budget(max_items)
     if concurrency > 1:  # how many run at once is not a setting of the estimate
@@ -66,7 +207,14 @@ def resume_single(journal: Path, max_items: int | None = None, batch: int | None
             session.close()
             raise
         journaled = journaled.replace(concurrency=concurrency)
-    return _run(session, journaled, matrix, None, watch,
+    evaluate_fn = None
+    if given is not None:
+        try:
+            evaluate_fn = given.build(journaled, session.target_ids[0])
+        except BaseException:
+            session.close()
+            raise
+    return _run(session, journaled, matrix, evaluate_fn, watch,
                 batch if batch is not None else journaled.batch)
 
 
@@ -101,9 +249,10 @@ def _targets(settings: RunSettings, kind: str, matrix, seed: int
     return names, held
 
 
-def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None
-               ) -> EvaluatorSettings:
-    """The evaluator settings the journal keeps (a resume scores the same way)."""
+def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None,
+               given: PythonEvaluator | None = None) -> EvaluatorSettings:
+    """The evaluator settings the journal keeps (a resume scores the same way; a Python
+    evaluator ``given`` is named, to be given again)."""
     live, task = settings.evaluator, settings.tasks[0]
     harness_run = kind == EvaluatorKind.lm_eval.value
     inspect_run = kind == EvaluatorKind.inspect.value
@@ -112,7 +261,8 @@ def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None
         raise BayevalError("--output-path keeps the harness's output or Inspect's "
                            "logs: it needs --evaluator lm-eval or inspect")
     journaled = EvaluatorSettings(kind, task.command or live.command, live.timeout,
-                                  live.retries, live.batch_size, live.concurrency)
+                                  live.retries, live.batch_size, live.concurrency,
+                                  python=None if given is None else given.description)
     if inspect_run:
         journaled = journaled.replace(
             task=task.task, metric=task.metric,
@@ -128,7 +278,7 @@ def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None
     return journaled
 
 
-def _fresh(settings: RunSettings):
+def _fresh(settings: RunSettings, given: PythonEvaluator | None = None, method: Any = None):
     """(session, journaled evaluator settings, whole matrix, evaluator or None) of a
     fresh run: every option checked before JAX starts (seconds of start-up) and before
     any journal."""
@@ -138,9 +288,18 @@ def _fresh(settings: RunSettings):
     several = settings.targets is not None
     usage = "CMD {target} {item}" if several else "CMD {item}"
     command = task.command or live.command
-    kind = evaluator_kind(live.kind, command, live.timeout, live.retries, usage,
-                          live.lm_eval_args, harness=True,
-                          inspect_task=task.inspect_task or live.inspect_task)
+    if given is None:
+        kind = evaluator_kind(live.kind, command, live.timeout, live.retries, usage,
+                              live.lm_eval_args, harness=True,
+                              inspect_task=task.inspect_task or live.inspect_task)
+    else:
+        kind = given.kind
+        if command is not None:
+            raise BayevalError("--command is for --evaluator command; the evaluator is "
+                               f"a Python {given.description}")
+        if several:
+            raise BayevalError(f"a Python evaluator ({given.description}) evaluates one "
+                               "model (model=…), not several (models=…)")
     if kind in TOOL_EVALUATORS and several:
         raise BayevalError(f"--evaluator {kind} evaluates one model (--target), not "
                            "--targets")
@@ -159,22 +318,30 @@ def _fresh(settings: RunSettings):
 
         stem = "joint" if several else safe_file_name(names[0])
         journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
-    journaled = _journaled(settings, kind, matrix, journal)
+    journaled = _journaled(settings, kind, matrix, journal, given)
     from bayeval.methods import make_method, parse_method_spec
 
-    name, params = parse_method_spec(settings.method or (JOINT_METHOD if several
-                                                         else DEFAULT_METHOD))
+    if method is not None:  # a composed Method value: its settings are its own
+        if settings.epsilon is not None:
+            raise BayevalError("epsilon: a composed method carries its own stop; set it "
+                               "where the method is made")
+        name, params = method, {}
+    else:
+        name, params = parse_method_spec(settings.method or (JOINT_METHOD if several
+                                                             else DEFAULT_METHOD))
     if settings.epsilon is not None:
         params["epsilon"] = settings.epsilon
     if several or journaled.concurrency > 1:
-        chosen = make_method(name, **params)
+        chosen = method if method is not None else make_method(name, **params)
         if several and not chosen.several_targets:
             raise BayevalError(f"--targets needs a method that evaluates several "
                                f"targets jointly ({' or '.join(JOINT_METHODS)}); "
                                f"{name!r} evaluates one")
         refuse_concurrency(journaled.concurrency, kind, chosen, several)
     evaluate_fn = None
-    if kind == EvaluatorKind.lm_eval.value:  # loaded (or checked) before any journal
+    if given is not None:  # built (a task, a model loaded) before any journal
+        evaluate_fn = given.build(journaled, names[0])
+    elif kind == EvaluatorKind.lm_eval.value:  # loaded (or checked) before any journal
         evaluate_fn = _harness_evaluator(journaled, matrix, names[0])
     elif kind == EvaluatorKind.inspect.value:
         try:
@@ -192,7 +359,7 @@ def _fresh(settings: RunSettings):
 
 
 def _run(session, journaled: EvaluatorSettings, matrix, evaluate_fn, watch: Watch | None,
-         batch: int) -> dict[str, Any]:
+         batch: int) -> Any:
     """The loop run on ``session`` (its journal closed however it ends; on an
     interruption the command that continues it noted), then its result."""
     from bayeval.evaluators.base import closing
@@ -209,8 +376,22 @@ def _run(session, journaled: EvaluatorSettings, matrix, evaluate_fn, watch: Watc
             raise EvaluationError(f"no item was evaluated ({len(session.skipped)} failed); "
                                   "there is no estimate to report")
         if session.several:
-            return _joint_result(session, journaled, matrix)
-        return _result(session, journaled, matrix, evaluate_fn)
+            data = _joint_result(session, journaled, matrix)
+            history = [(t, [(h[0], *h[2:]) for h in session.history if h[1] == t])
+                       for t in session.target_ids]
+        else:
+            data = _result(session, journaled, matrix, evaluate_fn)
+            history = [(data["task"], session.history)]
+    return make_result(data, history, posterior_of(session))
+
+
+def posterior_of(session) -> Any:
+    """The ArviZ posterior of a session whose backend samples by MCMC (its settings give
+    ``inference_data(state)``, e.g. :class:`~bayeval.inference.irt.IRTAbilityNUTS`);
+    None for the others."""
+    settings = getattr(session.method.backend, "settings", None)
+    draws = getattr(settings, "inference_data", None)
+    return None if draws is None else draws(session.loop.backend)
 
 
 def _common(session) -> dict[str, Any]:
@@ -313,43 +494,6 @@ def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool =
     if method is not None and (several or method.with_replacement):
         raise BayevalError(f"--concurrency: {method.name} evaluates one item at a time "
                            f"({'several targets' if several else 'draws with replacement'})")
-
-
-def correct_evaluator_args(journal: Path, lm_eval_args: str) -> None:
-    """A resume with new harness options: replace the options a journal froze, which is
-    allowed only while it holds no score (the run failed before any, e.g. on a wrong
-    model path); the options are checked by the harness's parser first, and the journal's
-    header is rewritten atomically."""
-    import fcntl
-
-    from bayeval.evaluators.harness import harness_config
-    from bayeval.loop.session import Session
-    from bayeval.records.files import write_file
-    from bayeval.records.journal_check import CHECK, seal_header
-
-    header, events, _, _ = Session.read_journal(journal)
-    extra = header.get("extra") or {}
-    settings = EvaluatorSettings.from_json(extra, f"journal {journal}")
-    if settings.evaluator != EvaluatorKind.lm_eval.value:
-        raise BayevalError(f"--lm-eval-args: {journal} is not a run of --evaluator lm-eval")
-    if any(e.get("event") == "tell" for e in events):
-        raise BayevalError(f"--resume reads the harness options from {journal}, which "
-                           "already holds scores made with them; drop --lm-eval-args")
-    try:
-        harness_config(lm_eval_args, settings.task)
-    except EvaluationError as exc:
-        raise BayevalError(str(exc)) from None
-    header = {**header, "extra": {**extra, "lm_eval_args": lm_eval_args}}
-    if CHECK in header:  # a journal with checks: its header's is renewed (its run kept)
-        header = seal_header(header)
-    with open(journal, "ab") as held:  # one writer: not while another session runs it
-        try:
-            fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise BayevalError(f"journal {journal} is in use by another session") from None
-        lines = journal.read_bytes().split(b"\n")
-        write_file(journal, b"\n".join([json.dumps(header).encode(), *lines[1:]]),
-                   durable=True)
 
 
 def _harness_evaluator(settings: EvaluatorSettings, matrix, target: str):

@@ -100,12 +100,14 @@ def load_source(source: dict[str, Any], journal: Path | str = "journal"):
     return passed_on(lambda: load_source_matrix(source, journal))
 
 
-def resume_session(session_class, journal: Path, reference=None):
+def resume_session(session_class, journal: Path, reference=None, method=None):
     """The session ``journal`` records (its repair warnings passed on). ``reference``:
     its reference matrix when the caller has it already (else read from the header's
-    source)."""
-    return passed_on(lambda: session_class.resume(journal) if reference is None
-                     else session_class.resume(journal, reference))
+    source); ``method``: a composed method given again (a registered one is read from
+    the journal)."""
+    extra = {} if method is None else {"method": method}
+    return passed_on(lambda: session_class.resume(journal) if reference is None and not extra
+                     else session_class.resume(journal, reference, **extra))
 
 
 def refuse_given(journal: Path, given: dict[str, Any]) -> None:

@@ -40,6 +40,7 @@ from bayeval.devices import prepare_jax
 from bayeval.errors import BayevalError, EvaluationError
 from bayeval.evaluation.evaluator_settings import EvaluatorSettings, evaluator_kind
 from bayeval.evaluation.options import DEFAULT_METHOD, SUITE_FILE, EvaluatorKind
+from bayeval.evaluation.result_types import make_result
 from bayeval.evaluation.settings import RunSettings
 from bayeval.evaluation.sources import fresh_source, load_source, resume_session
 from bayeval.evaluation.watch import Watch, watched
@@ -68,10 +69,16 @@ def _task_cost(source: dict[str, Any], matrix) -> float:
     return 1.0
 
 
-def run_suite(settings: RunSettings, watch: Watch | None = None) -> dict[str, Any]:
+def run_suite(settings: RunSettings, watch: Watch | None = None, given: Any = None,
+              method: Any = None) -> Any:
     """A fresh suite run (several tasks), or a harness group's subtasks as one
-    (``settings.subtasks``); its result as ``evaluate --json`` prints it."""
+    (``settings.subtasks``); its result as ``evaluate --json`` prints it. ``given``: a
+    harness LM object every task runs on
+    (:class:`~bayeval.evaluation.single.PythonEvaluator`)."""
     live = settings.evaluator
+    if method is not None:
+        raise BayevalError("a suite's tasks run a registered design-valid method by name "
+                           "(method='active-pai(…)'); a composed Method value runs one task")
     entries = [] if settings.subtasks else [t.suite_entry() for t in settings.tasks]
     if settings.max_items is not None and len(entries) > settings.max_items:
         # before any matrix is read or file made
@@ -80,10 +87,17 @@ def run_suite(settings: RunSettings, watch: Watch | None = None) -> dict[str, An
                            "tasks")
     # a suite's tasks may each name their own Inspect task (and command)
     own = [t.get("inspect_task") for t in entries]
-    kind = evaluator_kind(live.kind, live.command or next(
-        (t["command"] for t in entries if t.get("command")), None), live.timeout,
-        live.retries, "CMD {item}", live.lm_eval_args, harness=True,
-        inspect_task=live.inspect_task or (own[0] if own and all(own) else None))
+    if given is None:
+        kind = evaluator_kind(live.kind, live.command or next(
+            (t["command"] for t in entries if t.get("command")), None), live.timeout,
+            live.retries, "CMD {item}", live.lm_eval_args, harness=True,
+            inspect_task=live.inspect_task or (own[0] if own and all(own) else None))
+    elif given.kind != EvaluatorKind.lm_eval.value:
+        raise BayevalError(f"a suite's tasks share a harness LM object, a --command (with "
+                           f"{{task}}) or the harness's or Inspect's options; the "
+                           f"{given.description} evaluates one task")
+    else:
+        kind = given.kind
     from bayeval.evaluation.single import refuse_concurrency
 
     refuse_concurrency(live.concurrency, kind)
@@ -115,7 +129,7 @@ def run_suite(settings: RunSettings, watch: Watch | None = None) -> dict[str, An
                        f"{time.strftime('%Y%m%d-%H%M%S')}")
     batch = live.batch_size  # one harness run (Inspect eval) per batch, as for one task
     return _start(label, tasks, names, kind, settings, name, params, rule, seed, journal,
-                  watch, batch)
+                  watch, batch, given)
 
 
 def _suite_tasks(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -186,13 +200,15 @@ def _targets(tasks: list[dict[str, Any]], target: str | None, kind: str,
     return names
 
 
-def _settings(kind: str, task: dict[str, Any], live, journal_dir) -> EvaluatorSettings:
+def _settings(kind: str, task: dict[str, Any], live, journal_dir,
+              given: Any = None) -> EvaluatorSettings:
     """A task's evaluator settings (journaled with it for a resume); ``live``: the run's
     :class:`~bayeval.evaluation.settings.EvaluatorOptions`."""
     cmd = task.get("command") or live.command
     if cmd is not None:
         cmd = cmd.replace("{task}", shlex.quote(task["name"]))
-    settings = EvaluatorSettings(kind, cmd, live.timeout, live.retries, 1, 1)
+    settings = EvaluatorSettings(kind, cmd, live.timeout, live.retries, 1, 1,
+                                 python=None if given is None else given.description)
     if kind == EvaluatorKind.lm_eval.value:  # a group's subtasks: the group's harness run
         from bayeval.evaluators.harness import harness_settings
 
@@ -215,7 +231,7 @@ def _settings(kind: str, task: dict[str, Any], live, journal_dir) -> EvaluatorSe
 
 
 def _start(label, tasks, names, kind, run_settings: RunSettings, method_name, params, rule,
-           seed, journal, watch, batch) -> dict[str, Any]:
+           seed, journal, watch, batch, given: Any = None) -> Any:
     from bayeval.data.io import safe_file_name
     from bayeval.loop.session import Session
     from bayeval.loop.suite import SuiteRun, task_seed
@@ -227,8 +243,12 @@ def _start(label, tasks, names, kind, run_settings: RunSettings, method_name, pa
             raise BayevalError(f"--journal {journal}: a suite's folder must be new or empty "
                                "(continue a run with --resume)")
     group = run_settings.subtasks
-    settings = [_settings(kind, t, run_settings.evaluator, journal) for t in tasks]
-    if group:  # a group's subtasks share the group's evaluator (one model, one task)
+    settings = [_settings(kind, t, run_settings.evaluator, journal, given) for t in tasks]
+    if given is not None:  # the user's harness LM: every task runs on it
+        evaluators = [given.build(s, n) for s, n in zip(settings, names, strict=True)]
+        if group:
+            evaluators = evaluators[:1] * len(tasks)
+    elif group:  # a group's subtasks share the group's evaluator (one model, one task)
         evaluators = [settings[0].evaluator_for(tasks[0]["group_matrix"], [names[0]])
                       ] * len(tasks)
     else:
@@ -313,10 +333,13 @@ def _suite_record(path: Path) -> dict[str, Any]:
 
 
 def resume_suite(journal: Path, max_items: int | None = None, batch: int | None = None,
-                 watch: Watch | None = None, concurrency: int = 1) -> dict[str, Any]:
+                 watch: Watch | None = None, concurrency: int = 1, given: Any = None,
+                 command: str | None = None, lm_eval_args: str | None = None) -> Any:
     """The suite recorded in the folder ``journal``, continued (with a new budget of
     ``max_items`` over all tasks, if given; ``batch`` and ``concurrency``: how many are
-    asked at once, which the estimate does not depend on)."""
+    asked at once, which the estimate does not depend on). A corrected evaluator
+    (``command``, ``lm_eval_args``, the harness LM object ``given`` again) is kept in
+    every task's journal (:func:`~bayeval.evaluation.single.amend_evaluator`)."""
     from bayeval.loop.session import Session
     from bayeval.loop.suite import SuiteRule, SuiteRun
 
@@ -338,6 +361,11 @@ def resume_suite(journal: Path, max_items: int | None = None, batch: int | None 
         if CHECK in record:
             renewed = seal_header(renewed)
         write_file(path, json.dumps(renewed, indent=1), durable=True)
+    if given is not None or command is not None or lm_eval_args is not None:
+        from bayeval.evaluation.single import amend_evaluator
+
+        for entry in entries:
+            amend_evaluator(Path(journal) / entry["journal"], given, command, lm_eval_args)
     prepare_jax()
     from bayeval.data.lm_eval import subtask_matrix
 
@@ -374,7 +402,12 @@ def resume_suite(journal: Path, max_items: int | None = None, batch: int | None 
                         load_source(session.reference_source or {}, file))
     truths = [st.true_score(m, s.target_id)
               for m, s, st in zip(matrices, sessions, settings, strict=True)]
-    if record.get("group"):  # the group's evaluator, shared (module docstring)
+    if given is not None:  # the user's harness LM: every task runs on it
+        evaluators = [given.build(st, s.target_id) for st, s in zip(settings, sessions,
+                                                                    strict=True)]
+        if record.get("group"):
+            evaluators = evaluators[:1] * len(sessions)
+    elif record.get("group"):  # the group's evaluator, shared (module docstring)
         first = sessions[0]
         group = whole(first.reference_source or {}, first.journal_path)
         evaluators = [settings[0].evaluator_for(group, [first.target_id])] * len(sessions)
@@ -415,7 +448,7 @@ def _journal_source(file: Path) -> dict[str, Any] | None:
 
 
 def _run(run, evaluators, batch, watch, label, journal, truths, group,
-         group_mean, concurrency: int = 1) -> dict[str, Any]:
+         group_mean, concurrency: int = 1) -> Any:
     from bayeval.estimators.interval import covers
     from bayeval.evaluators.base import closing
 
@@ -449,7 +482,7 @@ def _run(run, evaluators, batch, watch, label, journal, truths, group,
         if known else None
     first = run.sessions[0]
     metrics = {s.reference.metadata.get("metric") for s in run.sessions}
-    return {"suite": label, "metric": metrics.pop() if len(metrics) == 1 else None,
+    data = {"suite": label, "metric": metrics.pop() if len(metrics) == 1 else None,
             "group": label if group else None, "group_mean": group_mean,
             **result, "true_score": true_avg,
             "covered": None if true_avg is None else bool(covers(result["lower"],
@@ -462,6 +495,8 @@ def _run(run, evaluators, batch, watch, label, journal, truths, group,
             "task_epsilon": run.rule.task_epsilon,
             "journal": None if journal is None else str(journal),
             **_harness_counts(evaluators)}
+    return make_result(data, [(n, s.history) for n, s in zip(run.names, run.sessions,
+                                                             strict=True)])
 
 
 def _harness_counts(evaluators: list[Any]) -> dict[str, int]:

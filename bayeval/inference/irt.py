@@ -308,6 +308,25 @@ class IRTAbilityNUTS:
             due = due | (n == k)
         return due
 
+    def inference_data(self, state: IRTState) -> Any:
+        """The last NUTS fit's posterior as ArviZ ``InferenceData`` (chains × draws): the
+        ability and the benchmark score it implies (each draw's observed scores plus its
+        expected scores on the unseen items, module docstring step 3), so that
+        ``arviz.summary`` and ``arviz.plot_trace`` read it directly. Before the first fit
+        the draws are the prior's."""
+        import arviz as az
+
+        N = state.observed.shape[0]
+        p, _ = expected_score(self.kind, state.ability,
+                              ItemParams(state.discrimination, state.difficulty))
+        seen = state.observed
+        score = (jnp.sum(jnp.where(seen, state.scores, 0.0))
+                 + jnp.where(seen, 0.0, p).sum(1)) / N
+        shape = (self.num_chains, self.num_samples)
+        return az.from_dict(posterior={
+            "ability": np.asarray(state.ability, np.float64).reshape(shape),
+            "score": np.asarray(score, np.float64).reshape(shape)})
+
     def backend(self) -> Backend:
         return Backend(f"irt_{self.kind}_nuts", self.init, self.observe, self.predict,
                        self.refit, self.refit_every, refit_due=self.refit_due,

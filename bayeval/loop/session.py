@@ -51,6 +51,7 @@ from bayeval.loop.runner import run_session
 from bayeval.loop.session_journal import SessionJournal, _draw_fields
 from bayeval.loop.timing import RunTimes
 from bayeval.methods import Method, make_method
+from bayeval.precision import enable_float64
 from bayeval.records.journal import JournalFile, JournalWarning, PairJournal
 
 __all__ = ["JournalFile", "JournalWarning", "PairJournal", "RefitWarning", "Session",
@@ -106,6 +107,7 @@ class Session(SessionJournal, DrawOrder):
                extra: dict[str, Any]) -> None:
         if not isinstance(reference, ScoreMatrix):
             raise SessionError("reference must be a bayeval.data.ScoreMatrix")
+        enable_float64()  # bayeval computes in float64 (bayeval.precision): no set-up call
         self.cells = cells = Cells(reference, target_id)
         several, ids = cells.several, cells.target_ids
         if isinstance(method, str):

@@ -1,40 +1,111 @@
-"""The command line's watch of a live run (:mod:`bayeval.evaluation.watch`): a progress
-bar on a terminal, a plain line per batch (or per 10 items) where stderr is a log, nothing
-with ``--quiet``."""
+"""Progress of a live run (a watch, :mod:`bayeval.evaluation.watch`), shown by default
+where a person watches: a bar on a terminal or in a notebook (with ipywidgets, as Rich
+draws there), a plain line per batch (or per 10 items) where stderr is a log or a notebook
+without ipywidgets, nothing with ``progress=False`` (``--quiet``). The command line and
+:func:`bayeval.evaluate` show the same."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
 
-from bayeval.cli.common import err, progress_bar
-
-__all__ = ["progress_watch"]
-
-
-def progress_watch(quiet: bool) -> Callable[[Any, int], Any] | None:
-    """The watch ``bayeval evaluate`` passes to :func:`bayeval.evaluate` (None: quiet)."""
-    return None if quiet else _watch
-
-
-def _watch(run: Any, batch: int):
-    from bayeval.selection.session import SelectionSession
-
-    if isinstance(run, SelectionSession):
-        return _selecting(run)
-    return _evaluating(run, batch)
+__all__ = ["bar_of", "progress_watch", "silenced_bars"]
 
 
 @contextlib.contextmanager
-def _selecting(session: Any) -> Iterator[Callable[..., None] | None]:
+def silenced_bars(silent: bool = True) -> Iterator[None]:
+    """While the block runs (``silent``), every tqdm bar starts disabled: the progress
+    bars the harness and other tools draw themselves (lm-evaluation-harness's requests'
+    build and its models' calls) stay off a quiet run's output."""
+    try:
+        import tqdm
+    except ImportError:
+        silent = False
+    if not silent:
+        yield
+        return
+    original = tqdm.tqdm.__init__
+
+    @functools.wraps(original)
+    def disabled(self, *args, **kwargs):
+        kwargs["disable"] = True
+        original(self, *args, **kwargs)
+
+    tqdm.tqdm.__init__ = disabled
+    try:
+        yield
+    finally:
+        tqdm.tqdm.__init__ = original
+
+
+def _in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel (IPython's ZMQ shell)."""
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    return get is not None and type(get()).__name__ == "ZMQInteractiveShell"
+
+
+def progress_watch(show: bool | None = None, console: Any = None
+                   ) -> Callable[[Any, int], Any] | None:
+    """The watch that shows a run's progress on ``console`` (a Rich console; default:
+    one on stderr), or None where nothing is shown (``show`` False). ``show`` None: a
+    bar where stderr is a terminal, or a notebook that has ipywidgets; plain lines
+    elsewhere (a log, a notebook without ipywidgets)."""
+    if show is False:
+        return None
+    if console is None:
+        from rich.console import Console
+
+        notebook = _in_notebook()
+        bar = sys.stderr.isatty() if not notebook else _has_widgets()
+        console = Console(stderr=True, force_terminal=bar or None,
+                          force_jupyter=notebook and bar, soft_wrap=not bar)
+    else:
+        bar = console.is_terminal
+    return functools.partial(_watch, console=console, bar=bar)
+
+
+def _has_widgets() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ipywidgets") is not None
+
+
+def bar_of(console: Any, verb: str) -> Any:
+    """The bar of long runs: verb, bar, done/total, a status field, time."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    return Progress(TextColumn(f"[bold]{verb}"), BarColumn(), MofNCompleteColumn(),
+                    TextColumn("{task.fields[status]}"), TimeElapsedColumn(),
+                    console=console, transient=False)
+
+
+def _watch(run: Any, batch: int, console: Any, bar: bool):
+    from bayeval.selection.session import SelectionSession
+
+    if isinstance(run, SelectionSession):
+        return _selecting(run, console, bar)
+    return _evaluating(run, batch, console, bar)
+
+
+@contextlib.contextmanager
+def _selecting(session: Any, err: Any, bar: bool) -> Iterator[Callable[..., None] | None]:
     """A selection's bar: its evaluations of the whole schedule, the phase, the models
     left; where stderr is a log, a plain line per tenth of the evaluations."""
     schedule = session.schedule
     total = int(schedule.sum() + schedule[-1])
-    if not err.is_terminal:
+    if not bar:
         shown = [(session.n_evaluations + len(session.skipped)) * 10 // total]
 
         def on_line(s, model, item, score):
@@ -47,7 +118,7 @@ def _selecting(session: Any) -> Iterator[Callable[..., None] | None]:
 
         yield on_line
         return
-    with progress_bar("selecting") as progress:
+    with bar_of(err, "selecting") as progress:
         task = progress.add_task("select", total=total, status="",
                                  completed=session.n_evaluations + len(session.skipped))
 
@@ -60,7 +131,8 @@ def _selecting(session: Any) -> Iterator[Callable[..., None] | None]:
 
 
 @contextlib.contextmanager
-def _evaluating(run: Any, batch: int) -> Iterator[Callable[..., None]]:
+def _evaluating(run: Any, batch: int, err: Any, bar: bool
+                ) -> Iterator[Callable[..., None]]:
     from bayeval.loop.suite import SuiteRun
 
     suite = isinstance(run, SuiteRun)
@@ -90,7 +162,7 @@ def _evaluating(run: Any, batch: int) -> Iterator[Callable[..., None]]:
             return asked  # type: ignore[return-value]
         return (0, asked[0], asked[-2], asked[-1])
 
-    if not err.is_terminal:  # a log: one plain line per batch (or per 10 items)
+    if not bar:  # a log: one plain line per batch (or per 10 items)
         every = max(batch, 10) if suite else max(batch, 10 if batch == 1 else 1)
         last = [told()]
 
@@ -107,13 +179,13 @@ def _evaluating(run: Any, batch: int) -> Iterator[Callable[..., None]]:
 
         yield on_line
         return
-    with progress_bar("evaluating") as progress:
-        bar = progress.add_task("eval", total=total, completed=told(), status="")
+    with bar_of(err, "evaluating") as progress:
+        line = progress.add_task("eval", total=total, completed=told(), status="")
 
         def on_step(*asked: Any) -> None:
             k, session, item, score = where(asked)
             text = status(k, session, item, score)
-            progress.update(bar, completed=told(),
+            progress.update(line, completed=told(),
                             status=f"{run.names[k]}: {text}" if suite else text)
 
         yield on_step
