@@ -159,7 +159,7 @@ def test_run_file_round_trip(tmp_path):
     ({"group_mean": "size"}, "--group-mean is for --subtasks"),
     ({"batch": 2, "concurrency": 2}, "--batch or --concurrency"),
     ({"evaluator": "shell"}, "evaluator 'shell' is not one of"),
-    ({"weight": -1.0}, "weight must be a positive finite number"),
+    ({"weight": -1.0}, r"weight: -1 is not > 0"),
     ({"colour": "red"}, "unknown setting 'colour'"),
 ])
 def test_settings_refused_in_one_line(options, message):

@@ -96,9 +96,10 @@ def test_names_old_and_new_and_overrides():
         RunSettings.of(model="a", target="b")
     with pytest.raises(BayevalError, match="did you mean 'limit'"):
         RunSettings.of(limt=3)
-    for bad, message in (({"seed": 1.5}, "seed must be a whole number"),
-                         ({"limit": 0}, "limit"), ({"epsilon": 5}, "epsilon must be"),
-                         ({"epsilon": float("nan")}, "epsilon must be"),
+    for bad, message in (({"seed": 1.5}, "seed: 1.5 is not a whole number"),
+                         ({"limit": 0}, "limit: 0 is not ≥ 1"),
+                         ({"epsilon": 5}, r"epsilon: 5 is not in \(0, 1\]"),
+                         ({"epsilon": float("nan")}, "epsilon: nan is not a finite number"),
                          ({"subtasks": "no"}, "subtasks must be true or false")):
         with pytest.raises(BayevalError, match=message):
             RunSettings.of(**bad)

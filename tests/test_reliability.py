@@ -240,18 +240,31 @@ def test_outputs_are_checked_before_any_work(tmp_path, cli):
             assert not absent.exists()  # no half of the outputs
 
 
-def test_the_estimate_is_shown_before_a_results_file_fails(tmp_path, cli):
-    # --harness-results on a full device: the estimate is printed first, then one line
-    # naming the file; --group-mean without --subtasks is refused, not ignored
+def test_a_results_file_that_cannot_be_one_is_refused_before_the_run(tmp_path, cli):
+    # --harness-results on a device (/dev/full), a FIFO or an existing file, and
+    # --save-run on a device: refused before the run, in one line naming the file, no
+    # journal begun (a device never takes the file, a FIFO would block the writer for
+    # ever, an existing file is not overwritten without a word); --group-mean without
+    # --subtasks is refused, not ignored
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "old.json").write_text("{}")
     args = ("evaluate", "--dataset", "mrpc", "--target", "new", "--method", "random",
             "--evaluator", "command", "--command", "echo 1; true {item}", "--max-items",
             "3", "--json", "-q")
-    done = cli(*args, "--journal", str(tmp_path / "a.jsonl"), "--harness-results",
-               "/dev/full")
-    assert done.returncode == 2, done.stderr
-    assert json.loads(done.stdout)["items_used"] == 3
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "--harness-results /dev/full: cannot be written" in lines[0]
+    for flag, path, says in (("--harness-results", "/dev/full", "is not a regular file"),
+                             ("--harness-results", fifo, "is not a regular file"),
+                             ("--harness-results", tmp_path / "old.json", "exists"),
+                             ("--save-run", "/dev/full", "is not a regular file")):
+        journal = tmp_path / "a.jsonl"
+        done = cli(*args, "--journal", str(journal), flag, str(path))
+        assert done.returncode == 2, done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"{flag} {path}: {says}" in lines[0], lines
+        assert not journal.exists() and not done.stdout
+    assert (tmp_path / "old.json").read_text() == "{}"
     done = cli(*args, "--journal", str(tmp_path / "b.jsonl"), "--group-mean", "equal")
     assert done.returncode == 2 and "--group-mean is for --subtasks" in done.stderr
 

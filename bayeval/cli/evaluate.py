@@ -5,6 +5,7 @@ for one target or several, one task or a suite; the options parsed into
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -255,7 +256,7 @@ def _save_run(settings: Any, path: Path) -> None:
     from bayeval.cli.common import check_output
     from bayeval.records.files import write_file
 
-    check_output(path, "--save-run")
+    check_output(path, "--save-run", new=True)
     write_file(path, settings.replace(seed=settings.seed or 0).to_toml(), durable=True)
 
 
@@ -268,6 +269,11 @@ def _check_outputs(settings: Any, inspect_log: Path | None,
     if inspect_log is not None and settings.evaluator.kind != EvaluatorKind.inspect.value:
         raise BayevalError("--inspect-log writes the target's Inspect samples: it "
                            "needs --evaluator inspect")
+    if harness_results is not None and not str(harness_results).endswith(("/", os.sep)) \
+            and not Path(harness_results).is_dir():  # a file: checked before the run
+        from bayeval.cli.common import check_output
+
+        check_output(Path(harness_results), "--harness-results", new=True)
     if harness_results is not None and settings.models is not None:
         raise BayevalError("--harness-results holds one model's estimate; --models "
                            "evaluates several (use --json)")

@@ -231,6 +231,15 @@ def resume(journal: str | Path, *, limit: int | None = None, batch: int | None =
         if limit is not None:
             raise BayevalError("give limit or its earlier name max_items, not both")
         limit = max_items
+    from bayeval.evaluation.numbers import number_problem
+
+    for name, value in (("limit", limit), ("batch", batch), ("concurrency", concurrency)):
+        problem = None if value is None else number_problem(name, value, integer=True)
+        if problem is not None:  # the checks of evaluate's settings (and the options')
+            raise BayevalError(f"{name}: {problem}")
+    for name, value in (("command", command), ("lm_eval_args", lm_eval_args)):
+        if value is not None and not isinstance(value, str):
+            raise BayevalError(f"{name}: {value!r:.60} is not text")
     given = None
     if evaluator is not None or model is not None:
         if evaluator is None:

@@ -7,9 +7,8 @@ values round-trip to a run file (TOML, :mod:`bayeval.evaluation.run_file`)."""
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 from bayeval.errors import BayevalError
@@ -33,19 +32,28 @@ __all__ = ["EvaluatorOptions", "RunSettings", "TaskSettings"]
 PYTHON_KIND = "python"
 
 
-def _text(value: Any) -> str | None:
-    """A path or text option as text (None stays None)."""
-    return None if value is None else str(value)
-
-
-def _positive(value: Any, what: str, integer: bool = False) -> None:
+def _number(value: Any, name: str, integer: bool = False) -> None:
+    """``value`` (None allowed) a finite number in the range of setting ``name``
+    (:data:`bayeval.evaluation.numbers.RANGES`, the command line's table): else a one-line
+    error naming the setting."""
     if value is None:
         return
-    kinds = int if integer else int | float
-    if (isinstance(value, bool) or not isinstance(value, kinds)
-            or not math.isfinite(value) or value <= 0):
-        raise BayevalError(f"{what} must be a positive {'whole' if integer else 'finite'} "
-                           f"number, got {value!r}")
+    from bayeval.evaluation.numbers import number_problem
+
+    problem = number_problem(name, value, integer)
+    if problem is not None:
+        raise BayevalError(f"{name}: {problem}")
+
+
+def _texts(settings: Any, names: tuple[str, ...]) -> None:
+    """The settings ``names`` of ``settings`` are text (or None); a path is read as its
+    text."""
+    for name in names:
+        value = getattr(settings, name)
+        if isinstance(value, PurePath):
+            object.__setattr__(settings, name, str(value))
+        elif value is not None and not isinstance(value, str):
+            raise BayevalError(f"{name}: {value!r:.60} is not text")
 
 
 class _Described:
@@ -145,13 +153,14 @@ class TaskSettings(_Described):
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "reference", _text(self.reference))
+        _texts(self, ("dataset", "reference", "task", "metric", "filter", "name", "model",
+                      "command", "inspect_task"))
         set_(self, "repeated_models", _one_of(self.repeated_models, RepeatedModels,
                                               "repeated_models"))
         if self.dataset is not None and self.reference is not None:
             raise BayevalError("give either --dataset or --reference, not both")
-        _positive(self.weight, "weight")
-        _positive(self.cost, "cost")
+        _number(self.weight, "weight")
+        _number(self.cost, "cost")
 
     @classmethod
     def from_logs(cls, reference: str | Path, tasks: list[str] | tuple[str, ...],
@@ -253,9 +262,11 @@ class EvaluatorOptions(_Described):
         if self.kind != PYTHON_KIND:  # a Python object's run (bayeval.evaluate)
             set_(self, "kind", _one_of(self.kind, EvaluatorKind, "evaluator"))
         set_(self, "lm_eval_mode", _one_of(self.lm_eval_mode, LmEvalMode, "lm_eval_mode"))
-        set_(self, "output_path", _text(self.output_path))
-        _positive(self.batch, "--batch", integer=True)
-        _positive(self.concurrency, "--concurrency", integer=True)
+        _texts(self, ("command", "lm_eval_args", "inspect_task", "output_path"))
+        _number(self.timeout, "timeout")
+        _number(self.retries, "retries", integer=True)
+        _number(self.batch, "batch", integer=True)
+        _number(self.concurrency, "concurrency", integer=True)
         if self.concurrency > 1 and self.batch is not None and self.batch > 1:
             raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
                                "all its items; concurrency draws as each one finishes)")
@@ -270,22 +281,6 @@ class EvaluatorOptions(_Described):
 # files, read as the names the harness and Inspect use for the same things
 # (docs/python.md, "Names").
 OLD_NAMES = {"target": "model", "targets": "models", "max_items": "limit", "task": "tasks"}
-
-
-def _whole(value: Any, what: str, least: int) -> None:
-    """``value`` (None allowed) a whole number ≥ ``least`` (not a bool, a float or text)."""
-    if value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or not (least <= value < 2**63):
-        raise BayevalError(f"{what} must be a whole number ≥ {least}, got {value!r}")
-
-
-def _width(value: Any, what: str) -> None:
-    if value is None:
-        return
-    if (isinstance(value, bool) or not isinstance(value, int | float)
-            or not math.isfinite(value) or not 0 < value < 1):
-        raise BayevalError(f"{what} must be a number in (0, 1), got {value!r}")
 
 
 @_described
@@ -379,20 +374,16 @@ class RunSettings(_Described):
                 raise BayevalError(f"models: give a list of model names, got "
                                    f"{self.models!r:.60}")
             set_(self, "models", tuple(str(t) for t in self.models))
-        for key in ("model", "method", "name"):
-            value = getattr(self, key)
-            if value is not None and not isinstance(value, str):
-                raise BayevalError(f"{key} must be text, got {value!r:.60}")
-        set_(self, "journal", _text(self.journal))
+        _texts(self, ("model", "method", "name", "journal"))
         set_(self, "group_mean", _one_of(self.group_mean, GroupMean, "--group-mean"))
         if self.models is not None and self.model is not None:
             raise BayevalError("give either --model or --models, not both")
         if self.models is not None and not self.models:
             raise BayevalError("--models needs at least one model name")
-        _width(self.epsilon, "epsilon")
-        _width(self.task_epsilon, "task_epsilon")
-        _whole(self.limit, "limit (max_items)", 1)
-        _whole(self.seed, "seed", 0)
+        _number(self.epsilon, "epsilon")
+        _number(self.task_epsilon, "task_epsilon")
+        _number(self.limit, "limit", integer=True)
+        _number(self.seed, "seed", integer=True)
         if not isinstance(self.subtasks, bool):
             raise BayevalError(f"subtasks must be true or false, got {self.subtasks!r}")
         if self.group_mean is not None and not self.subtasks:

@@ -197,6 +197,12 @@ def resume_single(journal: Path, max_items: int | None = None, batch: int | None
     amend_evaluator(journal, given, command, lm_eval_args)
     prepare_jax()
     session, journaled, matrix = resume_from(Session, journal, method)
+    mine = session.extra.get("suite")
+    if isinstance(mine, dict):  # a suite's task: its budget and stop are the suite's
+        session.close()
+        raise BayevalError(f"journal {journal} is task {mine.get('task')!r} of a suite; "
+                           f"resume the suite: bayeval evaluate --resume --journal "
+                           f"{shlex.quote(str(Path(journal).parent))}")
     if max_items is not None:  # a new budget: not a setting of the estimate
         session.set_budget(max_items)
     if concurrency > 1:  # how many run at once is not a setting of the estimate

@@ -125,6 +125,8 @@ def write_harness_results(record: Mapping[str, Any], path: str | os.PathLike) ->
         if target.is_dir():
             stamp = time.strftime("%Y-%m-%dT%H-%M-%S")
             target = target / f"results_{stamp}.json"
+        if target.exists() and not target.is_file():  # a FIFO would block, a device fail
+            raise OSError(0, "not a regular file (a FIFO, a device)")
         return write_file(target, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
         raise BayevalError(f"--harness-results {target}: cannot be written "

@@ -98,11 +98,15 @@ def read_text(path: str | os.PathLike, what: str) -> str:
                         f"{raw[exc.start]:#04x})") from None
 
 
-def check_output(path: Path | None, flag: str, folder: bool = False) -> None:
+def check_output(path: Path | None, flag: str, folder: bool = False,
+                 new: bool = False) -> None:
     """Refuse, before any work, an output that cannot be written: a file path that is a
-    folder or lies in a missing folder, a folder path that is a file, an unwritable place."""
+    folder, a FIFO, a device or lies in a missing folder, a folder path that is a file, an
+    unwritable place; with ``new``, an existing file too (nothing is overwritten without
+    a word)."""
     if path is None:
         return
+    path = Path(path)
     if folder:
         if path.exists() and not path.is_dir():
             raise BayevalError(f"{flag} {path}: is a file, not a folder")
@@ -114,6 +118,12 @@ def check_output(path: Path | None, flag: str, folder: bool = False) -> None:
         return
     if path.is_dir():
         raise BayevalError(f"{flag} {path}: is a folder; give a file path")
+    if path.exists() and not path.is_file():
+        raise BayevalError(f"{flag} {path}: is not a regular file (a FIFO, a device); give "
+                           "a file path")
+    if new and path.exists():
+        raise BayevalError(f"{flag} {path}: exists; give a new path (it is not "
+                           "overwritten)")
     if not path.parent.is_dir():
         what = "is a file, not a folder" if path.parent.exists() else "does not exist"
         raise BayevalError(f"{flag} {path}: {path.parent} {what}")
