@@ -182,3 +182,14 @@ def test_run_file_errors_name_the_file(tmp_path):
     result = CliRunner().invoke(app, ["evaluate", "--run", str(tmp_path / "none.toml")])
     assert result.exit_code == 2 and f"--run {tmp_path / 'none.toml'}: no such file" in (
         result.output)
+
+
+def test_a_run_files_journal_is_read_from_beside_it_as_its_reference_is(tmp_path):
+    """A relative ``journal`` in a run file names a file beside the run file (as a
+    relative ``reference`` does), wherever the run starts from."""
+    here = tmp_path / "runs"
+    here.mkdir()
+    (here / "run.toml").write_text('journal = "j.jsonl"\nlimit = 5\n[[tasks]]\n'
+                                   'dataset = "rte"\n')
+    settings = RunSettings.from_file(here / "run.toml")
+    assert settings.journal == str(here / "j.jsonl")

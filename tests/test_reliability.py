@@ -623,3 +623,53 @@ def test_a_signal_with_evaluations_in_flight_starts_and_retries_nothing(tmp_path
     time.sleep(1)
     assert starts.read_text().count("x") == 3  # no retry, no new item after the signal
     assert _count("sleep 61.74") == 0
+
+
+def test_a_journal_deleted_or_replaced_while_the_run_goes_on_loses_nothing(tmp_path):
+    # deleted mid-run: written back from the open file at the next record (a warning),
+    # the run ends with every record at its path; replaced by another file: that file is
+    # left as it is, the run's records go to PATH.orphan, and the run stops in one line
+    import warnings as warns
+
+    import bayeval
+    from bayeval.errors import JournalError
+    from bayeval.records.journal import JournalWarning
+
+    matrix = bayeval.load_dataset("rte")
+    truth = dict(zip(matrix.items, matrix.row("rte-model-000"), strict=True))
+    journal = tmp_path / "run.jsonl"
+    calls = [0]
+
+    def deleting(item):
+        calls[0] += 1
+        if calls[0] == 10:
+            journal.unlink()
+        return float(truth[item])
+
+    with warns.catch_warnings(record=True) as caught:
+        warns.simplefilter("always")
+        result = bayeval.evaluate(dataset="rte", model="rte-model-000", evaluator=deleting,
+                                  journal=journal, limit=30, progress=False)
+    assert any(issubclass(w.category, JournalWarning) and "deleted" in str(w.message)
+               for w in caught)
+    told = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
+    assert sum(r.get("event") == "tell" for r in told) == result.items_used == 30
+    again = bayeval.resume(journal, evaluator=deleting, progress=False)
+    assert again.items_used == 30 and again.estimate == result.estimate
+
+    other = tmp_path / "other.jsonl"
+    calls[0] = 0
+
+    def replacing(item):
+        calls[0] += 1
+        if calls[0] == 10:
+            (tmp_path / "stranger").write_text("not a journal\n")
+            (tmp_path / "stranger").replace(other)
+        return float(truth[item])
+
+    with pytest.raises(JournalError, match="replaced by another file.*orphan"):
+        bayeval.evaluate(dataset="rte", model="rte-model-000", evaluator=replacing,
+                         journal=other, limit=30, progress=False)
+    assert other.read_text() == "not a journal\n"
+    kept = Path(f"{other}.orphan").read_text().splitlines()
+    assert json.loads(kept[0])["target"] == "rte-model-000" and len(kept) >= 10

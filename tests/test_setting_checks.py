@@ -15,6 +15,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 import bayeval
 from bayeval.cli import main
 from bayeval.errors import BayevalError
@@ -158,3 +159,18 @@ def test_a_suites_task_journal_is_not_resumed_on_its_own(tmp_path):
     assert task.read_bytes() == before
     code, said = _command("evaluate", "--resume", "--journal", str(task), "-q")
     assert code == 2 and "resume the suite" in said
+
+
+def test_a_suite_named_like_one_of_its_tasks_is_refused():
+    """--harness-results names a suite's group and its tasks alike: a suite named like
+    one of its tasks would overwrite that task's entry, so it is refused in one line."""
+    from bayeval.evaluation import RunSettings, TaskSettings
+
+    try:
+        RunSettings(tasks=(TaskSettings(dataset="ifeval"), TaskSettings(dataset="musr")),
+                    name="musr")
+    except BayevalError as exc:
+        _one_line_naming(str(exc), "name")
+        assert "like one of its tasks" in str(exc)
+    else:
+        raise AssertionError("a suite named like its task was accepted")

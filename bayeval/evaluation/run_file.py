@@ -10,7 +10,8 @@ from the command's options::
     method = "active-pai"     # optional: the method spec
     # model, models, limit, seed, journal, subtasks, group_mean: as the options of
     # ``bayeval evaluate`` (a run file written by --save-run holds them; the earlier
-    # names target, targets and max_items are read too)
+    # names target, targets and max_items are read too); a relative journal is read
+    # from beside the file, as a relative reference is
 
     [evaluator]               # optional: how items are scored (default: the oracle)
     kind = "command"          # oracle | command | lm-eval | inspect
@@ -188,6 +189,8 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     for key in ("epsilon", "task_epsilon"):
         if key in spec and not (isinstance(spec[key], int | float) and 0 < spec[key] < 1):
             raise BayevalError(f"{flag} {path}: {key} must be in (0, 1), got {spec[key]!r}")
+    if run and isinstance(spec.get("journal"), str):  # beside the file, as a reference is
+        spec["journal"] = str((path.parent / spec["journal"]).resolve())
     name = spec.get("name") or (None if run else path.stem)
     return {**spec, "tasks": out, "name": None if name is None else str(name)}
 

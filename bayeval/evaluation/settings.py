@@ -398,6 +398,9 @@ class RunSettings(_Described):
         if len(tasks) > 1 and twice:
             raise BayevalError(f"two tasks are named {twice[0]!r}; give each a distinct "
                                "name")
+        if len(tasks) > 1 and self.name in names:  # the harness's results name both
+            raise BayevalError(f"the suite is named {self.name!r} like one of its tasks; "
+                               "give it another name (name = …)")
 
     # the earlier names, read
     @property

@@ -217,6 +217,40 @@ class JournalFile:
                 f"journal {self.journal_path}: could not write to it ({exc.strerror or exc});"
                 " the records before are kept (a part-written last one is cut on resume): "
                 "make room and --resume") from None
+        self._keep_at_its_path()
+
+    def _keep_at_its_path(self) -> None:
+        """The journal still at its path: deleted while the run went on, it is written
+        back there from the open file (with a warning) and the run goes on; replaced by
+        another file, the run's records are written beside it (``PATH.orphan``) and the
+        run stops with a one-line error, nothing lost and nothing overwritten."""
+        path, handle = self._journal_path, self._journal
+        try:
+            here = os.path.samestat(os.stat(path), os.fstat(handle.fileno()))
+            gone = False
+        except FileNotFoundError:
+            here, gone = False, True
+        if here:
+            return
+        try:  # what the open file holds (Linux: the open descriptor's own view)
+            with open(f"/proc/self/fd/{handle.fileno()}", "rb") as held:
+                text = held.read()
+        except OSError:
+            raise JournalError(f"journal {path} was {'deleted' if gone else 'replaced'} "
+                               "while the run went on") from None
+        if gone:
+            write_file(path, text, durable=True)
+            handle.close()
+            self._journal = None
+            self._open_journal(path, self._run)
+            warnings.warn(f"journal {path} was deleted while the run went on; it was "
+                          "written back from the open file", JournalWarning, stacklevel=3)
+            return
+        orphan = Path(f"{path}.orphan")
+        write_file(orphan, text, durable=True)
+        raise JournalError(f"journal {path} was replaced by another file while the run went "
+                           f"on; this run's records are kept in {orphan} (move it back and "
+                           "--resume)")
 
     def close(self) -> None:
         """Close the journal file (the session can no longer record). A close that
