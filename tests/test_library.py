@@ -1,10 +1,11 @@
 """bayeval.evaluate and bayeval.resume, the Python form of ``bayeval evaluate``: each
-``bayeval evaluate`` example of the README that runs on the bundled data (the default
-run, the own-model command and its resume, a joint run, the leaderboard suite, a harness
+``bayeval evaluate`` example of the README that runs on the bundled data (the own-model
+command and its resume, a joint run, the leaderboard suite, a harness
 group's subtasks) gives, called from Python on the same seed, the same estimate, interval
 and items as the command; the settings round-trip to a run file, and ``--save-run`` then
 ``--run`` reproduces a run. The harness and Inspect examples need a model: their routes
-are tested in test_lm_eval_harness.py and test_inspect.py through the same function."""
+are tested in test_lm_eval_harness.py and test_inspect.py through the same function; the
+default run, ``bayeval.evaluate()`` in a fresh interpreter, in test_notebook.py."""
 
 from __future__ import annotations
 
@@ -45,19 +46,6 @@ def _same(command: dict, python: dict) -> None:
             assert a[key] == b[key], key
     if "items" in command:
         assert command["items"] == python["items"]
-
-
-def test_default_run_twin():
-    """README: ``bayeval evaluate``."""
-    python = bayeval.evaluate()
-    _same(_command(), python)
-    assert python["true_score"] is not None and python["covered"] is not None
-    # the result as the command prints it, from Python: the same fields, as plain text
-    text = str(summary(python))
-    assert f"\nestimate         {python['estimate']:.4f}\n" in text
-    assert f"[{python['lower']:.4f}, {python['upper']:.4f}]" in text
-    shown = CliRunner().invoke(app, ["evaluate", "-q"]).stdout
-    assert f"[{python['lower']:.4f}, {python['upper']:.4f}]" in shown
 
 
 def test_own_model_command_and_resume_twin(tmp_path):

@@ -1,6 +1,7 @@
 """bayeval as a library (docs/python.md): ``bayeval.evaluate``'s explicit signature over
 every setting, settings plus keyword overrides, every setting's help, the typed result
-(summary, table, plot, ``to_dict`` = the command's ``--json``), Python evaluators (a
+(summary, table, plot; ``to_dict`` = the command's ``--json`` in a fresh interpreter is
+tests/test_notebook.py's), Python evaluators (a
 function, a batch function, an ``async`` function with 8 in flight) each interrupted and
 resumed with nothing lost, a run file rerun under a new journal, a resume from another
 folder with a corrected command, a composed ``Method`` through ``evaluate(method=…)``
@@ -17,8 +18,6 @@ import dataclasses
 import inspect
 import json
 import os
-import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -103,34 +102,6 @@ def test_names_old_and_new_and_overrides():
                          ({"subtasks": "no"}, "subtasks must be true or false")):
         with pytest.raises(BayevalError, match=message):
             RunSettings.of(**bad)
-
-
-FRESH = """
-import json, sys
-import bayeval
-r = bayeval.evaluate(dataset="rte", limit=60)
-r.summary(); r.to_pandas(); r.plot()
-import jax
-assert jax.config.jax_enable_x64
-print(json.dumps(r.to_dict()))
-"""
-
-
-def test_a_fresh_interpreter_needs_no_set_up_call_and_prints_the_commands_json():
-    """In a fresh interpreter ``import bayeval; bayeval.evaluate(...)`` runs with no other
-    call; summary, table and plot work; its to_dict() is the command's --json on the
-    same seed (all but the wall times)."""
-    done = subprocess.run([sys.executable, "-c", FRESH], capture_output=True, text=True,
-                          timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    python = json.loads(done.stdout.strip().splitlines()[-1])
-    assert "evaluating: 60/" in done.stderr  # progress by default (a log: plain lines)
-    cli = CliRunner().invoke(app, ["evaluate", "--dataset", "rte", "--limit", "60",
-                                   "--json", "-q"])
-    assert cli.exit_code == 0, cli.output
-    command = json.loads(cli.stdout.strip().splitlines()[-1])
-    assert python.pop("times").keys() == command.pop("times").keys()
-    assert python == command
 
 
 def test_the_result_reads_as_the_command_prints_it():
