@@ -256,7 +256,7 @@ CASES = [
     ("inspect evaluator of several targets", ["evaluate", "--dataset", "mrpc", "--evaluator",
                                               "inspect", "--inspect-task", "t.py@x",
                                               "--targets", "a,b"],
-     "--evaluator inspect evaluates one model (--target), not --targets"),
+     "--evaluator inspect evaluates one model (--model), not --models"),
     ("repeated models on a bundled dataset", ["evaluate", "--repeated-models", "number"],
      "--repeated-models reads a matrix file or Inspect logs"),
     ("harness results of several targets", ["evaluate", "--targets", "a,b",

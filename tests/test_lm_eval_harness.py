@@ -566,7 +566,7 @@ def test_the_harness_options_and_task_are_checked_before_any_journal(workdir, cl
         ("--model dummy --model_args pretrained=org/new",  # the task is local
          f"has no task '{TASK}'; add --include_path DIR to --lm-eval-args"),
         ("--model dummy --include_path . --limit 5", "drop --limit; bayeval sets it for "
-                                                     "each batch (use --max-items)"),
+                                                     "each batch (use bayeval's own --limit)"),
         ("--model dummy --include_path . --bogus 1", "the harness refused them: lm-eval: "
                                                      "error: unrecognized arguments: --bogus"),
     ]

@@ -264,7 +264,7 @@ def test_a_budget_below_the_suites_tasks_is_refused_before_any_work(tmp_path, cl
     text = "".join(f"[[tasks]]\ndataset = 'rte'\nname = 't{k}'\n" for k in range(8))
     done = cli("evaluate", "--suite", _suite_file(tmp_path / "s.toml", text), "--max-items",
                "6", "--journal", tmp_path / "run", "-q")
-    assert done.returncode == 2 and "--max-items 6 cannot give each of the suite's 8 tasks" \
+    assert done.returncode == 2 and "--limit 6 cannot give each of the suite's 8 tasks" \
         in done.stderr
     assert not (tmp_path / "run").exists()
 

@@ -96,7 +96,7 @@ def evaluate(
              "(docs/methods.md §9 'Suites'). The file's [[tasks]] take dataset or "
              "reference (with task, metric, filter), weight, cost, target, command, "
              "inspect_task; top-level epsilon, task_epsilon, method (README 'Suites and "
-             "harness groups'). --journal is then a folder, --max-items a budget over all "
+             "harness groups'). --journal is then a folder, --limit a budget over all "
              "tasks.")] = None,
     subtasks: Annotated[bool, typer.Option(
         "--subtasks", help=RunSettings.help("subtasks"))] = False,

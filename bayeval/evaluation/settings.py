@@ -211,7 +211,7 @@ class EvaluatorOptions(_Described):
         "each item; lm-eval: lm-evaluation-harness, the model and task loaded once in"
         " this process and run on each batch of --batch items (see --lm-eval-mode), "
         "reading the reference's metric back; inspect: Inspect AI runs --inspect-task"
-        " on the --target model (an Inspect model name such as openai/gpt-4o-mini) in"
+        " on the --model model (an Inspect model name such as openai/gpt-4o-mini) in"
         " this process, one eval per batch of --batch items (default 8), scored by "
         "--metric, its logs kept in --output-path."))
     command: str | None = _setting(None, (
@@ -232,7 +232,7 @@ class EvaluatorOptions(_Described):
         "With --evaluator lm-eval: the harness's options as `lm_eval run` takes them,"
         " e.g. '--model hf --model_args pretrained=gpt2 --include_path tasks/' or "
         "'--model local-completions --model_args model=M,base_url=URL' (bayeval sets "
-        "--tasks and --samples; --limit is --max-items here)."))
+        "--tasks and --samples; the harness's --limit is bayeval's --limit here)."))
     lm_eval_mode: str = _setting(LmEvalMode.in_process.value, (
         "in-process: load the model and the task once and run each batch on them "
         "(fast); subprocess: launch `lm_eval run` once per batch (isolated, but every"

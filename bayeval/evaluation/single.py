@@ -235,7 +235,7 @@ def _targets(settings: RunSettings, kind: str, matrix, seed: int
     elif settings.target is not None:
         names = [settings.target]
     elif kind != EvaluatorKind.oracle.value:
-        raise BayevalError(f"--evaluator {kind} needs --target NAME for the new model")
+        raise BayevalError(f"--evaluator {kind} needs --model NAME for the new model")
     else:
         names = [str(np.random.default_rng(seed).choice(matrix.models))]
     known = set(matrix.models)
@@ -307,8 +307,8 @@ def _fresh(settings: RunSettings, given: PythonEvaluator | None = None, method: 
             raise BayevalError(f"a Python evaluator ({given.description}) evaluates one "
                                "model (model=…), not several (models=…)")
     if kind in TOOL_EVALUATORS and several:
-        raise BayevalError(f"--evaluator {kind} evaluates one model (--target), not "
-                           "--targets")
+        raise BayevalError(f"--evaluator {kind} evaluates one model (--model), not "
+                           "--models")
     source, matrix = fresh_source(task.dataset, task.reference and Path(task.reference),
                                   task=task.task, metric=task.metric,
                                   filter_name=task.filter,

@@ -16,7 +16,7 @@ A suite file (:mod:`bayeval.evaluation.run_file`) names the tasks::
     weight = 1                # default 1 (the average is Σ w θ / Σ w)
     cost = 1.0                # per item; default: Inspect logs' mean tokens per sample,
                               #   else 1
-    # target = "model"        # this task's name of the target (default --target)
+    # model = "name"          # this task's name of the model (default --model)
     # command = "…"           # this task's --command; {task} in --command is its name
     # inspect_task = "f.py@t" # this task's --inspect-task
 
@@ -82,7 +82,7 @@ def run_suite(settings: RunSettings, watch: Watch | None = None, given: Any = No
     entries = [] if settings.subtasks else [t.suite_entry() for t in settings.tasks]
     if settings.max_items is not None and len(entries) > settings.max_items:
         # before any matrix is read or file made
-        raise BayevalError(f"--max-items {settings.max_items} cannot give each of the "
+        raise BayevalError(f"--limit {settings.max_items} cannot give each of the "
                            f"suite's {len(entries)} tasks an item; raise it or take fewer "
                            "tasks")
     # a suite's tasks may each name their own Inspect task (and command)
@@ -183,13 +183,13 @@ def _targets(tasks: list[dict[str, Any]], target: str | None, kind: str,
 
     if target is None and all("target" not in t for t in tasks):
         if kind != EvaluatorKind.oracle.value:
-            raise BayevalError(f"--evaluator {kind} needs --target NAME for the new model")
+            raise BayevalError(f"--evaluator {kind} needs --model NAME for the new model")
         shared = set(tasks[0]["matrix"].models).intersection(
             *(t["matrix"].models for t in tasks[1:]))
         common = sorted(shared)
         if not common:
             raise BayevalError("the suite's tasks share no model to hold out as the target; "
-                               "give --target or a target per task")
+                               "give --model or a model per task")
         target = str(np.random.default_rng(seed).choice(common))
     names = [str(t.get("target", target)) for t in tasks]
     if kind == EvaluatorKind.oracle.value:

@@ -211,7 +211,8 @@ class LmEvalCommand(HarnessEvaluator):
 HARNESS_SEEDS = {"random_seed": 0, "numpy_random_seed": 1234, "torch_random_seed": 1234,
                  "fewshot_random_seed": 1234}
 # what bayeval's options are for the harness options it sets itself
-EQUIVALENT = {"--limit": "--max-items", "-L": "--max-items", "--samples": "the items it asks",
+OWN_LIMIT = "bayeval's own --limit"
+EQUIVALENT = {"--limit": OWN_LIMIT, "-L": OWN_LIMIT, "--samples": "the items it asks",
               "-E": "the items it asks", "--tasks": "--task", "-t": "--task",
               "--output_path": "--output-path", "-o": "--output-path",
               "--log_samples": "--output-path", "-s": "--output-path"}
