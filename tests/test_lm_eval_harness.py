@@ -1032,3 +1032,18 @@ def test_quiet_silences_the_harness_bars_and_a_log_gets_lines(workdir, cli, tmp_
     code, _, err = _run_in_process(cli, workdir, *args, "--journal",
                                    str(tmp_path / "v.jsonl"))
     assert code == 0 and "evaluating: 10/" in err and "evaluating: 20/" in err, err
+
+
+def test_model_folders_that_are_symbolic_links_are_read(workdir, tmp_path):
+    # a reference folder whose model folders are links to where the runs were written
+    # reads every model (Path.rglob passed over them: 2 of 13 models, silently); a link
+    # back up the tree is not walked twice
+    logs = workdir / "logs"
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    for k, folder in enumerate(sorted(p for p in logs.iterdir() if p.is_dir())):
+        (linked / f"run-{k}").symlink_to(folder, target_is_directory=True)
+    (linked / "loop").symlink_to(linked, target_is_directory=True)
+    whole, through = read_lm_eval_samples(logs, TASK), read_lm_eval_samples(linked, TASK)
+    assert sorted(through.models) == sorted(whole.models) and len(whole.models) >= 3
+    np.testing.assert_array_equal(through.row(whole.models[0]), whole.row(whole.models[0]))

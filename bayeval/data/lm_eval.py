@@ -83,11 +83,29 @@ def _default_model_id(path: Path) -> str:
     return name if isinstance(name, str) and name.strip() else path.parent.name
 
 
+def files_under(root: str | os.PathLike, pattern: str) -> list[Path]:
+    """The files named like ``pattern`` anywhere under ``root``, symbolic links to folders
+    followed (a folder of logs whose model folders are links to where the runs were
+    written is read whole), each real folder once (a link back up is not walked again);
+    sorted."""
+    import fnmatch
+
+    found, seen = [], set()
+    for folder, subfolders, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            subfolders[:] = []
+            continue
+        seen.add(real)
+        found += [Path(folder) / f for f in files if fnmatch.fnmatchcase(f, pattern)]
+    return sorted(found)
+
+
 def _runs(root: Path, task: str) -> dict[Path, list[tuple[str, Path]]]:
     """Every ``samples_<task>_<stamp>.jsonl`` under ``root``, by folder, oldest first.
     The task must match exactly: ``arc`` does not pick up ``samples_arc_challenge_...``."""
     runs: dict[Path, list[tuple[str, Path]]] = {}
-    for path in sorted(root.rglob("samples_*.jsonl")):
+    for path in files_under(root, "samples_*.jsonl"):
         match = _SAMPLES_NAME.match(path.name)
         if match is not None and match["task"] == task:
             runs.setdefault(path.parent, []).append((match["stamp"], path))
@@ -226,7 +244,7 @@ def group_subtasks(root: str | os.PathLike, group: str) -> list[str]:
     (``group_subtasks``, nested groups expanded), in their recorded order; ``[]`` when no
     results file names the group."""
     tree: dict[str, list[str]] = {}
-    for path in sorted(Path(root).rglob("results_*.json")):
+    for path in files_under(root, "results_*.json"):
         if _RESULTS_NAME.match(path.name) is None:
             continue
         try:
