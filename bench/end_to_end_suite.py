@@ -232,8 +232,9 @@ def _simulated(unit, data: dict) -> pd.DataFrame:
                     row["estimate"] - truth))
 
     for seed in range(unit.first, unit.last):
-        suite = bayeval.evaluate(RunSettings(tasks=tasks, evaluator=oracle, target=target,
-                                             epsilon=data["epsilon"], seed=seed))
+        suite = bayeval.evaluate(RunSettings(tasks=tasks, evaluator=oracle, model=target,
+                                             epsilon=data["epsilon"], seed=seed),
+                                 progress=False)
         tally("suite: average", suite)
         for row, task in zip(suite["tasks"], TASKS, strict=True):
             tally(f"suite: {task}", row)
@@ -241,14 +242,14 @@ def _simulated(unit, data: dict) -> pd.DataFrame:
             k = data["concurrency"]
             flying = bayeval.evaluate(RunSettings(
                 tasks=tasks, evaluator=EvaluatorOptions(kind="oracle", concurrency=k),
-                target=target, epsilon=data["epsilon"], seed=seed))
+                model=target, epsilon=data["epsilon"], seed=seed), progress=False)
             tally(f"suite, concurrency {k}: average", flying)
             for row, task in zip(flying["tasks"], TASKS, strict=True):
                 tally(f"suite, concurrency {k}: {task}", row)
         for one, task in zip(tasks, TASKS, strict=True):
             tally(f"single: {task}", bayeval.evaluate(RunSettings(
                 tasks=(one,), evaluator=oracle, model=target, epsilon=data["epsilon"],
-                seed=seed)))
+                seed=seed), progress=False))
         if (seed - unit.first + 1) % 100 == 0:
             print(f"simulated {seed - unit.first + 1} of seeds {unit.first}–{unit.last - 1}",
                   flush=True)
