@@ -86,6 +86,8 @@ def test_names_old_and_new_and_overrides():
     new = RunSettings.of(dataset="rte", model=MODEL, limit=40)
     assert new == RunSettings.of(dataset="rte", target=MODEL, max_items=40)
     assert (new.target, new.max_items) == (MODEL, 40)
+    assert RunSettings(target=MODEL, max_items=40, tasks=TaskSettings(dataset="rte")) == new
+    assert TaskSettings(target="m").model == "m"
     assert new.override(limit=50, seed=3, journal="j.jsonl") == RunSettings.of(
         dataset="rte", model=MODEL, limit=50, seed=3, journal="j.jsonl")
     assert new.override(batch=4).evaluator.batch == 4

@@ -515,6 +515,27 @@ class RunSettings(_Described):
         return base.override(**options)
 
 
+def _reading_earlier_names(cls: type, names: dict[str, str]) -> None:
+    """``cls(...)`` takes the earlier names ``names`` (old → new) as keywords too."""
+    import functools
+
+    init = cls.__init__
+
+    @functools.wraps(init)
+    def reading(self: Any, *args: Any, **kwargs: Any) -> None:
+        for old, new in names.items():
+            if old in kwargs:
+                if new in kwargs:
+                    raise BayevalError(f"give {new} or its earlier name {old}, not both")
+                kwargs[new] = kwargs.pop(old)
+        init(self, *args, **kwargs)
+
+    cls.__init__ = reading  # type: ignore[method-assign]
+
+
+_reading_earlier_names(RunSettings, {k: v for k, v in OLD_NAMES.items() if k != "task"})
+_reading_earlier_names(TaskSettings, {"target": "model"})
+
 _RUN_KEYS = {f.name for f in dataclasses.fields(RunSettings)}
 _EVALUATOR_KEYS = {f.name for f in dataclasses.fields(EvaluatorOptions)} - {"kind"}
 # the one task's keywords (its own model, command and Inspect task are the run's there)
