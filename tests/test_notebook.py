@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
+nbformat = pytest.importorskip("nbformat", reason="nbformat (the test extra's) is not "
+                                                  "installed")
+nbclient = pytest.importorskip("nbclient", reason="nbclient (the test extra's) is not "
+                                                  "installed")
 
 TUTORIALS = Path(__file__).resolve().parents[1] / "tutorials"
 

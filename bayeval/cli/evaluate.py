@@ -222,20 +222,17 @@ def _run_file(ctx: Any, path: Path) -> Any:
         source = ctx.get_parameter_source(param)
         return getattr(source, "name", None) == "COMMANDLINE"
 
-    names = {"dataset": "dataset", "reference": "reference", "tasks": "tasks",
-             "metric": "metric", "filter_name": "filter", "model": "model",
-             "models": "models", "command": "command", "timeout": "timeout",
-             "retries": "retries", "lm_eval_args": "lm_eval_args",
-             "lm_eval_mode": "lm_eval_mode", "inspect_task": "inspect_task",
-             "output_path": "output_path", "batch": "batch", "concurrency": "concurrency",
-             "method": "method", "epsilon": "epsilon", "limit": "limit", "seed": "seed",
-             "journal": "journal", "subtasks": "subtasks", "group_mean": "group_mean",
-             "repeated_models": "repeated_models", "evaluator": "evaluator"}
+    # every option that is a setting, by its parameter's name (the setting's but one)
+    settings_of = {"filter_name": "filter"}
     given = {}
-    for param, setting in names.items():
+    for param in ("dataset", "reference", "tasks", "metric", "filter_name", "model",
+                  "models", "command", "timeout", "retries", "lm_eval_args",
+                  "lm_eval_mode", "inspect_task", "output_path", "batch", "concurrency",
+                  "method", "epsilon", "limit", "seed", "journal", "subtasks",
+                  "group_mean", "repeated_models", "evaluator"):
         if typed(param):
             value = ctx.params[param]
-            given[setting] = getattr(value, "value", value)
+            given[settings_of.get(param, param)] = getattr(value, "value", value)
     if typed("suite"):
         raise BayevalError(f"--run {path} holds the run's tasks; drop --suite")
     for key in ("output_path", "journal"):

@@ -225,21 +225,16 @@ def resume(journal: str | Path, *, limit: int | None = None, batch: int | None =
     cannot hold. ``method``: a composed :class:`~bayeval.methods.Method` given again.
     Turns on JAX's 64-bit mode, as :func:`evaluate` does."""
     from bayeval.evaluation.progress import progress_watch, silenced_bars
+    from bayeval.evaluation.settings import check_number, check_text, new_names
     from bayeval.evaluation.single import PythonEvaluator
 
-    if max_items is not None:
-        if limit is not None:
-            raise BayevalError("give limit or its earlier name max_items, not both")
-        limit = max_items
-    from bayeval.evaluation.numbers import number_problem
-
+    given_limit = {k: v for k, v in (("limit", limit), ("max_items", max_items))
+                   if v is not None}
+    limit = new_names(given_limit).get("limit")
     for name, value in (("limit", limit), ("batch", batch), ("concurrency", concurrency)):
-        problem = None if value is None else number_problem(name, value, integer=True)
-        if problem is not None:  # the checks of evaluate's settings (and the options')
-            raise BayevalError(f"{name}: {problem}")
-    for name, value in (("command", command), ("lm_eval_args", lm_eval_args)):
-        if value is not None and not isinstance(value, str):
-            raise BayevalError(f"{name}: {value!r:.60} is not text")
+        check_number(value, name, integer=True)  # the settings' checks, as a run's
+    check_text(command, "command")
+    check_text(lm_eval_args, "lm_eval_args")
     given = None
     if evaluator is not None or model is not None:
         if evaluator is None:

@@ -22,6 +22,7 @@ from bayeval.evaluation.options import (
     TOOL_EVALUATORS,
     EvaluatorKind,
 )
+from bayeval.evaluation.settings import PYTHON_KIND
 from bayeval.evaluation.sources import load_source, resume_session
 
 __all__ = ["EvaluatorSettings", "command_evaluator", "evaluator_kind", "resume_from",
@@ -77,9 +78,7 @@ class EvaluatorSettings:
     changes: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from bayeval.evaluators.python import PYTHON
-
-        kinds = [k.value for k in EvaluatorKind] + [PYTHON]
+        kinds = [k.value for k in EvaluatorKind] + [PYTHON_KIND]
         if self.evaluator not in kinds:
             raise JournalError(f"evaluator {self.evaluator!r} is not one of {kinds}")
 
@@ -119,9 +118,7 @@ class EvaluatorSettings:
     def needs_object(self) -> bool:
         """Whether scoring needs a Python object the journal cannot hold (a function, a
         harness LM object, an Inspect Task object)."""
-        from bayeval.evaluators.python import PYTHON
-
-        return self.evaluator == PYTHON or self.python is not None
+        return self.evaluator == PYTHON_KIND or self.python is not None
 
     def changed(self, **changes: Any) -> EvaluatorSettings:
         """These settings with ``changes`` made by a resume, which the journal keeps:
@@ -227,7 +224,7 @@ def evaluator_kind(evaluator: str | None, command: str | None, timeout: float,
     inspect`` (it needs ``--inspect-task`` and an installed Inspect AI)."""
     kinds = [k.value for k in EvaluatorKind]
     kind = str(evaluator or EvaluatorKind.oracle.value)
-    if kind == "python":
+    if kind == PYTHON_KIND:
         raise BayevalError("evaluator python: give the function itself, "
                            "bayeval.evaluate(…, evaluator=fn)")
     if kind not in kinds:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["bar_of", "progress_watch", "silenced_bars"]
+__all__ = ["bar_of", "in_notebook", "progress_watch", "silenced_bars"]
 
 
 @contextlib.contextmanager
@@ -43,7 +43,7 @@ def silenced_bars(silent: bool = True) -> Iterator[None]:
         tqdm.tqdm.__init__ = original
 
 
-def _in_notebook() -> bool:
+def in_notebook() -> bool:
     """Whether this process is a Jupyter kernel (IPython's ZMQ shell)."""
     shell = sys.modules.get("IPython")
     get = getattr(shell, "get_ipython", None)
@@ -61,7 +61,7 @@ def progress_watch(show: bool | None = None, console: Any = None
     if console is None:
         from rich.console import Console
 
-        notebook = _in_notebook()
+        notebook = in_notebook()
         bar = sys.stderr.isatty() if not notebook else _has_widgets()
         console = Console(stderr=True, force_terminal=bar or None,
                           force_jupyter=notebook and bar, soft_wrap=not bar)

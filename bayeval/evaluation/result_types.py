@@ -234,14 +234,14 @@ class TargetsResult(Result):
 def _show_figures_in_notebook() -> None:
     """In a Jupyter kernel, have a returned ``Figure`` drawn as PNG (what ``%matplotlib
     inline`` sets up; a figure made without pyplot is otherwise shown as text)."""
-    import sys
+    from bayeval.evaluation.progress import in_notebook
 
-    shell = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
-    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
+    if not in_notebook():
         return
+    from IPython import get_ipython
     from IPython.core.pylabtools import select_figure_formats
 
-    select_figure_formats(shell, {"png"})
+    select_figure_formats(get_ipython(), {"png"})
 
 
 def _row(r: Mapping[str, Any], name_key: str) -> EstimateRow:

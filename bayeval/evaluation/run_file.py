@@ -52,8 +52,6 @@ _RUN = {"evaluator", "model", "models", "limit", "seed", "journal", "subtasks",
         "group_mean"}
 _TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
          "model", "command", "inspect_task", "repeated_models"}
-# earlier names a file may still use (bayeval.evaluation.settings.OLD_NAMES)
-_OLD_RUN = {"target": "model", "targets": "models", "max_items": "limit"}
 
 
 # the task keys whose values are text
@@ -102,6 +100,7 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     errors naming the file and the key). ``run``: a run file (one task or more, and the
     run's own keys, :data:`_RUN`)."""
     from bayeval.evaluation.options import task_label
+    from bayeval.evaluation.settings import RUN_OLD_NAMES, TASK_OLD_NAMES, new_names
     from bayeval.loop.suite import task_id  # (JAX: after the file is found)
     from bayeval.records.files import read_text
 
@@ -123,12 +122,11 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise BayevalError(f"{flag} {path}: expected a table with [[tasks]]")
     top = _TOP | _RUN if run else _TOP
-    for old, new in _OLD_RUN.items():  # earlier names
-        if old in spec and run:
-            if new in spec:
-                raise BayevalError(f"{flag} {path}: give {new} or its earlier name {old}, "
-                                   "not both")
-            spec[new] = spec.pop(old)
+    if run:  # earlier names of the run's keys
+        try:
+            spec = new_names(spec, RUN_OLD_NAMES)
+        except BayevalError as exc:
+            raise BayevalError(f"{flag} {path}: {exc}") from None
     unknown = sorted(set(spec) - top)
     if unknown:
         raise BayevalError(f"{flag} {path}: unknown key {unknown[0]!r} (known: "
@@ -145,12 +143,10 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     out, labels = [], []
     for i, task in enumerate(tasks, start=1):
         where = f"{flag} {path}: task {i}"
-        if "target" in task:  # the earlier name of a task's model
-            if "model" in task:
-                raise BayevalError(f"{where}: give model or its earlier name target, not "
-                                   "both")
-            task = {**{k: v for k, v in task.items() if k != "target"},
-                    "model": task["target"]}
+        try:  # the earlier name of a task's model
+            task = new_names(task, TASK_OLD_NAMES)
+        except BayevalError as exc:
+            raise BayevalError(f"{where}: {exc}") from None
         bad = sorted(set(task) - _TASK)
         if bad:
             raise BayevalError(f"{where}: unknown key {bad[0]!r} (known: "

@@ -25,14 +25,15 @@ from bayeval.evaluation.options import (
     task_label,
 )
 
-__all__ = ["EvaluatorOptions", "RunSettings", "TaskSettings"]
+__all__ = ["OLD_NAMES", "RUN_OLD_NAMES", "TASK_OLD_NAMES", "EvaluatorOptions", "RunSettings",
+           "TaskSettings", "check_number", "check_text", "new_names"]
 
 # the evaluator kind of a run whose items a Python function scores
 # (bayeval.evaluators.python.PYTHON); only bayeval.evaluate, given the function, runs it
 PYTHON_KIND = "python"
 
 
-def _number(value: Any, name: str, integer: bool = False) -> None:
+def check_number(value: Any, name: str, integer: bool = False) -> None:
     """``value`` (None allowed) a finite number in the range of setting ``name``
     (:data:`bayeval.evaluation.numbers.RANGES`, the command line's table): else a one-line
     error naming the setting."""
@@ -45,6 +46,12 @@ def _number(value: Any, name: str, integer: bool = False) -> None:
         raise BayevalError(f"{name}: {problem}")
 
 
+def check_text(value: Any, name: str) -> None:
+    """``value`` (None allowed) text: else a one-line error naming the setting."""
+    if value is not None and not isinstance(value, str):
+        raise BayevalError(f"{name}: {value!r:.60} is not text")
+
+
 def _texts(settings: Any, names: tuple[str, ...]) -> None:
     """The settings ``names`` of ``settings`` are text (or None); a path is read as its
     text."""
@@ -52,8 +59,8 @@ def _texts(settings: Any, names: tuple[str, ...]) -> None:
         value = getattr(settings, name)
         if isinstance(value, PurePath):
             object.__setattr__(settings, name, str(value))
-        elif value is not None and not isinstance(value, str):
-            raise BayevalError(f"{name}: {value!r:.60} is not text")
+        else:
+            check_text(value, name)
 
 
 class _Described:
@@ -159,8 +166,8 @@ class TaskSettings(_Described):
                                               "repeated_models"))
         if self.dataset is not None and self.reference is not None:
             raise BayevalError("give either --dataset or --reference, not both")
-        _number(self.weight, "weight")
-        _number(self.cost, "cost")
+        check_number(self.weight, "weight")
+        check_number(self.cost, "cost")
 
     @classmethod
     def from_logs(cls, reference: str | Path, tasks: list[str] | tuple[str, ...],
@@ -263,10 +270,10 @@ class EvaluatorOptions(_Described):
             set_(self, "kind", _one_of(self.kind, EvaluatorKind, "evaluator"))
         set_(self, "lm_eval_mode", _one_of(self.lm_eval_mode, LmEvalMode, "lm_eval_mode"))
         _texts(self, ("command", "lm_eval_args", "inspect_task", "output_path"))
-        _number(self.timeout, "timeout")
-        _number(self.retries, "retries", integer=True)
-        _number(self.batch, "batch", integer=True)
-        _number(self.concurrency, "concurrency", integer=True)
+        check_number(self.timeout, "timeout")
+        check_number(self.retries, "retries", integer=True)
+        check_number(self.batch, "batch", integer=True)
+        check_number(self.concurrency, "concurrency", integer=True)
         if self.concurrency > 1 and self.batch is not None and self.batch > 1:
             raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
                                "all its items; concurrency draws as each one finishes)")
@@ -281,6 +288,9 @@ class EvaluatorOptions(_Described):
 # files, read as the names the harness and Inspect use for the same things
 # (docs/python.md, "Names").
 OLD_NAMES = {"target": "model", "targets": "models", "max_items": "limit", "task": "tasks"}
+# those of RunSettings' own fields (``task`` is the one task's; ``tasks`` are TaskSettings)
+RUN_OLD_NAMES = {old: new for old, new in OLD_NAMES.items() if old != "task"}
+TASK_OLD_NAMES = {"target": "model"}
 
 
 @_described
@@ -380,10 +390,10 @@ class RunSettings(_Described):
             raise BayevalError("give either --model or --models, not both")
         if self.models is not None and not self.models:
             raise BayevalError("--models needs at least one model name")
-        _number(self.epsilon, "epsilon")
-        _number(self.task_epsilon, "task_epsilon")
-        _number(self.limit, "limit", integer=True)
-        _number(self.seed, "seed", integer=True)
+        check_number(self.epsilon, "epsilon")
+        check_number(self.task_epsilon, "task_epsilon")
+        check_number(self.limit, "limit", integer=True)
+        check_number(self.seed, "seed", integer=True)
         if not isinstance(self.subtasks, bool):
             raise BayevalError(f"subtasks must be true or false, got {self.subtasks!r}")
         if self.group_mean is not None and not self.subtasks:
@@ -422,15 +432,14 @@ class RunSettings(_Described):
 
     def replace(self, **changes: Any) -> RunSettings:
         """These settings with the run's fields ``changes`` (earlier names accepted)."""
-        return dataclasses.replace(self, **{OLD_NAMES.get(k, k): v
-                                            for k, v in changes.items()})
+        return dataclasses.replace(self, **new_names(changes, RUN_OLD_NAMES))
 
     def override(self, **changes: Any) -> RunSettings:
         """These settings with ``changes`` over them: any keyword of :meth:`of` (a run's
         field, the evaluator's, or the one task's; earlier names accepted). A task's
         field is refused for a suite of several tasks (name the task in its
         :class:`TaskSettings`)."""
-        changes = _new_names(changes)
+        changes = new_names(changes)
         _refuse_unknown(changes)
         run = {k: changes.pop(k) for k in list(changes) if k in _RUN_KEYS}
         evaluator = run.pop("evaluator", None)
@@ -499,7 +508,7 @@ class RunSettings(_Described):
         names (a harness or Inspect task each, read from one ``reference``) or
         :class:`TaskSettings`; ``suite``, a suite file whose tasks and keys the run
         takes. Earlier names (:data:`OLD_NAMES`) are accepted."""
-        options = _new_names(options)
+        options = new_names(options)
         suite = options.pop("suite", None)
         base = cls()
         if suite is not None:
@@ -515,6 +524,18 @@ class RunSettings(_Described):
         return base.override(**options)
 
 
+def new_names(options: dict[str, Any], names: dict[str, str] = OLD_NAMES) -> dict[str, Any]:
+    """``options`` with earlier names (``names``, old → new; default :data:`OLD_NAMES`)
+    read as the new ones (one-line error where both are given)."""
+    out = dict(options)
+    for old, new in names.items():
+        if old in out:
+            if new in out:
+                raise BayevalError(f"give {new} or its earlier name {old}, not both")
+            out[new] = out.pop(old)
+    return out
+
+
 def _reading_earlier_names(cls: type, names: dict[str, str]) -> None:
     """``cls(...)`` takes the earlier names ``names`` (old → new) as keywords too."""
     import functools
@@ -523,36 +544,19 @@ def _reading_earlier_names(cls: type, names: dict[str, str]) -> None:
 
     @functools.wraps(init)
     def reading(self: Any, *args: Any, **kwargs: Any) -> None:
-        for old, new in names.items():
-            if old in kwargs:
-                if new in kwargs:
-                    raise BayevalError(f"give {new} or its earlier name {old}, not both")
-                kwargs[new] = kwargs.pop(old)
-        init(self, *args, **kwargs)
+        init(self, *args, **new_names(kwargs, names))
 
     cls.__init__ = reading  # type: ignore[method-assign]
 
 
-_reading_earlier_names(RunSettings, {k: v for k, v in OLD_NAMES.items() if k != "task"})
-_reading_earlier_names(TaskSettings, {"target": "model"})
+_reading_earlier_names(RunSettings, RUN_OLD_NAMES)
+_reading_earlier_names(TaskSettings, TASK_OLD_NAMES)
 
 _RUN_KEYS = {f.name for f in dataclasses.fields(RunSettings)}
 _EVALUATOR_KEYS = {f.name for f in dataclasses.fields(EvaluatorOptions)} - {"kind"}
 # the one task's keywords (its own model, command and Inspect task are the run's there)
 _TASK_KEYS = ({f.name for f in dataclasses.fields(TaskSettings)}
               - {"model", "name", "command", "inspect_task"})
-
-
-def _new_names(options: dict[str, Any]) -> dict[str, Any]:
-    """``options`` with earlier names (:data:`OLD_NAMES`) read as the new ones (one-line
-    error where both are given)."""
-    out = dict(options)
-    for old, new in OLD_NAMES.items():
-        if old in out:
-            if new in out:
-                raise BayevalError(f"give {new} or its earlier name {old}, not both")
-            out[new] = out.pop(old)
-    return out
 
 
 def _refuse_unknown(options: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ from bayeval.evaluation.options import (
     SUBPROCESS,
     TOOL_EVALUATORS,
     EvaluatorKind,
+    LmEvalMode,
 )
 from bayeval.evaluation.result_types import make_result
 from bayeval.evaluation.results import failure_summary, skipped_note
@@ -87,19 +88,13 @@ class PythonEvaluator:
         from bayeval.evaluators.python import python_evaluator
 
         try:
-            if self.kind == EvaluatorKind.lm_eval.value:
-                import shlex
-
-                from bayeval.evaluators.harness import LmEvalInProcess
-
+            if self.kind == EvaluatorKind.lm_eval.value:  # the in-process route, on it
                 args = journaled.lm_eval_args or ""
                 if "--model" not in shlex.split(args):  # the object is the model: the
                     args = f"--model hf {args}"  # name only lets the harness parse the rest
-                return LmEvalInProcess.from_args(
-                    args, journaled.task,
-                    [tuple(x) for x in journaled.subtasks], journaled.metric,
-                    journaled.filter, output_path=journaled.output_path, name=target,
-                    lm=self.obj)
+                return journaled.replace(
+                    python=None, lm_eval_args=args, lm_eval_mode=LmEvalMode.in_process.value
+                ).evaluator_for(None, [target], lm=self.obj)
             if self.kind == EvaluatorKind.inspect.value:
                 from inspect_ai import Task
 
