@@ -1,11 +1,12 @@
 """The names a live run's settings take: evaluator kinds, harness modes, methods by
 default, and the file a suite's folder keeps (one home for the library and the command
-line alike; nothing here imports more than the standard library)."""
+line alike; nothing here imports more than the standard library and bayeval.errors)."""
 
 from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import PurePath
+from typing import Any
 
 DEFAULT_DATASET = "ifeval"
 DEFAULT_METHOD = "active-pai"
@@ -80,3 +81,26 @@ TOOL_EVALUATORS = {
                                   "'--model … [--model_args …] [--include_path …]'",
                                   "lm_eval", "lm-evaluation-harness", "pip install lm-eval"),
 }
+
+
+# Earlier names of settings, still accepted by evaluate(), RunSettings.of / replace and run
+# files, read as the names the harness and Inspect use for the same things
+# (docs/python.md, "Names").
+OLD_NAMES = {"target": "model", "targets": "models", "max_items": "limit", "task": "tasks"}
+# those of RunSettings' own fields (``task`` is the one task's; ``tasks`` are TaskSettings)
+RUN_OLD_NAMES = {old: new for old, new in OLD_NAMES.items() if old != "task"}
+TASK_OLD_NAMES = {"target": "model"}
+
+
+def new_names(options: dict[str, Any], names: dict[str, str] = OLD_NAMES) -> dict[str, Any]:
+    """``options`` with earlier names (``names``, old → new; default :data:`OLD_NAMES`)
+    read as the new ones (one-line error where both are given)."""
+    from bayeval.errors import BayevalError
+
+    out = dict(options)
+    for old, new in names.items():
+        if old in out:
+            if new in out:
+                raise BayevalError(f"give {new} or its earlier name {old}, not both")
+            out[new] = out.pop(old)
+    return out

@@ -99,8 +99,7 @@ def read_suite_file(path: Path, run: bool = False) -> dict[str, Any]:
     distinct name, weights and costs are positive numbers, no unknown key (one-line
     errors naming the file and the key). ``run``: a run file (one task or more, and the
     run's own keys, :data:`_RUN`)."""
-    from bayeval.evaluation.options import task_label
-    from bayeval.evaluation.settings import RUN_OLD_NAMES, TASK_OLD_NAMES, new_names
+    from bayeval.evaluation.options import RUN_OLD_NAMES, TASK_OLD_NAMES, new_names, task_label
     from bayeval.loop.suite import task_id  # (JAX: after the file is found)
     from bayeval.records.files import read_text
 

@@ -17,11 +17,15 @@ from bayeval.evaluation.options import (
     DEFAULT_DATASET,
     INSPECT_PREFIX,
     LM_EVAL_PREFIX,
+    OLD_NAMES,
+    RUN_OLD_NAMES,
+    TASK_OLD_NAMES,
     EvaluatorKind,
     GroupMean,
     LmEvalMode,
     RepeatedModels,
     comma_list,
+    new_names,
     task_label,
 )
 
@@ -284,13 +288,6 @@ class EvaluatorOptions(_Described):
         return self.batch or DEFAULT_BATCH.get(self.kind, 1)
 
 
-# Earlier names of settings, still accepted by evaluate(), RunSettings.of / replace and run
-# files, read as the names the harness and Inspect use for the same things
-# (docs/python.md, "Names").
-OLD_NAMES = {"target": "model", "targets": "models", "max_items": "limit", "task": "tasks"}
-# those of RunSettings' own fields (``task`` is the one task's; ``tasks`` are TaskSettings)
-RUN_OLD_NAMES = {old: new for old, new in OLD_NAMES.items() if old != "task"}
-TASK_OLD_NAMES = {"target": "model"}
 
 
 @_described
@@ -524,16 +521,6 @@ class RunSettings(_Described):
         return base.override(**options)
 
 
-def new_names(options: dict[str, Any], names: dict[str, str] = OLD_NAMES) -> dict[str, Any]:
-    """``options`` with earlier names (``names``, old → new; default :data:`OLD_NAMES`)
-    read as the new ones (one-line error where both are given)."""
-    out = dict(options)
-    for old, new in names.items():
-        if old in out:
-            if new in out:
-                raise BayevalError(f"give {new} or its earlier name {old}, not both")
-            out[new] = out.pop(old)
-    return out
 
 
 def _reading_earlier_names(cls: type, names: dict[str, str]) -> None:
