@@ -7,6 +7,7 @@ say when the estimate is good enough, and estimators report the score with an in
     import bayeval
     result = bayeval.evaluate(dataset="ifeval", epsilon=0.05)  # what `bayeval evaluate` runs
     result.summary(); result.to_pandas(); result.plot()
+    print(bayeval.plan(dataset="ifeval", batch=32))  # the documents it will need, first
     reference = bayeval.load_dataset("ifeval")
     with bayeval.Session(reference, "my-model", "random") as session:
         ...
@@ -36,6 +37,7 @@ _EXPORTS = {
     "EvaluatorOptions": "bayeval.evaluation",
     "LoopState": "bayeval.methods",
     "Method": "bayeval.methods",
+    "Plan": "bayeval.evaluation.plan",
     "Policy": "bayeval.acquisition.policies",
     "Prediction": "bayeval.types",
     "Result": "bayeval.evaluation",
@@ -55,6 +57,7 @@ _EXPORTS = {
     "make_method": "bayeval.methods",
     "method_factory": "bayeval.methods",
     "method_names": "bayeval.methods",
+    "plan": "bayeval.evaluation.plan",
     "read_lm_eval_samples": "bayeval.data",
     "read_matrix": "bayeval.data",
     "register_method": "bayeval.methods",

@@ -11,7 +11,11 @@ the same generators (not on the test documents):
   at the end-of-text token), ``exact_match``; its steps go up to 9, the training
   sequences' only to 5 (the models must carry the rule beyond what they saw);
 * ``e2e_mc_large``, ``e2e_mc_small``, ``e2e_gen_small``: the same with other numbers of
-  documents (5,000; 500 and 300).
+  documents (5,000; 500 and 300);
+* ``e2e_mc_mixed`` (500 documents), ``e2e_gen_mixed`` (300): prompts of mixed length, as
+  a real benchmark's spread: each document carries its own solved examples before its
+  question (no few-shot examples of the task's), their number drawn log-uniformly, so
+  that prompts run from 4 to 118 words (multiple choice) and 10 to 90 (generative).
 
 Prompts hold few-shot examples (3 for multiple choice, 2 generative) from the task's own
 documents, separated by the end-of-text word as in the training sequences.
@@ -56,6 +60,32 @@ SETTINGS = {
 }
 POSITIONS = 128  # the models' context; training sequences pack problems up to it
 SHOTS = {"mc": 3, "gen": 2}  # few-shot examples per prompt, by kind of task
+
+
+MIXED_EXAMPLES = {"mc": 19, "gen": 5}  # the most inline examples of a mixed-length prompt
+
+
+def mixed(task: str) -> bool:
+    """Whether ``task``'s prompts are of mixed length (``e2e_…_mixed``)."""
+    return task.endswith("_mixed")
+
+
+def inline_examples(rng: np.random.Generator, task: str) -> str:
+    """A mixed-length document's own solved examples (none for the other tasks): 0 to
+    ``MIXED_EXAMPLES`` of them, log-uniformly, each ended by the end-of-text word."""
+    if not mixed(task):
+        return ""
+    most = MIXED_EXAMPLES[kind(task)]
+    count = int(np.exp(rng.uniform(0.0, np.log(most + 2)))) - 1  # 0..most
+    texts = []
+    for _ in range(count):
+        if kind(task) == "mc":
+            a, b, _ = mc_item(rng)
+            texts.append(f"{a} + {b} = {a + b} {EOS}")
+        else:
+            seq = gen_item(rng)
+            texts.append(f"{gen_prompt(seq)} {gen_target(seq)} {EOS}")
+    return "".join(t + " " for t in texts)
 
 
 def kind(task: str) -> str:
@@ -123,7 +153,7 @@ def make_tasks(folder: Path, sizes: dict[str, int], seed: int = 12345) -> None:
             for _ in range(n):
                 a, b, choices = mc_item(rng)
                 order = rng.permutation(4)
-                rows.append({"question": f"{a} + {b} =",
+                rows.append({"question": f"{inline_examples(rng, name)}{a} + {b} =",
                              "choices": [str(choices[i]) for i in order],
                              "answer": int(np.flatnonzero(order == 0)[0])})
             body = ("output_type: multiple_choice\ndoc_to_text: \"{{question}}\"\n"
@@ -131,8 +161,11 @@ def make_tasks(folder: Path, sizes: dict[str, int], seed: int = 12345) -> None:
                     "metric_list:\n  - metric: acc\n    aggregation: mean\n"
                     "    higher_is_better: true\n")
         else:
-            rows = [{"prompt": gen_prompt(s), "target": gen_target(s)}
-                    for s in (gen_item(rng, TASK_STEPS_UP_TO) for _ in range(n))]
+            rows = []
+            for _ in range(n):
+                seq = gen_item(rng, TASK_STEPS_UP_TO)
+                rows.append({"prompt": inline_examples(rng, name) + gen_prompt(seq),
+                             "target": gen_target(seq)})
             body = ("output_type: generate_until\ndoc_to_text: \"{{prompt}}\"\n"
                     "doc_to_target: \"{{target}}\"\ngeneration_kwargs:\n"
                     f"  until: [\"{EOS}\"]\n  max_gen_toks: 24\n  do_sample: false\n"
@@ -145,7 +178,8 @@ def make_tasks(folder: Path, sizes: dict[str, int], seed: int = 12345) -> None:
         # out), separated by the end-of-text word as the training sequences are
         (folder / f"{name}.yaml").write_text(
             f"task: {name}\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
-            f"    test: {data}\ntest_split: test\nnum_fewshot: {SHOTS[kind(name)]}\n"
+            f"    test: {data}\ntest_split: test\n"
+            f"num_fewshot: {0 if mixed(name) else SHOTS[kind(name)]}\n"
             f"fewshot_delimiter: \" {EOS} \"\n{body}")
 
 

@@ -12,6 +12,10 @@ so that documents, not start-up, dominate a full run. Three settings:
 * ``large``: ``among``'s models on a 5,000-document multiple-choice task;
 * ``small``: ``among``'s models on tasks of 500 and 300 documents, where a full run is
   short and bayeval needs most documents (where it is weak);
+* ``mixed``: ``among``'s models on tasks of 500 (multiple choice) and 300 (generative)
+  documents whose prompts spread over a tenfold range of lengths, as a real benchmark's
+  do: the harness packs a whole task's documents by length, a batch of bayeval's draws
+  holds long and short ones together (where it is weakest);
 
 ``among`` and ``better`` on a multiple-choice task (``e2e_mc``) and a generative one
 (``e2e_gen``, ``max_gen_toks`` 24). Per cell the references are logged by the harness
@@ -70,7 +74,7 @@ FULL_RUN = Path(__file__).parent / "e2e_full_run.py"
 METRIC = {"mc": "acc", "gen": "exact_match"}
 CELLS = [("among", "e2e_mc"), ("among", "e2e_gen"), ("better", "e2e_mc"),
          ("better", "e2e_gen"), ("large", "e2e_mc_large"), ("small", "e2e_mc_small"),
-         ("small", "e2e_gen_small")]
+         ("small", "e2e_gen_small"), ("mixed", "e2e_mc_mixed"), ("mixed", "e2e_gen_mixed")]
 
 
 ALL_CELLS = ",".join(f"{setting}/{task}" for setting, task in CELLS)
@@ -321,6 +325,9 @@ def main() -> None:
     parser.add_argument("--large", type=int, default=5000, help="documents of e2e_mc_large")
     parser.add_argument("--small", default="500,300",
                         help="documents of e2e_mc_small and e2e_gen_small")
+    parser.add_argument("--mixed", default="500,300",
+                        help="documents of e2e_mc_mixed and e2e_gen_mixed (prompts of "
+                        "mixed length)")
     parser.add_argument("--cells", default=ALL_CELLS,
                         help="setting/task cells to run")
     parser.add_argument("--server", type=int, default=0, help="also the server route with "
@@ -339,9 +346,11 @@ def main() -> None:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     small_mc, small_gen = (int(x) for x in args.small.split(","))
+    mixed_mc, mixed_gen = (int(x) for x in args.mixed.split(","))
     targets = build_world(work, {"e2e_mc": args.mc, "e2e_gen": args.gen,
                                  "e2e_mc_large": args.large, "e2e_mc_small": small_mc,
-                                 "e2e_gen_small": small_gen})
+                                 "e2e_gen_small": small_gen, "e2e_mc_mixed": mixed_mc,
+                                 "e2e_gen_mixed": mixed_gen})
     machine = {"cores": os.cpu_count(), "cpu": _cpu_name(), "python": platform.python_version(),
                "threads": args.threads, "device": args.device, "packages": _versions()}
     rows, cell_facts = [], []

@@ -8,7 +8,7 @@ import importlib
 from bayeval.cli.common import app
 
 # in the order ``bayeval --help`` lists them
-COMMANDS = ("datasets", "evaluate", "select", "compress", "estimate", "diagnose", "bench")
+COMMANDS = ("datasets", "evaluate", "plan", "select", "compress", "estimate", "diagnose", "bench")
 for _name in COMMANDS:
     importlib.import_module(f"bayeval.cli.{_name}")
 

@@ -32,6 +32,7 @@ from bayeval.evaluation.options import (  # noqa: F401  (the commands' names for
     GroupMean,
     LmEvalMode,
     RepeatedModels,
+    RestWhole,
     comma_list,
 )
 from bayeval.evaluation.settings import EvaluatorOptions, RunSettings, TaskSettings

@@ -23,6 +23,7 @@ from bayeval.cli.common import (
     ReferenceOption,
     RepeatedModels,
     RepeatedModelsOption,
+    RestWhole,
     RetriesOption,
     SeedOption,
     TimeoutOption,
@@ -102,6 +103,10 @@ def evaluate(
         "--subtasks", help=RunSettings.help("subtasks"))] = False,
     group_mean: Annotated[GroupMean | None, typer.Option(
         help=RunSettings.help("group_mean"))] = None,
+    plan: Annotated[bool | None, typer.Option(
+        "--plan/--no-plan", help=RunSettings.help("plan"))] = None,
+    rest_whole: Annotated[RestWhole | None, typer.Option(
+        help=RunSettings.help("rest_whole"))] = None,
     run: Annotated[Path | None, typer.Option(
         help="Run the run file FILE (TOML: the settings --save-run writes; a suite file "
              "with the run's keys and an [evaluator] table, documented in "
@@ -124,7 +129,8 @@ def evaluate(
              "--models": models, "--evaluator": evaluator, "--command": command,
              "--method": method, "--epsilon": epsilon, "--seed": seed, "--suite": suite,
              "--inspect-task": inspect_task, "--subtasks": subtasks or None,
-             "--group-mean": group_mean}
+             "--group-mean": group_mean, "--plan": plan,
+             "--rest-whole": None if rest_whole is None else rest_whole.value}
     with evaluation_errors():
         if resume:
             result = _resume(journal, given, run, save_run, limit, batch, concurrency,
@@ -210,7 +216,8 @@ def _settings(given: dict[str, Any], repeated: RepeatedModels, limit: int | None
                        seed=given["--seed"], journal=journal,
                        subtasks=bool(given["--subtasks"]),
                        group_mean=None if given["--group-mean"] is None
-                       else given["--group-mean"].value)
+                       else given["--group-mean"].value, plan=given["--plan"],
+                       rest_whole=given["--rest-whole"] or RestWhole.auto.value)
 
 
 def _run_file(ctx: Any, path: Path) -> Any:
@@ -229,7 +236,7 @@ def _run_file(ctx: Any, path: Path) -> Any:
                   "models", "command", "timeout", "retries", "lm_eval_args",
                   "lm_eval_mode", "inspect_task", "output_path", "batch", "concurrency",
                   "method", "epsilon", "limit", "seed", "journal", "subtasks",
-                  "group_mean", "repeated_models", "evaluator"):
+                  "group_mean", "repeated_models", "evaluator", "plan", "rest_whole"):
         if typed(param):
             value = ctx.params[param]
             given[settings_of.get(param, param)] = getattr(value, "value", value)

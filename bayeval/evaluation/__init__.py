@@ -118,6 +118,9 @@ def evaluate(
     seed: int | None = None,
     journal: str | Path | None = None,
     name: str | None = None,
+    # the plan before it, and when the rest runs whole
+    plan: bool | None = None,
+    rest_whole: str | None = None,
     # how it is followed
     progress: bool | None = None,
     watch: Watch | None = None,
@@ -154,6 +157,11 @@ def evaluate(
       task's, ``limit`` a budget of items, ``seed`` (default 0), ``journal`` (a file, a
       folder for a suite; default: none for the oracle, ``bayeval-MODEL-DATE.jsonl`` for a
       live evaluator), ``name`` (a suite's).
+    * ``plan``: predict the documents the run will need before it starts and print that
+      line first (default: on with a live evaluator; :func:`bayeval.plan` alone);
+      ``rest_whole``: ``auto`` (default) runs the rest of the task in one call where the
+      plan says that is cheaper, ``never`` draws batches to the stop
+      (:mod:`bayeval.evaluation.plan`).
     * ``progress``: None (default) shows a bar on a terminal or in a notebook and plain
       lines in a log; False nothing, the harness's own bars included. ``watch``: a watch
       of your own (:mod:`bayeval.evaluation.watch`) instead.
@@ -183,7 +191,8 @@ def evaluate(
                "output_path": None if output_path is None else str(output_path),
                "batch": batch, "concurrency": concurrency, "method": method,
                "epsilon": epsilon, "task_epsilon": task_epsilon, "limit": limit,
-               "seed": seed, "journal": journal, "name": name}
+               "seed": seed, "journal": journal, "name": name, "plan": plan,
+               "rest_whole": rest_whole}
     options = {k: v for k, v in options.items() if v is not None}
     unknown = sorted(set(earlier_names) - {"target", "targets", "max_items", "task"})
     if unknown:
@@ -206,7 +215,15 @@ def evaluate(
             return run_suite(settings, shown, given, composed)
         from bayeval.evaluation.single import run_single
 
-        return run_single(settings, shown, given, composed)
+        return run_single(settings, shown, given, composed,
+                          None if progress is False else _say)
+
+
+def _say(line: str) -> None:
+    """A line of the run's own (its plan) on stderr, where progress goes."""
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
 
 
 def resume(journal: str | Path, *, limit: int | None = None, batch: int | None = None,

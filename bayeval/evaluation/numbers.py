@@ -57,6 +57,7 @@ RANGES: dict[str, Range] = {
     # positive amounts
     "timeout": Range(0.0, None, "(]"), "pool": Range(0.0, None, "(]"),
     "weight": Range(0.0, None, "(]"), "cost": Range(0.0, None, "(]"),
+    "seconds_per_document": Range(0.0, None, "(]"), "seconds_per_call": Range(0.0, None),
     "retries": Range(0, 100, why="a failing command is not retried without end"),
     # counts
     "chains": Range(2, why="R-hat compares chains"), "draws": Range(4, why="per chain"),

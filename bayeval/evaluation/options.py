@@ -55,6 +55,13 @@ class EvaluatorKind(StrEnum):
     inspect = "inspect"
 
 
+class RestWhole(StrEnum):
+    """When a live run runs the rest of its task in one call (bayeval.evaluation.plan)."""
+
+    auto = "auto"
+    never = "never"
+
+
 class GroupMean(StrEnum):
     """How a harness group's score combines its subtasks (the values of
     bayeval.compression.estimate.GROUP_MEANS, kept here so that imports stay light)."""

@@ -8,8 +8,8 @@ from the command's options::
     epsilon = 0.05            # the interval's width (a suite: its average's)
     task_epsilon = 0.15       # optional: every task's interval at most this wide too
     method = "active-pai"     # optional: the method spec
-    # model, models, limit, seed, journal, subtasks, group_mean: as the options of
-    # ``bayeval evaluate`` (a run file written by --save-run holds them; the earlier
+    # model, models, limit, seed, journal, subtasks, group_mean, plan, rest_whole: as the
+    # options of ``bayeval evaluate`` (a run file written by --save-run holds them; the earlier
     # names target, targets and max_items are read too); a relative journal is read
     # from beside the file, as a relative reference is
 
@@ -49,7 +49,7 @@ __all__ = ["read_suite_file", "run_file_text"]
 _TOP = {"name", "epsilon", "task_epsilon", "method", "tasks"}
 # what a run file holds beyond a suite file's keys
 _RUN = {"evaluator", "model", "models", "limit", "seed", "journal", "subtasks",
-        "group_mean"}
+        "group_mean", "plan", "rest_whole"}
 _TASK = {"name", "dataset", "reference", "task", "metric", "filter", "weight", "cost",
          "model", "command", "inspect_task", "repeated_models"}
 

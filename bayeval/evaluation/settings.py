@@ -24,6 +24,7 @@ from bayeval.evaluation.options import (
     GroupMean,
     LmEvalMode,
     RepeatedModels,
+    RestWhole,
     comma_list,
     new_names,
     task_label,
@@ -361,6 +362,18 @@ class RunSettings(_Described):
     name: str | None = _setting(None, (
         "The suite's name (default: its tasks' names joined by '+', or a suite file's "
         "stem)."))
+    plan: bool | None = _setting(None, (
+        "Before a run of one task, predict the documents it will need from the reference "
+        "alone (reference models standing in for the new model, run through the same "
+        "method, stop and batch) and print that line first, then the plan revised after "
+        "the first call (bayeval plan runs it alone). Default: on with a live evaluator, "
+        "off with the oracle or where the environment says BAYEVAL_PLAN=off."))
+    rest_whole: str = _setting("auto", (
+        "auto: run the rest of the task in one call (packed as a full run packs it; the "
+        "exact score) when the plan says that is cheaper than going on batch by batch "
+        "(a predicted share of 85% or more before the first call; after each call, when "
+        "the documents still needed at the loop's time per document cost more than the "
+        "rest at a full run's); never: batch after batch to the stop."))
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -383,6 +396,9 @@ class RunSettings(_Described):
             set_(self, "models", tuple(str(t) for t in self.models))
         _texts(self, ("model", "method", "name", "journal"))
         set_(self, "group_mean", _one_of(self.group_mean, GroupMean, "--group-mean"))
+        set_(self, "rest_whole", _one_of(self.rest_whole, RestWhole, "rest_whole"))
+        if self.plan is not None and not isinstance(self.plan, bool):
+            raise BayevalError(f"plan must be true or false, got {self.plan!r:.60}")
         if self.models is not None and self.model is not None:
             raise BayevalError("give either --model or --models, not both")
         if self.models is not None and not self.models:

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from bayeval.errors import BayevalError, EvaluationError
 from bayeval.evaluation.evaluator_settings import (
@@ -33,7 +32,7 @@ from bayeval.evaluation.options import (
 from bayeval.evaluation.result_types import make_result
 from bayeval.evaluation.results import failure_summary, skipped_note
 from bayeval.evaluation.settings import RunSettings
-from bayeval.evaluation.sources import fresh_source, resumable
+from bayeval.evaluation.sources import fresh_source, resumable, run_targets
 from bayeval.evaluation.watch import Watch, watched
 
 __all__ = ["PythonEvaluator", "amend_evaluator", "refuse_concurrency", "resume_single",
@@ -41,14 +40,34 @@ __all__ = ["PythonEvaluator", "amend_evaluator", "refuse_concurrency", "resume_s
 
 
 def run_single(settings: RunSettings, watch: Watch | None = None,
-               given: PythonEvaluator | None = None, method: Any = None) -> dict[str, Any]:
+               given: PythonEvaluator | None = None, method: Any = None,
+               say: Callable[[str], None] | None = None) -> dict[str, Any]:
     """A fresh run of ``settings`` (one task), its result as ``evaluate --json`` prints
     it. The options and the reference are checked, and a harness model or an Inspect
     task loaded, before any journal is written. ``given``: a Python evaluator
     (:class:`PythonEvaluator`) instead of the one the settings name; ``method``: a
-    composed :class:`~bayeval.methods.Method` value instead of the settings' spec."""
+    composed :class:`~bayeval.methods.Method` value instead of the settings' spec.
+    With a plan (:mod:`bayeval.evaluation.plan`) its line goes to ``say`` first, and
+    each call's size follows its rule."""
+    from bayeval.evaluation.plan import CallSizes, plan_of, plan_wanted
+
     session, journaled, matrix, evaluate_fn = _fresh(settings, given, method)
-    return _run(session, journaled, matrix, evaluate_fn, watch, journaled.batch)
+    batch: Any = journaled.batch
+    if (plan_wanted(settings.plan, journaled.evaluator) and not session.several
+            and journaled.concurrency == 1):
+        made = plan_of(session, journaled.batch, task=_task_name(journaled, matrix,
+                                                                   session))
+        if say is not None:
+            say(made.line())
+        batch = CallSizes(made, journaled.batch, settings.rest_whole, say)
+    return _run(session, journaled, matrix, evaluate_fn, watch, batch)
+
+
+def _task_name(journaled: EvaluatorSettings, matrix, session) -> str:
+    """The task's name: the harness's, else the reference file's stem (not its path)."""
+    from bayeval.data.lm_eval import harness_task
+
+    return (journaled.task or harness_task(matrix) or Path(session.reference.name).stem)
 
 
 @dataclass(frozen=True)
@@ -219,37 +238,6 @@ def resume_single(journal: Path, max_items: int | None = None, batch: int | None
                 batch if batch is not None else journaled.batch)
 
 
-def _targets(settings: RunSettings, kind: str, matrix, seed: int
-             ) -> tuple[list[str], list[str]]:
-    """(the run's target names, those the matrix holds, held out of its reference): the
-    names are --targets, --target, or (oracle) a model drawn with the seed; an oracle's
-    targets must be models of the matrix, and leave a reference."""
-    several = settings.targets is not None
-    if several:
-        names = list(settings.targets or ())
-    elif settings.target is not None:
-        names = [settings.target]
-    elif kind != EvaluatorKind.oracle.value:
-        raise BayevalError(f"--evaluator {kind} needs --model NAME for the new model")
-    else:
-        names = [str(np.random.default_rng(seed).choice(matrix.models))]
-    known = set(matrix.models)
-    unknown = [t for t in names if t not in known]
-    if kind == EvaluatorKind.oracle.value and unknown:
-        raise BayevalError(f"unknown target id{'s' if len(unknown) > 1 else ''} "
-                           f"{unknown if several else repr(unknown[0])}: not "
-                           f"{'models' if several else 'a model'} of {matrix.name} "
-                           f"({matrix.n_models} models)")
-    held = [t for t in names if t in known]
-    if held and len(held) == matrix.n_models:
-        raise BayevalError(
-            f"{matrix.name}: the targets are all its {matrix.n_models} model(s); held "
-            "out they leave no reference model" if several else
-            f"{matrix.name} holds one model, {held[0]!r}: held out as the target it "
-            "leaves no reference model")
-    return names, held
-
-
 def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None,
                given: PythonEvaluator | None = None) -> EvaluatorSettings:
     """The evaluator settings the journal keeps (a resume scores the same way; a Python
@@ -310,7 +298,7 @@ def _fresh(settings: RunSettings, given: PythonEvaluator | None = None, method: 
                                   harness_evaluator=kind == EvaluatorKind.lm_eval.value,
                                   repeated_models=task.repeated_models)
     seed = 0 if settings.seed is None else settings.seed
-    names, held = _targets(settings, kind, matrix, seed)
+    names, held = run_targets(settings, kind, matrix, seed)
     if held:
         source["held_out"] = held
     journal = None if settings.journal is None else Path(settings.journal)
@@ -360,7 +348,7 @@ def _fresh(settings: RunSettings, given: PythonEvaluator | None = None, method: 
 
 
 def _run(session, journaled: EvaluatorSettings, matrix, evaluate_fn, watch: Watch | None,
-         batch: int) -> Any:
+         batch: Any) -> Any:
     """The loop run on ``session`` (its journal closed however it ends; on an
     interruption the command that continues it noted), then its result."""
     from bayeval.evaluators.base import closing
@@ -369,7 +357,10 @@ def _run(session, journaled: EvaluatorSettings, matrix, evaluate_fn, watch: Watc
         if evaluate_fn is None:
             evaluate_fn = journaled.evaluator_for(matrix, session.target_ids,
                                                   session.several)
-        with closing([evaluate_fn]), watched(watch, session, batch) as on_step:
+        sizes = batch if callable(batch) else None
+        if sizes is not None:
+            sizes.full_size = _full_size(evaluate_fn)
+        with closing([evaluate_fn]), watched(watch, session, journaled.batch) as on_step:
             session.run(evaluate_fn, batch=batch, on_step=on_step,
                         max_failures=journaled.max_failures,
                         concurrency=journaled.concurrency)
@@ -382,6 +373,11 @@ def _run(session, journaled: EvaluatorSettings, matrix, evaluate_fn, watch: Watc
                        for t in session.target_ids]
         else:
             data = _result(session, journaled, matrix, evaluate_fn)
+            if sizes is not None:
+                data["plan"] = sizes.plan.to_dict()
+                data["plan_revised"] = (None if sizes.revised is None
+                                        else sizes.revised.to_dict())
+                data["rest_whole_at"] = sizes.whole_at
             history = [(data["task"], session.history)]
     return make_result(data, history, posterior_of(session))
 
@@ -427,7 +423,6 @@ def _joint_result(session, journaled: EvaluatorSettings, matrix) -> dict[str, An
 def _result(session, journaled: EvaluatorSettings, matrix, evaluate_fn) -> dict[str, Any]:
     """One target's result: the estimate and interval, what it rests on, what the run
     cost (items, documents, harness calls, time)."""
-    from bayeval.data.lm_eval import harness_task
     from bayeval.estimators.interval import covers
     from bayeval.estimators.sample_mean import items_for_width
 
@@ -470,15 +465,20 @@ def _result(session, journaled: EvaluatorSettings, matrix, evaluate_fn) -> dict[
         "harness_model_seconds": getattr(evaluate_fn, "model_seconds", None),
         "harness_build_seconds": getattr(evaluate_fn, "build_seconds", None),
         "evaluator": journaled.evaluator,
-        # the task's name: the harness's, else the reference file's stem (not its path)
-        "task": (journaled.task or harness_task(matrix)
-                 or Path(session.reference.name).stem),
+        "task": _task_name(journaled, matrix, session),
         "metric": journaled.metric or matrix.metadata.get("metric"),
         "filter": journaled.filter or matrix.metadata.get("filter"),
         "inspect_logs": (journaled.output_path
                          if journaled.evaluator == EvaluatorKind.inspect.value else None),
-        "times": session.times.summary(session.n_items),
+        "times": session.times.summary(session.n_items, _full_size(evaluate_fn)),
     }
+
+
+def _full_size(evaluate_fn) -> float | None:
+    """The whole task's padded size, where the evaluator knows its documents' requests
+    (the in-process harness): what projects a full run's time (bayeval.loop.timing)."""
+    packed = getattr(evaluate_fn, "packed_size", None)
+    return None if packed is None else packed(None)
 
 
 def refuse_concurrency(concurrency: int, kind: str, method=None, several: bool = False

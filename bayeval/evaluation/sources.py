@@ -12,10 +12,22 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bayeval.errors import BayevalError, BayevalWarning, DataError
-from bayeval.evaluation.options import DEFAULT_DATASET, INSPECT_PREFIX, LM_EVAL_PREFIX
+from bayeval.evaluation.options import (
+    DEFAULT_DATASET,
+    INSPECT_PREFIX,
+    LM_EVAL_PREFIX,
+    EvaluatorKind,
+)
 
-__all__ = ["fresh_source", "load_source", "passed_on", "refuse_given", "resumable",
-           "resume_session"]
+__all__ = [
+    "fresh_source",
+    "load_source",
+    "passed_on",
+    "refuse_given",
+    "resumable",
+    "resume_session",
+    "run_targets",
+]
 
 T = TypeVar("T")
 
@@ -133,3 +145,36 @@ def resumable(session, command: str) -> Iterator[Any]:
             exc.add_note(f"bayeval {command} --resume --journal "
                          f"{shlex.quote(str(session.journal_path))}")
         raise
+
+
+def run_targets(settings: Any, kind: str, matrix: Any, seed: int
+                ) -> tuple[list[str], list[str]]:
+    """(the run's target names, those the matrix holds, held out of its reference): the
+    names are --targets, --target, or (oracle) a model drawn with the seed; an oracle's
+    targets must be models of the matrix, and leave a reference."""
+    import numpy as np
+
+    several = settings.targets is not None
+    if several:
+        names = list(settings.targets or ())
+    elif settings.target is not None:
+        names = [settings.target]
+    elif kind != EvaluatorKind.oracle.value:
+        raise BayevalError(f"--evaluator {kind} needs --model NAME for the new model")
+    else:
+        names = [str(np.random.default_rng(seed).choice(matrix.models))]
+    known = set(matrix.models)
+    unknown = [t for t in names if t not in known]
+    if kind == EvaluatorKind.oracle.value and unknown:
+        raise BayevalError(f"unknown target id{'s' if len(unknown) > 1 else ''} "
+                           f"{unknown if several else repr(unknown[0])}: not "
+                           f"{'models' if several else 'a model'} of {matrix.name} "
+                           f"({matrix.n_models} models)")
+    held = [t for t in names if t in known]
+    if held and len(held) == matrix.n_models:
+        raise BayevalError(
+            f"{matrix.name}: the targets are all its {matrix.n_models} model(s); held "
+            "out they leave no reference model" if several else
+            f"{matrix.name} holds one model, {held[0]!r}: held out as the target it "
+            "leaves no reference model")
+    return names, held

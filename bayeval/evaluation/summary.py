@@ -172,6 +172,12 @@ def _single(r: dict[str, Any]) -> Summary:
         rows.append((runs, f"{r['harness_launches']} (one per batch)"))
     if live:  # a simulation's times say nothing
         rows += time_rows(r.get("times"), r["n_items"])
+    for key in ("plan", "plan_revised"):
+        if r.get(key):
+            rows.append((key.replace("_", " "), r[key]["line"].removeprefix("plan: ")))
+    if r.get("rest_whole_at") is not None:
+        rows.append(("rest run whole", f"after {r['rest_whole_at']} documents: the exact "
+                                       "score"))
     rows.append(("stopped by", str(r["stopped"])))
     if r["journal"]:
         rows.append(("journal", r["journal"]))
@@ -215,13 +221,18 @@ def time_rows(times: dict[str, Any] | None, n_items: int) -> list[tuple[str, str
                      f"bayeval {times['own_seconds']:.1f} s "
                      f"({times['own_seconds_per_item'] * 1e3:.0f} ms per item)")]
     if times.get("full_run_seconds") is not None:
+        basis = ("packed as a full run packs the task's requests"
+                 if times.get("full_run_basis") == "packed" else
+                 f"at this run's {times['item_seconds_mean']:.3f} s per document")
         rows.append(("full run", f"≈ {times['full_run_seconds']:.0f} s "
                                  f"[{times['full_run_lower']:.0f}, "
                                  f"{times['full_run_upper']:.0f}] for the documents of all "
-                                 f"{n_items} items at the measured "
-                                 f"{times['item_seconds_mean']:.3f} s per document (plus a "
-                                 "full run's start-up); this run's documents took "
-                                 f"{times['evaluator_seconds']:.0f} s"))
+                                 f"{n_items} items, {basis} (plus a full run's start-up)"))
+        saved = times.get("saved_seconds")
+        if saved is not None:
+            rows.append(("time saved", f"{saved:.0f} s ({saved / times['full_run_seconds']:.0%}"
+                                       " of the full run's documents)" if saved >= 0 else
+                         f"none: {-saved:.0f} s slower than the full run would have been"))
     return rows
 
 

@@ -48,7 +48,12 @@ from bayeval.data.lm_eval import (
 from bayeval.data.matrix import validate_score
 from bayeval.errors import BayevalError, DataError, EvaluationError
 from bayeval.evaluators.base import BatchEvaluator, ChildProcesses
-from bayeval.evaluators.harness_requests import BUILD_SETTINGS, PreparedTask, run_documents
+from bayeval.evaluators.harness_requests import (
+    BUILD_SETTINGS,
+    PreparedTask,
+    padded_size,
+    run_documents,
+)
 from bayeval.records.files import write_file
 
 # options bayeval sets on every launch; a user's --lm-eval-args must not set them
@@ -523,6 +528,22 @@ class LmEvalInProcess(HarnessEvaluator):
                 if fresh:
                     self._tracker.save_results_samples(task_name=key, samples=fresh)
         return scores
+
+    def packed_size(self, items: Sequence[str] | None = None) -> float:
+        """What running ``items`` in one call costs the model in padded characters
+        (:func:`~bayeval.evaluators.harness_requests.padded_size` at the harness's batch
+        size; ``None``: every document of the task, as a full run packs them), so that the
+        run's time projects a full run's (:mod:`bayeval.loop.timing`). A batch size the
+        harness chooses itself (``auto``) counts as 1: no padding is modelled."""
+        if items is None:
+            requests = [r for prepared in self.prepared.values()
+                        for doc in sorted(prepared.requests) for r in prepared.requests[doc]]
+        else:
+            samples, _ = self.samples_for(items)
+            requests = [r for key, docs in samples.items() if key in self.prepared
+                        for doc in docs for r in self.prepared[key].requests.get(doc, ())]
+        size = str(self.batch_size or 1)
+        return padded_size(requests, int(size) if size.isdigit() and int(size) > 0 else 1)
 
     def close(self) -> None:
         """Write the kept output's summary (``results_<time>.json``) of the documents

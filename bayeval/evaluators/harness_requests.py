@@ -146,6 +146,40 @@ class PreparedTask:
         return docs
 
 
+GENERATED_CHARS_PER_TOKEN = 4  # a generated token's share of a request's size, in chars
+
+
+def request_size(instance: Any) -> float:
+    """A request's size in characters, what the model's cost grows with: its context and
+    continuation (``loglikelihood``), its text (``loglikelihood_rolling``), or its context
+    and the tokens it may generate (``generate_until``: ``max_gen_toks``, the harness's
+    256 by default, at :data:`GENERATED_CHARS_PER_TOKEN` characters each)."""
+    args = instance.args
+    if instance.request_type == "generate_until":
+        kwargs = args[1] if len(args) > 1 and isinstance(args[1], dict) else {}
+        tokens = kwargs.get("max_gen_toks", 256)
+        tokens = tokens if isinstance(tokens, int) and tokens > 0 else 256
+        return float(len(str(args[0])) + GENERATED_CHARS_PER_TOKEN * tokens)
+    return float(sum(len(a) for a in args if isinstance(a, str)))
+
+
+def padded_size(requests: Sequence[Any], batch_size: int) -> float:
+    """What the model pays for ``requests`` run in one call, in padded characters: per
+    request type the requests sorted by size, longest first, in batches of
+    ``batch_size``, each batch as long as its longest request (the harness's packing).
+    A whole task's requests in one call pad little; a few dozen drawn documents of mixed
+    lengths pad short prompts to the longest among them."""
+    by_type: dict[str, list[float]] = defaultdict(list)
+    for instance in requests:
+        by_type[instance.request_type].extend([request_size(instance)] * instance.repeats)
+    total = 0.0
+    for sizes in by_type.values():
+        sizes.sort(reverse=True)
+        total += sum(sizes[i] * len(sizes[i:i + batch_size])
+                     for i in range(0, len(sizes), batch_size))
+    return total
+
+
 def run_documents(lm: Any, batch: dict[str, tuple[PreparedTask, list[int]]]) -> float:
     """Run the requests of every ``(task, docs)`` of ``batch`` on ``lm``: one call per
     request type for all of them (each request repeated ``repeats`` times, as the full run
@@ -172,4 +206,4 @@ def run_documents(lm: Any, batch: dict[str, tuple[PreparedTask, list[int]]]) -> 
     return spent
 
 
-__all__ = ["BUILD_SETTINGS", "PreparedTask", "run_documents"]
+__all__ = ["BUILD_SETTINGS", "PreparedTask", "padded_size", "request_size", "run_documents"]

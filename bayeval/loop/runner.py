@@ -21,7 +21,8 @@ from bayeval.errors import EvaluationError, EvaluatorFailedError
 from bayeval.loop.timing import RunTimes
 
 
-def run_session(session: Any, evaluator: Callable[..., float], batch: int = 1,
+def run_session(session: Any, evaluator: Callable[..., float],
+                batch: int | Callable[[Any], int] = 1,
                 on_step: Callable[..., None] | None = None,
                 max_failures: int | None = None, concurrency: int = 1) -> None:
     """Run ``evaluator`` over ``session`` until it is done (see
@@ -73,18 +74,22 @@ def evaluate_or_skip(session: Any, evaluator: Callable[..., float], args: tuple[
         on_step(session, *args, score)
 
 
-def _serial(session: Any, evaluator: Callable[..., float], batch: int,
+def _serial(session: Any, evaluator: Callable[..., float],
+            batch: int | Callable[[Any], int],
             on_step: Callable[..., None] | None, max_failures: int | None) -> None:
     clock = session.times
     batched = getattr(evaluator, "evaluate_batch", None)
+    packed = getattr(evaluator, "packed_size", None)
     while not session.done or session.unanswered:  # (asked before a resume: answered)
-        asked = session.ask(1 if session.several else batch)
+        size = batch(session) if callable(batch) else batch
+        asked = session.ask(1 if session.several else size)
         if not asked:
             break
         if batched is not None and not session.several:
             # one evaluator call for the batch (one harness launch, say); each result is
             # then told or skipped as one evaluation would be
-            with clock.waiting(), clock.evaluating(len(asked)):
+            padded = None if packed is None else packed(list(asked))
+            with clock.waiting(), clock.evaluating(len(asked), padded):
                 results = batched(list(asked))
             for a, result in zip(asked, results, strict=True):
                 evaluate_or_skip(session, _answer(result), (a,), on_step, max_failures)

@@ -377,7 +377,7 @@ class Session(SessionJournal, DrawOrder):
         estimate): :class:`~bayeval.methods.base.LoopState`."""
         return self._loop
 
-    def run(self, evaluator: Callable[..., float], batch: int = 1,
+    def run(self, evaluator: Callable[..., float], batch: int | Callable[[Any], int] = 1,
             on_step: Callable[..., None] | None = None,
             max_failures: int | None = None,
             concurrency: int = 1) -> tuple[float, float, float] | dict:
@@ -387,7 +387,8 @@ class Session(SessionJournal, DrawOrder):
         skipped with the reason journaled, never scored; ``max_failures`` failures in a
         row stop the run with :class:`EvaluatorFailedError`. An evaluator with
         ``evaluate_batch(items)`` (:mod:`bayeval.evaluators.harness`) gets each batch of ``batch``
-        asked items in one call.
+        asked items in one call; ``batch`` may be a function of the session that gives
+        each call's size (:class:`bayeval.evaluation.plan.CallSizes`).
 
         ``concurrency`` K > 1 keeps K evaluations in flight, each in a thread: when one
         finishes its score is told and the next item is asked from the latest state

@@ -1,0 +1,150 @@
+"""The plan before a run, the rule that runs the rest of a task whole, and the full run's
+time projected as a full run packs its documents (bayeval.evaluation.plan,
+bayeval.loop.plan, bayeval.loop.timing, bayeval.evaluators.harness_requests)."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+import bayeval
+from bayeval.data.bundled import load_dataset
+from bayeval.evaluation.plan import LITTLE_SAVING, Plan
+from bayeval.evaluators.harness_requests import padded_size
+from bayeval.loop.timing import RunTimes
+
+
+def _request(kind: str, context: str, more: str | dict, repeats: int = 1):
+    return SimpleNamespace(request_type=kind, args=(context, more), repeats=repeats)
+
+
+def test_padded_size_is_the_harness_packing_enumerated():
+    # independent reference: the requests' sizes sorted, longest first, in batches of B,
+    # each batch paying B' × its longest (B' its own size), summed per request type
+    rng = np.random.default_rng(0)
+    requests = [_request("loglikelihood", "x" * int(rng.integers(1, 90)), " y")
+                for _ in range(45)]
+    requests += [_request("generate_until", "z" * 10, {"max_gen_toks": 5}, repeats=2)]
+    sizes = sorted((len(r.args[0]) + 2 for r in requests[:45]), reverse=True)
+    expected = sum(max(sizes[i:i + 8]) * len(sizes[i:i + 8]) for i in range(0, 45, 8))
+    expected += 2 * (10 + 4 * 5)  # two repeats of one generation: one batch of two
+    assert padded_size(requests, 8) == expected
+    # one at a time nothing is padded: the sizes' sum
+    assert padded_size(requests[:45], 1) == sum(sizes)
+
+
+def test_a_full_run_is_projected_from_the_calls_padded_sizes():
+    clock = RunTimes()
+    # calls whose time is exactly 2 ms per padded character: the projection is exact,
+    # its interval of width 0
+    for size in (1000.0, 1500.0, 800.0):
+        clock.calls.append((32, 0.002 * size, size))
+        clock.item_seconds.extend([0.002 * size / 32] * 32)
+    out = clock.summary(500, full_size=20000.0)
+    assert out["full_run_basis"] == "packed"
+    assert out["full_run_seconds"] == pytest.approx(40.0)
+    assert out["full_run_lower"] == pytest.approx(40.0)
+    assert out["full_run_upper"] == pytest.approx(40.0)
+    # without the task's size: N times the mean time per document (the earlier basis)
+    plain = clock.summary(500)
+    assert plain["full_run_basis"] == "per document"
+    assert plain["full_run_seconds"] == pytest.approx(500 * np.mean(clock.item_seconds))
+    # the saving is the projection less the run's wall time: negative when slower
+    clock.wall = 55.0
+    assert clock.summary(500, full_size=20000.0)["saved_seconds"] == pytest.approx(-15.0)
+
+
+def test_the_plans_numbers():
+    plan = Plan("t", 1000, "active-pai", 32, ("a", "b", "c", "d"), (0.2, 0.4, 0.6, 0.9),
+                (600, 500, 400, 200), 450, 200, 600)
+    assert plan.share == 0.45 and plan.time_ratio == 0.45 and not plan.little_saving
+    timed = plan.with_costs(0.04, 0.5)  # (450·0.04 + 15 calls·0.5) / (1000·0.04)
+    assert timed.time_ratio == pytest.approx((450 * 0.04 + 15 * 0.5) / 40)
+    slow = plan.with_costs(0.04, 2.0)
+    assert slow.little_saving == (1 - slow.time_ratio < LITTLE_SAVING) is True
+    assert "epsilon" in slow.advice() and "saving under 15%" in slow.line()
+    # revised: the three stand-ins nearest the estimate (0.45: 0.4, 0.6, 0.2)
+    rev = plan.revised(0.45, 64)
+    assert (rev.predicted, rev.low, rev.high) == (500, 400, 600)
+    assert rev.revised_at == 64 and "revised after 64" in rev.line()
+    assert json.loads(json.dumps(plan.to_dict()))["share"] == 0.45
+
+
+@pytest.fixture(scope="module")
+def rte():
+    matrix = load_dataset("rte")
+    row = dict(zip(matrix.items, np.asarray(matrix.scores)[5], strict=True))
+    calls: list[int] = []
+
+    @bayeval.batched
+    def score(items):
+        calls.append(len(items))
+        return [float(row[i]) for i in items]
+
+    return SimpleNamespace(matrix=matrix, row=row, score=score, calls=calls)
+
+
+def test_a_plan_from_the_reference_alone(rte):
+    plan = bayeval.plan(dataset="rte", batch=32, epsilon=0.01)
+    # stand-ins spread over the range: the weakest and the strongest complete models
+    means = np.asarray(rte.matrix.scores).mean(axis=1)
+    assert min(plan.stand_in_scores) == pytest.approx(means.min())
+    assert max(plan.stand_in_scores) == pytest.approx(means.max())
+    assert len(plan.stand_ins) == 8 and plan.documents == rte.matrix.n_items
+    # at ε = 0.01 on 277 items a run needs (nearly) all of them: little to save
+    assert plan.share >= 0.85 and plan.little_saving
+    assert plan.low <= plan.predicted <= plan.high <= plan.documents
+
+
+@pytest.mark.parametrize("rest_whole", ["auto", "never"])
+def test_the_rest_runs_whole_where_the_plan_says_it_is_cheaper(rte, tmp_path, capfd,
+                                                                rest_whole):
+    rte.calls.clear()
+    result = bayeval.evaluate(dataset="rte", model="m5", evaluator=rte.score, batch=32,
+                              epsilon=0.01, plan=True, rest_whole=rest_whole,
+                              journal=str(tmp_path / "j.jsonl"), progress=None).to_dict()
+    said = capfd.readouterr().err
+    assert said.splitlines()[0].startswith("plan: ")  # the plan's line first
+    n = rte.matrix.n_items
+    truth = float(np.mean(list(rte.row.values())))
+    if rest_whole == "auto":  # the plan's share ≥ 85%: the whole task in one call
+        assert rte.calls == [n] and result["rest_whole_at"] == 0
+        assert result["estimate"] == pytest.approx(truth)
+        assert result["lower"] == pytest.approx(truth)
+        assert result["upper"] == pytest.approx(truth)
+        assert "in one call" in said
+    else:  # batch after batch
+        assert max(rte.calls) == 32 and result["rest_whole_at"] is None
+        assert len(rte.calls) == math.ceil(result["documents_run"] / 32)
+    assert result["plan"]["predicted"] >= 0.85 * n
+
+
+def test_bayeval_plan_on_the_command_line(tmp_path):
+    # (BAYEVAL_PLAN=off, the tests' setting, is for evaluate: the plan command plans)
+    done = subprocess.run([sys.executable, "-m", "bayeval.cli", "plan", "--dataset", "rte",
+                           "--batch", "32", "--epsilon", "0.01", "--json"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["documents"] == 277 and plan["line"].startswith("plan: ")
+    assert plan["little_saving"] is True
+    bad = subprocess.run([sys.executable, "-m", "bayeval.cli", "plan", "--dataset", "rte",
+                          "--seconds-per-document", "-1"], capture_output=True, text=True,
+                         cwd=tmp_path)
+    assert bad.returncode == 2 and "--seconds-per-document" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_stand_ins_are_held_out_a_sixth_at_a_time():
+    from bayeval.loop.plan import _fold_size
+
+    # a sixth of the models at once, between 1 and 8: the reference keeps ≥ 5/6
+    for models in (2, 6, 13, 60, 300):
+        size = _fold_size(models)
+        assert 1 <= size <= 8 and models - size >= models * 5 / 6 - 1
