@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -46,27 +47,30 @@ def test_a_full_run_is_projected_from_the_calls_padded_sizes():
     for size in (1000.0, 1500.0, 800.0):
         clock.calls.append((32, 0.002 * size, size))
         clock.item_seconds.extend([0.002 * size / 32] * 32)
-    out = clock.summary(500, full_size=20000.0)
+    clock.full_size = 20000.0
+    out = clock.summary(500)
     assert out["full_run_basis"] == "packed"
     assert out["full_run_seconds"] == pytest.approx(40.0)
     assert out["full_run_lower"] == pytest.approx(40.0)
     assert out["full_run_upper"] == pytest.approx(40.0)
     # without the task's size: N times the mean time per document (the earlier basis)
+    clock.full_size = None
     plain = clock.summary(500)
     assert plain["full_run_basis"] == "per document"
     assert plain["full_run_seconds"] == pytest.approx(500 * np.mean(clock.item_seconds))
     # the saving is the projection less the run's wall time: negative when slower
-    clock.wall = 55.0
-    assert clock.summary(500, full_size=20000.0)["saved_seconds"] == pytest.approx(-15.0)
+    clock.wall, clock.full_size = 55.0, 20000.0
+    assert clock.summary(500)["saved_seconds"] == pytest.approx(-15.0)
 
 
 def test_the_plans_numbers():
     plan = Plan("t", 1000, "active-pai", 32, ("a", "b", "c", "d"), (0.2, 0.4, 0.6, 0.9),
                 (600, 500, 400, 200), 450, 200, 600)
     assert plan.share == 0.45 and plan.time_ratio == 0.45 and not plan.little_saving
-    timed = plan.with_costs(0.04, 0.5)  # (450·0.04 + 15 calls·0.5) / (1000·0.04)
+    timed = replace(plan, seconds_per_document=0.04, seconds_per_call=0.5)
+    # (450·0.04 + 15 calls·0.5) / (1000·0.04)
     assert timed.time_ratio == pytest.approx((450 * 0.04 + 15 * 0.5) / 40)
-    slow = plan.with_costs(0.04, 2.0)
+    slow = replace(plan, seconds_per_document=0.04, seconds_per_call=2.0)
     assert slow.little_saving == (1 - slow.time_ratio < LITTLE_SAVING) is True
     assert "epsilon" in slow.advice() and "saving under 15%" in slow.line()
     # revised: the three stand-ins nearest the estimate (0.45: 0.4, 0.6, 0.2)

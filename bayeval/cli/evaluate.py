@@ -217,7 +217,7 @@ def _settings(given: dict[str, Any], repeated: RepeatedModels, limit: int | None
                        subtasks=bool(given["--subtasks"]),
                        group_mean=None if given["--group-mean"] is None
                        else given["--group-mean"].value, plan=given["--plan"],
-                       rest_whole=given["--rest-whole"] or RestWhole.auto.value)
+                       rest_whole=given["--rest-whole"])
 
 
 def _run_file(ctx: Any, path: Path) -> Any:

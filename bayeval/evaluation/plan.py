@@ -128,20 +128,13 @@ class Plan:
     def revised(self, estimate: float, scored: int, count: int = 3) -> Plan:
         """The plan narrowed to the ``count`` stand-ins whose scores are nearest the
         target's ``estimate`` after ``scored`` documents of its own (never below those)."""
-        from bayeval.loop.plan import StandIns, nearest_stand_ins
+        from bayeval.loop.plan import nearest_stand_ins
 
-        runs = StandIns(np.arange(len(self.stand_ins)), np.asarray(self.stand_in_scores),
-                        np.asarray(self.stand_in_documents), np.ones(len(self.stand_ins),
-                                                                     bool), 0)
-        near = np.asarray(self.stand_in_documents)[nearest_stand_ins(runs, estimate, count)]
+        near = np.asarray(self.stand_in_documents)[
+            nearest_stand_ins(self.stand_in_scores, estimate, count)]
         return replace(self, predicted=max(int(np.median(near)), scored),
                        low=max(int(near.min()), scored), high=max(int(near.max()), scored),
                        revised_at=scored, estimate=float(estimate))
-
-    def with_costs(self, seconds_per_document: float | None,
-                   seconds_per_call: float | None) -> Plan:
-        return replace(self, seconds_per_document=seconds_per_document,
-                       seconds_per_call=seconds_per_call)
 
 
 def plan_wanted(setting: bool | None, evaluator_kind: str) -> bool:
@@ -166,7 +159,7 @@ def plan_of(session: Any, batch: int, concurrency: int = 1, task: str = "",
 
     began = time.perf_counter()
     method = session.method
-    one_at_a_time = method.with_replacement or session.several
+    one_at_a_time = method.with_replacement  # (one target: a plan refuses several)
     runs = stand_in_runs(method, np.asarray(session.reference.scores),
                          batch=1 if one_at_a_time else max(batch, 1),
                          concurrency=1 if one_at_a_time else max(concurrency, 1),
@@ -187,7 +180,7 @@ class CallSizes:
     or every document left when running the rest whole is predicted to be cheaper.
     ``say`` is told the revised plan after the first call, and the switch."""
 
-    def __init__(self, plan: Plan | None, batch: int, rest_whole: str = "auto",
+    def __init__(self, plan: Plan, batch: int, rest_whole: str = "auto",
                  say: Any = None) -> None:
         self.plan = plan
         self.batch = batch
@@ -195,14 +188,13 @@ class CallSizes:
         self.say = say
         self.whole_at: int | None = None  # documents run when the rest went whole
         self.revised: Plan | None = None
-        self.full_size: float | None = None  # the task's padded size (bayeval.loop.timing)
         self._last: tuple[float, int] | None = None  # (wall, documents) at the last call
 
     def __call__(self, session: Any) -> int:
         if self.whole_at is not None:
             return self.batch
         left = session.n_items - session.n_drawn
-        if self.plan is None or self.rest_whole != "auto" or left <= self.batch:
+        if self.rest_whole != "auto" or left <= self.batch:
             return self.batch
         if session.n_drawn == 0:
             if self.plan.share >= WHOLE_SHARE:
@@ -222,7 +214,7 @@ class CallSizes:
         if last is None or drawn <= last[1]:
             return self.batch
         loop = (wall - last[0]) / (drawn - last[1])
-        times = session.times.summary(session.n_items, self.full_size)
+        times = session.times.summary(session.n_items)
         full = (times["full_run_seconds"] / session.n_items
                 if times["full_run_seconds"] else times["item_seconds_mean"] or loop)
         needed = max(revised.predicted - drawn, 0)
@@ -250,11 +242,9 @@ def plan(settings: Any = None, /, *, seconds_per_document: float | None = None,
     and one model only (a suite's tasks stop on their average: plan each task alone)."""
     from bayeval.devices import prepare_jax
     from bayeval.errors import BayevalError
-    from bayeval.evaluation.options import DEFAULT_METHOD
     from bayeval.evaluation.settings import RunSettings, check_number
     from bayeval.evaluation.sources import fresh_source, run_targets
     from bayeval.loop.session import Session
-    from bayeval.methods import parse_method_spec
 
     check_number(seconds_per_document, "seconds_per_document")
     check_number(seconds_per_call, "seconds_per_call")
@@ -282,12 +272,7 @@ def plan(settings: Any = None, /, *, seconds_per_document: float | None = None,
         names, held = run_targets(settings, kind, matrix, seed)
     else:
         names, held = ["new model"], []
-    if composed is not None:
-        name, params = composed, {}
-    else:
-        name, params = parse_method_spec(settings.method or DEFAULT_METHOD)
-    if settings.epsilon is not None:
-        params["epsilon"] = settings.epsilon
+    name, params = settings.method_spec(composed)
     prepare_jax()
     session = Session(matrix.drop_models(held) if held else matrix, names[0], name,
                       method_params=params, seed=seed, reference_source=source)

@@ -15,7 +15,9 @@ from bayeval.errors import BayevalError
 from bayeval.evaluation.options import (
     DEFAULT_BATCH,
     DEFAULT_DATASET,
+    DEFAULT_METHOD,
     INSPECT_PREFIX,
+    JOINT_METHOD,
     LM_EVAL_PREFIX,
     OLD_NAMES,
     RUN_OLD_NAMES,
@@ -396,7 +398,8 @@ class RunSettings(_Described):
             set_(self, "models", tuple(str(t) for t in self.models))
         _texts(self, ("model", "method", "name", "journal"))
         set_(self, "group_mean", _one_of(self.group_mean, GroupMean, "--group-mean"))
-        set_(self, "rest_whole", _one_of(self.rest_whole, RestWhole, "rest_whole"))
+        set_(self, "rest_whole", _one_of(self.rest_whole or RestWhole.auto.value, RestWhole,
+                                         "rest_whole"))
         if self.plan is not None and not isinstance(self.plan, bool):
             raise BayevalError(f"plan must be true or false, got {self.plan!r:.60}")
         if self.models is not None and self.model is not None:
@@ -424,6 +427,24 @@ class RunSettings(_Described):
         if len(tasks) > 1 and self.name in names:  # the harness's results name both
             raise BayevalError(f"the suite is named {self.name!r} like one of its tasks; "
                                "give it another name (name = …)")
+
+    def method_spec(self, composed: Any = None) -> tuple[Any, dict[str, Any]]:
+        """(the method's name, or the ``composed`` Method value; its parameters) with the
+        run's ``epsilon`` among them: the spec's default is active-pai, active-pai-joint
+        with ``models``. A composed method carries its own stop: an epsilon beside it is
+        a one-line error."""
+        from bayeval.methods import parse_method_spec
+
+        if composed is not None:
+            if self.epsilon is not None:
+                raise BayevalError("epsilon: a composed method carries its own stop; set "
+                                   "it where the method is made")
+            return composed, {}
+        name, params = parse_method_spec(self.method or (
+            JOINT_METHOD if self.models is not None else DEFAULT_METHOD))
+        if self.epsilon is not None:
+            params["epsilon"] = self.epsilon
+        return name, params
 
     # the earlier names, read
     @property

@@ -21,8 +21,6 @@ from bayeval.evaluation.evaluator_settings import (
     row_score,
 )
 from bayeval.evaluation.options import (
-    DEFAULT_METHOD,
-    JOINT_METHOD,
     JOINT_METHODS,
     SUBPROCESS,
     TOOL_EVALUATORS,
@@ -308,18 +306,9 @@ def _fresh(settings: RunSettings, given: PythonEvaluator | None = None, method: 
         stem = "joint" if several else safe_file_name(names[0])
         journal = Path(f"bayeval-{stem}-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
     journaled = _journaled(settings, kind, matrix, journal, given)
-    from bayeval.methods import make_method, parse_method_spec
+    from bayeval.methods import make_method
 
-    if method is not None:  # a composed Method value: its settings are its own
-        if settings.epsilon is not None:
-            raise BayevalError("epsilon: a composed method carries its own stop; set it "
-                               "where the method is made")
-        name, params = method, {}
-    else:
-        name, params = parse_method_spec(settings.method or (JOINT_METHOD if several
-                                                             else DEFAULT_METHOD))
-    if settings.epsilon is not None:
-        params["epsilon"] = settings.epsilon
+    name, params = settings.method_spec(method)
     if several or journaled.concurrency > 1:
         chosen = method if method is not None else make_method(name, **params)
         if several and not chosen.several_targets:
@@ -358,8 +347,7 @@ def _run(session, journaled: EvaluatorSettings, matrix, evaluate_fn, watch: Watc
             evaluate_fn = journaled.evaluator_for(matrix, session.target_ids,
                                                   session.several)
         sizes = batch if callable(batch) else None
-        if sizes is not None:
-            sizes.full_size = _full_size(evaluate_fn)
+        session.times.full_size = _full_size(evaluate_fn)
         with closing([evaluate_fn]), watched(watch, session, journaled.batch) as on_step:
             session.run(evaluate_fn, batch=batch, on_step=on_step,
                         max_failures=journaled.max_failures,
@@ -470,7 +458,7 @@ def _result(session, journaled: EvaluatorSettings, matrix, evaluate_fn) -> dict[
         "filter": journaled.filter or matrix.metadata.get("filter"),
         "inspect_logs": (journaled.output_path
                          if journaled.evaluator == EvaluatorKind.inspect.value else None),
-        "times": session.times.summary(session.n_items, _full_size(evaluate_fn)),
+        "times": session.times.summary(session.n_items),
     }
 
 

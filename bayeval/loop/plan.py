@@ -37,8 +37,6 @@ class StandIns(NamedTuple):
     rows: np.ndarray  # (S,) the stand-ins' rows in the reference
     scores: np.ndarray  # (S,) their full scores
     documents: np.ndarray  # (S,) documents each run needed (drawn at the stop)
-    stopped: np.ndarray  # (S,) whether its stopping rule fired before the last document
-    held_together: int  # stand-ins left out of the reference at once
 
 
 def _fold_size(models: int) -> int:
@@ -66,7 +64,6 @@ def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: in
     per_fold = min(_fold_size(scores.shape[0]), rows.size)
     folds = math.ceil(rows.size / per_fold)
     documents = np.zeros(rows.size, np.int64)
-    stopped = np.zeros(rows.size, bool)
     n = scores.shape[1]
     for f in range(folds):
         # every fold spans the range: stand-ins f, f + folds, …; a fold short of
@@ -82,11 +79,11 @@ def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: in
         at_stop = run.drawn_at_stop if run.drawn_at_stop is not None else run.stop_n
         for j, s in enumerate(fill[:members.size]):
             documents[s] = int(at_stop[j]) if at_stop[j] > 0 else n
-            stopped[s] = bool(at_stop[j] > 0)
-    return StandIns(rows, scores[rows].mean(axis=1), documents, stopped, per_fold)
+    return StandIns(rows, scores[rows].mean(axis=1), documents)
 
 
-def nearest_stand_ins(runs: StandIns, score: float, count: int = 3) -> np.ndarray:
-    """Indices of the ``count`` stand-ins whose scores are nearest ``score``."""
-    order = np.argsort(np.abs(runs.scores - score), kind="stable")
+def nearest_stand_ins(scores: np.ndarray, score: float, count: int = 3) -> np.ndarray:
+    """Indices of the ``count`` stand-ins (of ``scores``) whose scores are nearest
+    ``score``."""
+    order = np.argsort(np.abs(np.asarray(scores) - score), kind="stable")
     return order[:max(1, min(count, order.size))]

@@ -12,10 +12,10 @@ document: the harness packs a whole task's requests by length, where a call of a
 dozen drawn documents pads short prompts to the longest among them. An evaluator that
 knows its documents' requests says what a call of them costs in padded size
 (``packed_size(items)``, :meth:`~bayeval.evaluators.harness.LmEvalInProcess.packed_size`),
-and what the whole task would (``packed_size(None)``). The projection is then the ratio
-estimate Σ_j t_j / Σ_j P_j · P_full over the run's calls j (time t_j, padded size P_j),
-with a 95% interval from the spread of t_j / P_j over the calls (the ratio estimator's
-variance, the calls the units). An evaluator that does not know its documents (a
+and what the whole task would (``packed_size(None)``, kept as :attr:`RunTimes.full_size`).
+The projection is then the ratio estimate Σ_j t_j / Σ_j P_j · P_full over the run's calls
+j (time t_j, padded size P_j), with a 95% interval from the spread of t_j / P_j over the
+calls (the ratio estimator's variance, the calls the units). An evaluator that does not know its documents (a
 function, a command) counts each as one: the projection is then N times the run's own
 mean time per document, with the finite-population correction of a sample mean over the
 timed items. Either way the timed documents are drawn by the method, not uniformly: the
@@ -47,6 +47,7 @@ class RunTimes:
         self.evaluator = 0.0  # seconds the evaluator worked, summed over its calls
         self.item_seconds: list[float] = []  # each evaluated item's share of its call
         self.calls: list[tuple[int, float, float]] = []  # (items, seconds, padded size)
+        self.full_size: float | None = None  # the whole task's padded size, where known
 
     def start(self) -> None:
         self._started = time.perf_counter()
@@ -85,12 +86,12 @@ class RunTimes:
         return self.wall + (0.0 if self._started is None
                             else time.perf_counter() - self._started)
 
-    def summary(self, n_items: int, full_size: float | None = None,
-                level_z: float = 1.959963984540054) -> dict[str, Any]:
+    def summary(self, n_items: int, level_z: float = 1.959963984540054) -> dict[str, Any]:
         """The run's times (seconds) and the projected time of a full run of all
         ``n_items`` items, with its interval (module docstring): from the calls' padded
-        sizes when ``full_size`` (the whole task's) is given and two or more calls were
-        timed, else from the mean time per item (None before two items are timed)."""
+        sizes when :attr:`full_size` (the whole task's) is known and two or more calls
+        were timed, else from the mean time per item (None before two items are
+        timed)."""
         wall = self.wall_seconds()
         own = max(wall - self.waited, 0.0)
         n = len(self.item_seconds)
@@ -103,6 +104,7 @@ class RunTimes:
             "full_run_basis": None, "saved_seconds": None, "calls": len(self.calls),
         }
         sized = [(t, size) for _, t, size in self.calls if size > 0]
+        full_size = self.full_size
         if full_size is not None and full_size > 0 and len(sized) >= 2:
             t = [x for x, _ in sized]
             size = [y for _, y in sized]
