@@ -8,15 +8,15 @@ own), the time the run waited for the evaluator, and so bayeval's own time (the 
 posterior, the draws, the journal).
 
 The full run's time, projected. A full run does not pay what bayeval's calls pay per
-document: the harness packs a whole task's requests by length, where a call of a few
-dozen drawn documents pads short prompts to the longest among them. An evaluator that
-knows its documents' requests says what a call of them costs in padded size
-(``packed_size(items)``, :meth:`~bayeval.evaluators.harness.LmEvalInProcess.packed_size`),
-and what the whole task would (``packed_size(None)``, kept as :attr:`RunTimes.full_size`).
-The projection is then the ratio estimate Σ_j t_j / Σ_j P_j · P_full over the run's calls
-j (time t_j, padded size P_j), with a 95% interval from the spread of t_j / P_j over the
-calls (the ratio estimator's variance, the calls the units). An evaluator that does not know its documents (a
-function, a command) counts each as one: the projection is then N times the run's own
+document: the harness packs a whole task's requests by length, where a call of a few dozen
+drawn documents pads short prompts to the longest among them. An evaluator that knows its
+documents' requests says what a call of them costs in padded size (``packed_size(items)``,
+:meth:`~bayeval.evaluators.harness.LmEvalInProcess.packed_size`), and what the whole task
+would (``packed_size(None)``, kept as :attr:`RunTimes.full_size`). The projection is then
+the ratio estimate Σ_j t_j / Σ_j P_j · P_full over the run's calls j (time t_j, padded
+size P_j), with a 95% interval from the spread of t_j / P_j over the calls (the ratio
+estimator's variance, the calls the units). An evaluator that does not know its documents
+(a function, a command) counts each as one: the projection is then N times the run's own
 mean time per document, with the finite-population correction of a sample mean over the
 timed items. Either way the timed documents are drawn by the method, not uniformly: the
 projection is a guide, not a design-based estimate. ``saved_seconds`` is the projection
