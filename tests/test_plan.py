@@ -123,9 +123,12 @@ def test_the_rest_runs_whole_where_the_plan_says_it_is_cheaper(rte, tmp_path, ca
         assert result["lower"] == pytest.approx(truth)
         assert result["upper"] == pytest.approx(truth)
         assert "in one call" in said
-    else:  # batch after batch
+    else:  # batch after batch, the plan revised after the first call all the same
         assert max(rte.calls) == 32 and result["rest_whole_at"] is None
         assert len(rte.calls) == math.ceil(result["documents_run"] / 32)
+        assert result["plan_revised"]["revised_at"] == 32
+        plans = [line for line in said.splitlines() if line.startswith("plan: ")]
+        assert len(plans) == 2 and "revised after 32" in plans[1]
     assert result["plan"]["predicted"] >= 0.85 * n
 
 

@@ -194,19 +194,20 @@ class CallSizes:
         if self.whole_at is not None:
             return self.batch
         left = session.n_items - session.n_drawn
-        if self.rest_whole != "auto" or left <= self.batch:
-            return self.batch
+        deciding = self.rest_whole == "auto" and left > self.batch
         if session.n_drawn == 0:
-            if self.plan.share >= WHOLE_SHARE:
+            if deciding and self.plan.share >= WHOLE_SHARE:
                 return self._whole(session, left, f"the plan's {self.plan.share:.0%} of "
                                    f"the task is {WHOLE_SHARE:.0%} or more")
             return self.batch
         value, _, _ = session.estimate()
         revised = self.plan.revised(value, session.n_drawn)
-        if self.revised is None:  # the plan revised after the first call, kept
-            self.revised = revised
+        if self.revised is None:  # the plan revised after the first call, kept (and
+            self.revised = revised  # said, whether or not the rule may run the rest)
             if self.say is not None:
                 self.say(revised.line())
+        if not deciding:
+            return self.batch
         # the loop's time per document since the last call began (the first call's
         # includes one-time costs, compiling among them: no decision on it alone)
         wall, drawn = session.times.wall_seconds(), session.n_drawn
