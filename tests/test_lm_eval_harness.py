@@ -13,6 +13,7 @@ bench extra; skipped otherwise).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import math
@@ -510,6 +511,28 @@ def test_a_task_of_the_include_path_skips_the_harness_index_and_a_group_does_not
         LmEvalInProcess("dummy", "mixed", task_manager=whole)
 
 
+def test_a_task_whose_metric_needs_an_absent_package_says_how_to_install_it(tmp_path):
+    # a task whose metric imports a package that is not installed fails at its loading, in
+    # one line naming the task, the package and what installs it: the harness's own extra
+    # where its metadata names one (langdetect: its ifeval extra), else the package
+    from bayeval.evaluators.harness import LmEvalInProcess, install_hint
+
+    os.environ.update(OFFLINE)
+    _toy_gen_task(tmp_path)
+    (tmp_path / "utils.py").write_text("import bayeval_absent_package  # noqa\n"
+                                       "def score(doc, results):\n    return {}\n")
+    (tmp_path / "needs.yaml").write_text(
+        (tmp_path / "toy_gen.yaml").read_text().replace("task: toy_gen", "task: needs")
+        + "process_results: !function utils.score\n")
+    with pytest.raises(EvaluationError) as raised:
+        LmEvalInProcess.from_args(f"--model dummy --include_path {tmp_path}", "needs")
+    assert str(raised.value) == ("the harness task 'needs' needs the package "
+                                 "'bayeval_absent_package', not installed here: pip install "
+                                 "bayeval_absent_package")
+    assert install_hint("langdetect") == "pip install 'lm-eval[ifeval]'"
+    assert install_hint("sympy") == "pip install 'lm-eval[math]'"
+
+
 def _run_in_process(cli, folder: Path, *args: str) -> tuple[int, str, str]:
     """``bayeval ARGS`` in this process (the ``cli`` fixture), run in ``folder``: (exit
     status, stdout, stderr)."""
@@ -681,42 +704,32 @@ def test_progress_is_a_line_per_batch_on_a_log(workdir, cli):
     assert lines[-1].startswith("evaluating: 16/16 items")
 
 
-def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_path):
-    # the harness's `local-completions` model against an OpenAI-compatible server started
-    # here (127.0.0.1): the in-process evaluator sends exactly the asked documents' prompts,
-    # and their scores are the server's answers graded by the task's own metric
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-    from bayeval.data import ScoreMatrix
-    from bayeval.evaluators.harness import LmEvalInProcess
-    from bayeval.loop.session import Session
-
-    os.environ.update(OFFLINE)
-    (tmp_path / "toy_gen.jsonl").write_text("".join(
+def _toy_gen_task(folder: Path) -> None:
+    """A generative harness task of 30 yes/no questions in ``folder`` (--include_path)."""
+    (folder / "toy_gen.jsonl").write_text("".join(
         json.dumps({"question": f"Is {k} even?", "answer": "yes" if k % 2 == 0 else "no"})
         + "\n" for k in range(30)))
-    (tmp_path / "toy_gen.yaml").write_text(
+    (folder / "toy_gen.yaml").write_text(
         "task: toy_gen\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
-        f"    test: {tmp_path / 'toy_gen.jsonl'}\ntest_split: test\n"
+        f"    test: {folder / 'toy_gen.jsonl'}\ntest_split: test\n"
         "output_type: generate_until\ndoc_to_text: \"{{question}}\"\n"
         "doc_to_target: \"{{answer}}\"\ngeneration_kwargs:\n  until: [\"\\n\"]\n"
         "  max_gen_toks: 4\n  do_sample: false\nmetric_list:\n  - metric: exact_match\n"
         "    aggregation: mean\n    higher_is_better: true\n")
-    prompts: list[str] = []
+
+
+@contextlib.contextmanager
+def _completions_server(answer):
+    """An OpenAI-compatible completions server on 127.0.0.1 (a thread), answering each
+    request's prompts with ``answer(prompts)``, a JSON body; yields its URL."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     class Completions(BaseHTTPRequestHandler):
-        def do_POST(self):  # right on the multiples of 3, wrong elsewhere
+        def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             asked = body["prompt"] if isinstance(body["prompt"], list) else [body["prompt"]]
-            prompts.extend(asked)
-            choices = []
-            for i, prompt in enumerate(asked):
-                k = int(prompt.split()[1])
-                right = "yes" if k % 2 == 0 else "no"
-                text = right if k % 3 == 0 else {"yes": "no", "no": "yes"}[right]
-                choices.append({"index": i, "text": text})
-            data = json.dumps({"choices": choices}).encode()
+            data = json.dumps(answer(asked)).encode()
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
@@ -726,10 +739,43 @@ def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_pa
         def log_message(self, *args):
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Completions)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request, client_address):
+            if not isinstance(sys.exc_info()[1], ConnectionError):
+                super().handle_error(request, client_address)
+            # a client that went away (its requests abandoned) is no fault of the server
+
+    server = Server(("127.0.0.1", 0), Completions)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/v1/completions"
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/completions"
+    finally:
+        server.shutdown()
+
+
+def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_path):
+    # the harness's `local-completions` model against an OpenAI-compatible server started
+    # here (127.0.0.1): the in-process evaluator sends exactly the asked documents' prompts,
+    # and their scores are the server's answers graded by the task's own metric
+    from bayeval.data import ScoreMatrix
+    from bayeval.evaluators.harness import LmEvalInProcess
+    from bayeval.loop.session import Session
+
+    os.environ.update(OFFLINE)
+    _toy_gen_task(tmp_path)
+    prompts: list[str] = []
+
+    def answer(asked):  # right on the multiples of 3, wrong elsewhere
+        prompts.extend(asked)
+        choices = []
+        for i, prompt in enumerate(asked):
+            k = int(prompt.split()[1])
+            right = "yes" if k % 2 == 0 else "no"
+            text = right if k % 3 == 0 else {"yes": "no", "no": "yes"}[right]
+            choices.append({"index": i, "text": text})
+        return {"choices": choices}
+
+    with _completions_server(answer) as url:
         evaluator = LmEvalInProcess.from_args(
             f"--model local-completions --model_args model=toy,base_url={url},"
             f"tokenizer_backend=None,tokenized_requests=False,num_concurrent=1 "
@@ -740,12 +786,58 @@ def test_a_model_behind_a_local_server_is_asked_only_the_chosen_documents(tmp_pa
                                 [f"toy_gen-{k:05d}" for k in range(30)])
         with Session(reference, "served", "random", max_items=12) as session:
             session.run(evaluator, batch=6)
-    finally:
-        server.shutdown()
     asked = [int(item.split("-")[1]) for item, _ in session.observations]
     assert evaluator.launches == 2 and len(asked) == 12
     assert sorted(int(p.split()[1]) for p in prompts) == sorted(asked)  # nothing else sent
     assert [s for _, s in session.observations] == [float(k % 3 == 0) for k in asked]
+
+
+SERVED = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from test_lm_eval_harness import _completions_server
+from bayeval.evaluators.harness import LmEvalInProcess
+mode = ["error"]
+def answer(asked):
+    choices = [{{"index": i, "text": "yes"}} for i in range(len(asked))]
+    return {{"choices": choices[:-1]}} if mode[0] == "short" else {{"error": "overloaded"}}
+items = [f"toy_gen-{{k:05d}}" for k in range(6)]
+with _completions_server(answer) as url:
+    evaluator = LmEvalInProcess.from_args(
+        f"--model local-completions --model_args model=toy,base_url={{url}},"
+        "tokenizer_backend=None,tokenized_requests=False,num_concurrent=4,max_retries=1 "
+        f"--include_path {folder!r}", "toy_gen")
+    missing = evaluator.evaluate_batch(items)
+    mode[0] = "short"
+    short = evaluator.evaluate_batch(items)
+print(json.dumps({{"url": url, "short": [str(e) for e in short],
+                  "missing": [str(e) for e in missing]}}))
+"""
+
+
+def test_a_server_whose_answers_do_not_match_the_prompts_is_named(tmp_path):
+    # a server that answers one completion fewer than the prompts it was sent, or a body
+    # without "choices" (an error in an OpenAI response's place): each document's error
+    # names the server and what its answer lacked (the harness raised "zip() argument 2 is
+    # shorter than argument 1" and "KeyError: 'choices'"); with requests in flight on the
+    # harness's event loop, no traceback of its abandoned requests is printed, up to the
+    # process's exit (a process of its own: asyncio prints them when they are collected)
+    _toy_gen_task(tmp_path)
+    script = tmp_path / "served.py"
+    script.write_text(SERVED.format(tests=str(Path(__file__).parent), folder=str(tmp_path)))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env={**os.environ, **OFFLINE}, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    url = out["url"]
+    assert out["short"] == [f"the server at {url} answered fewer completions than the "
+                            "prompts it was sent (generate_until: ValueError: zip() "
+                            "argument 2 is shorter than argument 1)"] * 6
+    for got in out["missing"]:
+        assert got.startswith(f"the server at {url} answered without the field 'choices' "
+                              "that an OpenAI-style completions response holds")
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
 
 
 def test_a_suite_of_separate_harness_tasks_loads_the_model_once(tmp_path, cli, killed_when):

@@ -172,6 +172,35 @@ def test_a_batch_function_is_called_once_per_batch(tmp_path, interrupt_after):
     assert set(sizes) == {8} and result.items_used == 64
 
 
+def test_documents_run_again_after_an_interruption_are_counted(tmp_path):
+    """A batch interrupted while the model ran it: its 8 documents were sent, their scores
+    never journaled; the resume sends them again. ``documents_run`` is every document the
+    function was called on over both processes' lives (not the 24 told), and
+    ``documents_rerun`` the 8 sent twice; the summary says both."""
+    journal = tmp_path / "rerun.jsonl"
+    sent: list[str] = []
+
+    @bayeval.batched
+    def score(items: list[str]) -> list[float]:
+        sent.extend(items)
+        if len(sent) == 24:  # the third batch: the model ran it, the run stops
+            raise KeyboardInterrupt
+        return [TRUTH[i] for i in items]
+
+    with pytest.raises(KeyboardInterrupt):
+        bayeval.evaluate(dataset="rte", model=MODEL, evaluator=score, batch=8,
+                         journal=journal, limit=32, progress=False)
+    assert len(_told(journal)) == 16
+    result = bayeval.resume(journal, evaluator=score, progress=False)
+    assert result.items_used == 32 and len(sent) == 40
+    assert result["documents_run"] == result.documents_run == len(sent) == 40
+    assert result["documents_rerun"] == 8
+    assert "8 run again after an interruption" in result.summary()
+    # a second resume of the finished journal counts the same
+    again = bayeval.resume(journal, evaluator=score, progress=False)
+    assert again["documents_run"] == 40 and again["documents_rerun"] == 8
+
+
 def test_an_async_function_runs_8_in_flight_on_one_event_loop(tmp_path, interrupt_after):
     """An ``async`` evaluator with concurrency 8: 8 coroutines in flight at once on one
     event loop thread; interrupted and resumed, nothing lost."""

@@ -174,3 +174,15 @@ def test_a_suite_named_like_one_of_its_tasks_is_refused():
         assert "like one of its tasks" in str(exc)
     else:
         raise AssertionError("a suite named like its task was accepted")
+
+
+def test_a_suites_result_says_the_documents_each_task_and_the_suite_ran(tmp_path):
+    """A suite's result holds ``documents_run`` for the whole suite and for each task (the
+    audit found none): on the oracle every drawn document is in the estimate, so the
+    tasks' counts add up to the suite's and to the items used."""
+    result = bayeval.evaluate(suite=Path(__file__).parents[1] / "examples/suites/"
+                              "open_llm_leaderboard.toml", limit=40, progress=False)
+    tasks = result["tasks"]
+    assert result["documents_run"] == sum(t["documents_run"] for t in tasks) == 40
+    assert [t["documents_run"] for t in tasks] == [t["items_used"] for t in tasks]
+    assert result["documents_rerun"] == 0

@@ -431,8 +431,10 @@ def _result(session, journaled: EvaluatorSettings, matrix, evaluate_fn) -> dict[
         "items_used": session.n_observed,
         "items_evaluated": session.n_evaluated,
         "items_drawn": session.n_drawn,
-        # what the model ran (the user's cost): every drawn item's evaluation
-        "documents_run": session.n_drawn,
+        # what the model ran (the user's cost): every drawn item's evaluation, and the
+        # ones run again after a kill or interruption (their first scores never journaled)
+        "documents_run": session.documents_sent,
+        "documents_rerun": session.documents_rerun,
         # RS-Mean's items for this width at this estimate
         "random_items_for_width": items_for_width(value, upper - lower, session.n_items,
                                                   session.method.level),

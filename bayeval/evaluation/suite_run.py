@@ -483,7 +483,8 @@ def _run(run, evaluators, batch, watch, label, journal, truths, group,
     first = run.sessions[0]
     metrics = {s.reference.metadata.get("metric") for s in run.sessions}
     for row, session in zip(result["tasks"], run.sessions, strict=True):
-        row["documents_run"] = session.n_drawn  # what the model ran of this task
+        row["documents_run"] = session.documents_sent  # what the model ran of this task
+        row["documents_rerun"] = session.documents_rerun
     data = {"suite": label, "metric": metrics.pop() if len(metrics) == 1 else None,
             "group": label if group else None, "group_mean": group_mean,
             **result, "true_score": true_avg,
@@ -496,7 +497,8 @@ def _run(run, evaluators, batch, watch, label, journal, truths, group,
             "level": first.method.level, "seed": first.seed, "epsilon": run.rule.epsilon,
             "task_epsilon": run.rule.task_epsilon,
             "journal": None if journal is None else str(journal),
-            "documents_run": int(sum(s.n_drawn for s in run.sessions)),
+            "documents_run": int(sum(s.documents_sent for s in run.sessions)),
+            "documents_rerun": int(sum(s.documents_rerun for s in run.sessions)),
             **_harness_counts(evaluators)}
     return make_result(data, [(n, s.history) for n, s in zip(run.names, run.sessions,
                                                              strict=True)])

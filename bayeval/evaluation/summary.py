@@ -153,10 +153,14 @@ def _single(r: dict[str, Any]) -> Summary:
     rows.append(("items used", _items_used(r)))
     live = r.get("evaluator") != EvaluatorKind.oracle.value
     if live and "documents_run" in r:
-        late = r["documents_run"] - r["items_used"] - r["items_skipped"]
+        again = r.get("documents_rerun") or 0
+        late = r["documents_run"] - again - r["items_used"] - r["items_skipped"]
+        notes = [f"{again} run again after an interruption: their first runs' scores were "
+                 "never journaled"] if again else []
+        if late > 0:
+            notes.append(f"{late} not in the estimate: in flight when the run ended")
         rows.append(("documents run", f"{r['documents_run']}" + (
-            " (every one in the estimate)" if late <= 0 else
-            f" ({late} not in the estimate: in flight when the run ended)")))
+            f" ({'; '.join(notes)})" if notes else " (every one in the estimate)")))
     rs = r.get("random_items_for_width")
     if rs is not None and r["method"] != "random":
         saved = 1.0 - r["items_evaluated"] / rs if rs else 0.0

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -402,6 +403,13 @@ class LmEvalInProcess(HarnessEvaluator):
         except (KeyError, ValueError) as exc:
             raise EvaluationError(_unknown_task(task, getattr(self.tasks, "include_path",
                                                               None), exc)) from None
+        except ImportError as exc:  # its metric's package: langdetect for ifeval, …
+            module = (exc.name or "").split(".")[0]
+            if not module:
+                raise EvaluationError(f"the harness could not load task {task!r}: "
+                                      f"{type(exc).__name__}: {exc}") from None
+            raise EvaluationError(f"the harness task {task!r} needs the package {module!r}, "
+                                  f"not installed here: {install_hint(module)}") from None
         except Exception as exc:  # its dataset cannot be read: offline, no access, …
             raise EvaluationError(f"the harness could not load task {task!r}: "
                                   f"{type(exc).__name__}: {str(exc)[:160]}") from None
@@ -425,6 +433,11 @@ class LmEvalInProcess(HarnessEvaluator):
             return (maker.create_from_arg_obj(model_args, build) if isinstance(
                 model_args, dict) else maker.create_from_arg_string(model_args, build))
         except Exception as exc:  # a model's loader raises anything
+            twice = re.search(r"multiple values for keyword argument '(\w+)'", str(exc))
+            if twice and twice.group(1) in build:  # as the harness's own run refuses it
+                raise EvaluationError(
+                    f"--model_args sets {twice.group(1)}, which the harness passes on its "
+                    f"own: give it as --{twice.group(1)} instead") from None
             raise EvaluationError(f"the harness could not load model {model!r} with "
                                   f"{model_args!r}: {type(exc).__name__}: "
                                   f"{str(exc)[:160]}") from None
@@ -593,6 +606,28 @@ def _configure_task(task: Any, num_fewshot: int | None, gen_kwargs: Any,
     elif task.get_config("num_fewshot") is None:
         task.set_config(key="num_fewshot", value=0)
     task.set_fewshot_seed(seed=fewshot_seed)
+
+
+def install_hint(module: str) -> str:
+    """How to install ``module`` for the harness: the harness's own extras that require it
+    (its installed metadata, e.g. ``langdetect`` → ``pip install 'lm-eval[ifeval]'``),
+    else the package of that name."""
+    import importlib.metadata
+
+    want = module.lower().replace("-", "_")
+    try:
+        requires = importlib.metadata.requires("lm-eval") or []
+    except importlib.metadata.PackageNotFoundError:
+        requires = []
+    extras = set()
+    for line in requires:
+        found = re.match(r"\s*([A-Za-z0-9_.-]+).*extra\s*==\s*[\"']([^\"']+)", line)
+        if found and found.group(1).lower().replace("-", "_") == want:
+            extras.add(found.group(2))
+    tasks = sorted(e for e in extras if e not in ("dev", "tasks", "all"))
+    if tasks:
+        return f"pip install 'lm-eval[{tasks[0]}]'"
+    return f"pip install {module}"
 
 
 def _unknown_task(task: str, include_path: Any, exc: Exception) -> str:

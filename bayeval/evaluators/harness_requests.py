@@ -22,7 +22,9 @@ harness logs with ``--log_samples`` (the same fields, the same hashes). No per-b
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import time
 from collections import defaultdict
 from collections.abc import Collection, Sequence
@@ -180,6 +182,57 @@ def padded_size(requests: Sequence[Any], batch_size: int) -> float:
     return total
 
 
+class _AbandonedTasks(logging.Filter):
+    """Drops asyncio's "Task exception was never retrieved" for the harness's API
+    requests (their traceback passes through ``lm_eval/models/api_models.py``)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if "exception was never retrieved" not in str(record.msg):
+            return True
+        tb = record.exc_info[2] if record.exc_info else None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename.endswith(_API_MODELS):
+                return False
+            tb = tb.tb_next
+        return True
+
+
+_API_MODELS = "lm_eval/models/api_models.py"
+_ABANDONED = _AbandonedTasks()
+
+
+def _forget_abandoned_tasks() -> None:
+    """A harness API model gathers its requests on an event loop; once one fails the
+    others go on failing in the background, their exceptions never retrieved, and asyncio
+    prints a traceback for each when it is collected: the same failure, which the caller
+    reports once. Those lines are dropped (for the harness's requests only) from the first
+    failure on."""
+    log = logging.getLogger("asyncio")
+    if _ABANDONED not in log.filters:
+        log.addFilter(_ABANDONED)
+    gc.collect()
+
+
+def model_failure(lm: Any, kind: str, exc: Exception) -> str:
+    """One line for a model call that raised: for a model behind a server (the harness's
+    API models have a ``base_url``), what the server's answer lacked, named."""
+    text = f"{kind}: {type(exc).__name__}: {str(exc)[:160]}"
+    url = getattr(lm, "base_url", None)
+    if not url:
+        return f"the model's {text.replace(': ', ' failed: ', 1)}"
+    said = str(exc)
+    if isinstance(exc, KeyError):
+        what = (f"answered without the field {exc} that an OpenAI-style completions "
+                "response holds")
+    elif "zip()" in said and "argument 2 is shorter" in said:
+        what = "answered fewer completions than the prompts it was sent"
+    elif "zip()" in said and "argument 2 is longer" in said:
+        what = "answered more completions than the prompts it was sent"
+    else:
+        what = "failed"
+    return f"the server at {url} {what} ({text})"
+
+
 def run_documents(lm: Any, batch: dict[str, tuple[PreparedTask, list[int]]]) -> float:
     """Run the requests of every ``(task, docs)`` of ``batch`` on ``lm``: one call per
     request type for all of them (each request repeated ``repeats`` times, as the full run
@@ -195,8 +248,8 @@ def run_documents(lm: Any, batch: dict[str, tuple[PreparedTask, list[int]]]) -> 
         try:
             answers = getattr(lm, kind)(requests)
         except Exception as exc:  # the model raises anything
-            raise EvaluationError(f"the model's {kind} failed: {type(exc).__name__}: "
-                                  f"{str(exc)[:160]}") from None
+            _forget_abandoned_tasks()
+            raise EvaluationError(model_failure(lm, kind, exc)) from None
         spent += time.perf_counter() - began
         if len(answers) != len(requests):
             raise EvaluationError(f"the model's {kind} answered {len(answers)} of "
@@ -206,4 +259,5 @@ def run_documents(lm: Any, batch: dict[str, tuple[PreparedTask, list[int]]]) -> 
     return spent
 
 
-__all__ = ["BUILD_SETTINGS", "PreparedTask", "padded_size", "request_size", "run_documents"]
+__all__ = ["BUILD_SETTINGS", "PreparedTask", "model_failure", "padded_size", "request_size",
+           "run_documents"]

@@ -34,6 +34,7 @@ class DrawOrder:
         self._applied_rounds = 0  # with draw-order application: the prefix applied
         self._arrived: dict[int, tuple[str, Any]] = {}  # cell → ("tell", s) | ("skip", why)
         self._reissue: list[int] = []  # rounds asked before a resume and not yet answered
+        self._reasked = 0  # of those, the ones asked again (run twice by the evaluator)
 
     @property
     def _streams(self) -> bool:

@@ -206,6 +206,9 @@ class Session(SessionJournal, DrawOrder):
             return self._draw_with_replacement()
         again = [self.cells.asked(c) for c in self._reissue[:k]]
         del self._reissue[:len(again)]
+        if again:  # sent to the model a second time: journaled, so the cost adds up
+            self._reasked += len(again)
+            self._append({"event": "reask", "count": len(again)})
         if again or self.done:
             return again
         available = self._available()
@@ -221,6 +224,19 @@ class Session(SessionJournal, DrawOrder):
         """Items asked before a resume whose scores the journal does not hold: the next
         :meth:`ask` returns them first."""
         return len(self._reissue)
+
+    @property
+    def documents_rerun(self) -> int:
+        """Asks sent to the evaluator again after a resume, their first run's score never
+        journaled (the process was killed or interrupted while they ran)."""
+        return self._reasked
+
+    @property
+    def documents_sent(self) -> int:
+        """Every document sent to the evaluator over the journal's life: :attr:`n_drawn`
+        plus :attr:`documents_rerun` (what the model was asked to run, the user's
+        cost)."""
+        return self.n_drawn + self._reasked
 
     @property
     def n_drawn(self) -> int:

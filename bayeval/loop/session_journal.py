@@ -74,6 +74,13 @@ class SessionJournal(JournalFile):
                 raise JournalError(f"{where}: budget {budget!r} is not a whole number ≥ 1")
             self.max_items = budget
             return
+        if kind == "reask":  # asks of an earlier process sent again after its resume
+            count = event.get("count")
+            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+                raise JournalError(f"{where}: re-ask count {count!r} is not a whole number "
+                                   "≥ 1")
+            self._reasked += count
+            return
         with self._record_errors(where):
             item = str(event["item"])
             target = event.get("target") if self.several else None
