@@ -3,9 +3,10 @@ package and the current one, so that the table shows it failing before and passi
 
     python bench/fixed_tests.py --before 6c8e540 --out docs/results/reliability_round5.md
 
-The tests are the working tree's (``tests/``); each commit is unpacked with ``git archive``
-and put first on ``PYTHONPATH``, so the tests import that commit's ``bayeval`` (and the
-commands they start run it). A test that fails before shows the class was there; one that
+The tests are the working tree's (``tests/``): the earlier commit is unpacked with ``git
+archive``, the tests copied into it, and run there with that folder first on
+``PYTHONPATH``, so that they import that commit's ``bayeval`` (and the commands they start
+run it). A test that fails before shows the class was there; one that
 passes now shows it is fixed.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,19 +68,29 @@ CLASSES: list[tuple[str, list[str]]] = [
 
 
 def run_tests(tree: Path | None, tests: list[str]) -> dict[str, str]:
-    """Each test's outcome (passed, failed, error) with ``tree``'s package first on the
-    path (None: the working tree's)."""
-    env = dict(os.environ)
+    """Each test's outcome (passed, failed, error) on ``tree``'s package, the working
+    tree's tests copied into it (None: the working tree's package)."""
+    env, where = dict(os.environ), ROOT
     if tree is not None:
+        shutil.rmtree(tree / "tests", ignore_errors=True)
+        shutil.copytree(ROOT / "tests", tree / "tests",
+                        ignore=shutil.ignore_patterns("__pycache__"))
         env["PYTHONPATH"] = f"{tree}{os.pathsep}{env.get('PYTHONPATH', '')}"
+        where = tree
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rA", "-p",
-                           "no:cacheprovider", "-n", "2", *tests], cwd=ROOT, env=env,
+                           "no:cacheprovider", "-n", "2", *tests], cwd=where, env=env,
                           capture_output=True, text=True)
+    imported = subprocess.run([sys.executable, "-c", "import bayeval; print(bayeval.__file__)"],
+                              cwd=where, env=env, capture_output=True, text=True).stdout
+    if not imported.startswith(str(where)):
+        raise RuntimeError(f"the tests in {where} would import {imported.strip()}")
     found = {}
-    for line in done.stdout.splitlines():
-        hit = re.match(r"(PASSED|FAILED|ERROR) (\S+)", line)
+    for line in done.stdout.splitlines():  # -rA's summary: "FAILED test - why"
+        hit = re.match(r"(PASSED|FAILED|ERROR) (\S+)(?: - (.*))?", line)
         if hit:
-            found[hit.group(2).split("[")[0]] = hit.group(1).lower()
+            why = (hit.group(3) or "").replace("|", "/")[:90]
+            found[hit.group(2).split("[")[0]] = hit.group(1).lower() + (
+                f": `{why}`" if why else "")
     return {t: found.get(t, "not run") for t in tests}
 
 

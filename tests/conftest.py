@@ -54,11 +54,11 @@ if _LEVEL != "default":
          "--xla_cpu_use_fusion_emitters=false"]).strip()
 os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
 keep_compiled_programs()
-# No test reaches the network (CI has the package registries only): the Hugging Face
-# libraries are told so before any of them is imported, since they read it at import
 # a live run's plan simulates its method on stand-ins before it starts (seconds each, a
 # program compiled per world): the tests of the plan turn it on where they test it
 os.environ["BAYEVAL_PLAN"] = "off"
+# No test reaches the network (CI has the package registries only): the Hugging Face
+# libraries are told so before any of them is imported, since they read it at import
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

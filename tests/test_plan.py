@@ -80,6 +80,39 @@ def test_the_plans_numbers():
     assert json.loads(json.dumps(plan.to_dict()))["share"] == 0.45
 
 
+def test_the_plan_revised_by_the_targets_own_width():
+    # stand-ins whose documents follow the finite-sample law exactly, 1.2 × 1/(ε²/k + 1/N)
+    # with k = w²/(1/n − 1/N) read after a first call of 32 (the law the revision assumes,
+    # built here from its statement): by width alone, a target as wide as one of them after
+    # its own 32 needs what that one needed. The revision is the geometric mean of that and
+    # the 3 stand-ins nearest its score (estimate 0.5: scores 0.4, 0.6, 0.2, whose median
+    # is the 0.4 stand-in's documents); never above N, never below what it ran; without
+    # the stand-ins' widths, the nearest scores alone
+    big_n, eps, first = 1000, 0.1, 32
+    widths = (0.1, 0.2, 0.3, 0.4)
+
+    def law(w):
+        k = w * w / (1 / first - 1 / big_n)
+        return 1.2 / (eps * eps / k + 1 / big_n)
+
+    docs = tuple(round(law(w)) for w in widths)
+    plan = Plan("t", big_n, "active-pai", 32, ("a", "b", "c", "d"), (0.2, 0.4, 0.6, 0.9),
+                docs, int(np.median(docs)), min(docs), max(docs), epsilon=eps,
+                first_call=first, stand_in_widths=widths)
+    by_score = docs[1]
+    for w in (*widths, 0.8):
+        rev = plan.revised(0.5, first, w)
+        assert abs(rev.predicted - math.sqrt(law(w) * by_score)) <= 1  # (docs rounded)
+        assert rev.low <= rev.predicted <= rev.high and rev.width == w
+    # by width, more than the task: the task's N, then the mean with the nearest scores'
+    assert plan.revised(0.5, first, 50.0).predicted == round(math.sqrt(big_n * by_score))
+    assert plan.revised(0.5, 300, 0.0).predicted == 300  # nothing more to run
+    assert "interval width 0.200" in plan.revised(0.5, first, 0.2).line()
+    no_widths = replace(plan, stand_in_widths=())
+    alone = no_widths.revised(0.5, first, 0.2)
+    assert alone.width is None and alone.predicted == by_score
+
+
 @pytest.fixture(scope="module")
 def rte():
     matrix = load_dataset("rte")

@@ -12,7 +12,9 @@ costs are stated (``seconds_per_document`` a full run pays per document,
 it says so, and what would save more.
 
 :func:`evaluate` prints the plan's line first, and after the first call the plan revised
-with the target's own scores (the stand-ins whose scores are nearest its estimate).
+with the target's own scores (:meth:`Plan.revised`: the stand-ins whose scores are nearest
+its estimate, and its interval's width against the stand-ins' widths after their first
+call).
 
 **The rule** (:class:`CallSizes`, ``rest_whole="auto"``, the default): bayeval runs the rest
 of the task in one call (the harness packs it as a full run does; the estimate is then the
@@ -68,6 +70,10 @@ class Plan:
     revised_at: int = 0  # documents of the target's own scored when revised (0: not)
     estimate: float | None = None  # the target's estimate the revision used
     seconds: float = 0.0  # what making the plan took (its simulated runs)
+    epsilon: float | None = None  # the stop's width (None: a stop without one)
+    first_call: int = 0  # documents in the first call, where the widths below are read
+    stand_in_widths: tuple[float, ...] = ()  # each stand-in's interval width there
+    width: float | None = None  # the target's own width the revision used
 
     @property
     def share(self) -> float:
@@ -99,8 +105,9 @@ class Plan:
 
     def line(self) -> str:
         """One line: the prediction, its share and time, the verdict."""
+        own = ("" if self.width is None else f", interval width {self.width:.3f}")
         basis = (f"revised after {self.revised_at} of the target's own documents "
-                 f"(estimate {self.estimate:.3f})" if self.revised_at else
+                 f"(estimate {self.estimate:.3f}{own})" if self.revised_at else
                  f"from {len(self.stand_ins)} reference models standing in")
         timed = ("" if self.seconds_per_document is None else
                  f", ≈ {self.time_ratio:.2f}× a full run's time")
@@ -125,16 +132,63 @@ class Plan:
         return {**asdict(self), "share": self.share, "time_ratio": self.time_ratio,
                 "little_saving": self.little_saving, "line": self.line()}
 
-    def revised(self, estimate: float, scored: int, count: int = 3) -> Plan:
-        """The plan narrowed to the ``count`` stand-ins whose scores are nearest the
-        target's ``estimate`` after ``scored`` documents of its own (never below those)."""
+    def revised(self, estimate: float, scored: int, width: float | None = None,
+                observed: int | None = None, count: int = 3) -> Plan:
+        """The plan revised with the target's own scores, two ways: by the ``count``
+        stand-ins whose scores are nearest its ``estimate`` (a score near 0 or 1 needs
+        fewer documents), and by its interval ``width`` after ``observed`` scores of its
+        own (default ``scored``) against the stand-ins' widths after their first call
+        (:meth:`_by_width`: how well the references predict this target). Where both are
+        known the revision is their geometric mean (median, low and high each: two
+        predictions with errors of their own, docs/results/plan_accuracy.md), else the
+        first. Never below ``scored``, the documents already run."""
         from bayeval.loop.plan import nearest_stand_ins
 
-        near = np.asarray(self.stand_in_documents)[
+        near = np.asarray(self.stand_in_documents, np.float64)[
             nearest_stand_ins(self.stand_in_scores, estimate, count)]
-        return replace(self, predicted=max(int(np.median(near)), scored),
-                       low=max(int(near.min()), scored), high=max(int(near.max()), scored),
-                       revised_at=scored, estimate=float(estimate))
+        middle, low, high = float(np.median(near)), float(near.min()), float(near.max())
+        by_width = self._by_width(width, scored if observed is None else observed)
+        if by_width is not None:
+            middle, low, high = (math.sqrt(max(a, 1.0) * max(b, 1.0)) for a, b in
+                                 zip((middle, low, high), by_width, strict=True))
+
+        def at_least(x: float) -> int:
+            return max(min(round(x), self.documents), scored)
+
+        return replace(self, predicted=at_least(middle), low=at_least(low),
+                       high=at_least(high), revised_at=scored, estimate=float(estimate),
+                       width=None if by_width is None else float(width))
+
+    def _by_width(self, width: float | None, scored: int
+                  ) -> tuple[float, float, float] | None:
+        """(median, low, high) of the documents needed, from the target's own interval
+        width w after n = ``scored`` documents: as an interval's squared width goes,
+        w² ≈ k (1/n − 1/N) (a sample of n of N documents), so the width ε is reached at
+        D = 1 / (ε²/k + 1/N). Each stand-in's run gives k_s from its width after the
+        first call and the ratio c_s of the documents it needed to its own D_s; the
+        target's D is scaled by their median (the range by their least and greatest).
+        None where no width is known or no stand-in's is."""
+        n, big_n = scored, self.documents
+        if (width is None or self.epsilon is None or not self.stand_in_widths
+                or not 0 < n < big_n or not math.isfinite(width)):
+            return None
+        ws = np.asarray(self.stand_in_widths, np.float64)
+        docs = np.asarray(self.stand_in_documents, np.float64)
+        first = self.first_call
+        usable = np.isfinite(ws) & (ws > 0) & (0 < first < big_n)
+        if not usable.any():
+            return None
+
+        def needed(w: np.ndarray | float, at: int) -> np.ndarray:
+            k = np.asarray(w, np.float64) ** 2 / (1.0 / at - 1.0 / big_n)
+            return 1.0 / (self.epsilon ** 2 / k + 1.0 / big_n)
+
+        ratios = docs[usable] / needed(ws[usable], first)
+        if width <= 0:
+            return float(n), float(n), float(n)
+        own = float(needed(width, n))
+        return tuple(min(own * float(r), float(big_n))  # (no more than the task)
+                     for r in (np.median(ratios), ratios.min(), ratios.max()))
 
 
 def plan_wanted(setting: bool | None, evaluator_kind: str) -> bool:
@@ -166,13 +220,18 @@ def plan_of(session: Any, batch: int, concurrency: int = 1, task: str = "",
                          seed=session.seed)
     docs = runs.documents
     names = tuple(str(session.reference.models[r]) for r in runs.rows)
+    epsilon = method.params.get("epsilon")
+    first = 1 if one_at_a_time else max(batch, concurrency, 1)
     return Plan(task=task, documents=session.n_items, method=method.name,
                 batch=max(batch, 1), stand_ins=names,
                 stand_in_scores=tuple(float(x) for x in runs.scores),
                 stand_in_documents=tuple(int(x) for x in docs),
                 predicted=int(np.median(docs)), low=int(docs.min()), high=int(docs.max()),
                 seconds_per_document=seconds_per_document,
-                seconds_per_call=seconds_per_call, seconds=time.perf_counter() - began)
+                seconds_per_call=seconds_per_call, seconds=time.perf_counter() - began,
+                epsilon=None if epsilon is None else float(epsilon),
+                first_call=min(first, session.n_items),
+                stand_in_widths=tuple(float(x) for x in runs.first_width))
 
 
 class CallSizes:
@@ -200,8 +259,9 @@ class CallSizes:
                 return self._whole(session, left, f"the plan's {self.plan.share:.0%} of "
                                    f"the task is {WHOLE_SHARE:.0%} or more")
             return self.batch
-        value, _, _ = session.estimate()
-        revised = self.plan.revised(value, session.n_drawn)
+        value, lower, upper = session.estimate()
+        revised = self.plan.revised(value, session.n_drawn, upper - lower,
+                                    session.n_observed)
         if self.revised is None:  # the plan revised after the first call, kept (and
             self.revised = revised  # said, whether or not the rule may run the rest)
             if self.say is not None:

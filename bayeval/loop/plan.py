@@ -37,6 +37,7 @@ class StandIns(NamedTuple):
     rows: np.ndarray  # (S,) the stand-ins' rows in the reference
     scores: np.ndarray  # (S,) their full scores
     documents: np.ndarray  # (S,) documents each run needed (drawn at the stop)
+    first_width: np.ndarray  # (S,) each run's interval width after its first call
 
 
 def _fold_size(models: int) -> int:
@@ -65,6 +66,8 @@ def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: in
     folds = math.ceil(rows.size / per_fold)
     documents = np.zeros(rows.size, np.int64)
     n = scores.shape[1]
+    first = min(max(batch, concurrency), n) - 1  # the step after the first call's scores
+    widths = np.full(rows.size, np.nan)
     for f in range(folds):
         # every fold spans the range: stand-ins f, f + folds, …; a fold short of
         # per_fold is filled with other stand-ins, whose runs there are not counted (the
@@ -79,7 +82,8 @@ def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: in
         at_stop = run.drawn_at_stop if run.drawn_at_stop is not None else run.stop_n
         for j, s in enumerate(fill[:members.size]):
             documents[s] = int(at_stop[j]) if at_stop[j] > 0 else n
-    return StandIns(rows, scores[rows].mean(axis=1), documents)
+            widths[s] = run.upper[j, first] - run.lower[j, first]
+    return StandIns(rows, scores[rows].mean(axis=1), documents, widths)
 
 
 def nearest_stand_ins(scores: np.ndarray, score: float, count: int = 3) -> np.ndarray:
