@@ -1,7 +1,8 @@
 """A round's fixes, each with its test: every test run against an earlier commit's
 package and the current one, so that the table shows it failing before and passing now.
 
-    python bench/fixed_tests.py --before 6c8e540 --out docs/results/reliability_round5.md
+    python bench/fixed_tests.py --before da93545,6c8e540 \
+        --out docs/results/reliability_round5.md
 
 The tests are the working tree's (``tests/``): the earlier commit is unpacked with ``git
 archive``, the tests copied into it, and run there with that folder first on
@@ -34,8 +35,9 @@ CLASSES: list[tuple[str, list[str]]] = [
     ("unbounded retries through a run file or Python (retries 10**9)",
      ["tests/test_setting_checks.py::test_a_bad_setting_is_one_line_naming_it_before_any_"
       "journal"]),
-    ("silently changed or ignored (seed 1.5, epsilon 5 or nan, subtasks 'no')",
-     ["tests/test_python_api.py::test_names_old_and_new_and_overrides"]),
+    ("silently changed or ignored (seed 1.5 or -1, subtasks 'no', epsilon 5 or 1e308)",
+     ["tests/test_setting_checks.py::test_a_run_file_never_changes_or_ignores_a_bad_"
+      "value"]),
     ("a suite's task journal resumed on its own",
      ["tests/test_setting_checks.py::test_a_suites_task_journal_is_not_resumed_on_its_own"]),
     ("a suite named like one of its tasks",
@@ -70,7 +72,7 @@ CLASSES: list[tuple[str, list[str]]] = [
 def run_tests(tree: Path | None, tests: list[str]) -> dict[str, str]:
     """Each test's outcome (passed, failed, error) on ``tree``'s package, the working
     tree's tests copied into it (None: the working tree's package)."""
-    env, where = dict(os.environ), ROOT
+    env, where = {**os.environ, "COLUMNS": "400"}, ROOT  # (the summary's reasons whole)
     if tree is not None:
         shutil.rmtree(tree / "tests", ignore_errors=True)
         shutil.copytree(ROOT / "tests", tree / "tests",
@@ -96,16 +98,19 @@ def run_tests(tree: Path | None, tests: list[str]) -> dict[str, str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", default="6c8e540", help="the commit before the fixes")
+    parser.add_argument("--before", default="da93545,6c8e540",
+                        help="comma-separated commits before the fixes, a column each")
     parser.add_argument("--out", type=Path, default=None, help="markdown table to write")
     opts = parser.parse_args()
     tests = sorted({t for _, ts in CLASSES for t in ts})
+    before: dict[str, dict[str, str]] = {}
     with tempfile.TemporaryDirectory() as root:
-        tree = Path(root) / "before"
-        tree.mkdir()
-        sha = unpack_commit(opts.before, tree)
-        print(f"running {len(tests)} tests on {sha} …", file=sys.stderr, flush=True)
-        before = run_tests(tree, tests)
+        for commit in opts.before.split(","):
+            tree = Path(root) / commit.replace("/", "_")
+            tree.mkdir()
+            sha = unpack_commit(commit, tree)
+            print(f"running {len(tests)} tests on {sha} …", file=sys.stderr, flush=True)
+            before[sha] = run_tests(tree, tests)
     now_sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
                              capture_output=True, text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "bayeval"], cwd=ROOT,
@@ -113,11 +118,13 @@ def main() -> None:
     now_label = now_sha + (" + working tree" if dirty else "")
     print(f"running {len(tests)} tests on {now_label} …", file=sys.stderr, flush=True)
     now = run_tests(None, tests)
-    lines = [f"| class | test | {sha} (before) | {now_label} (now) |", "|---|---|---|---|"]
+    lines = ["| class | test | " + " | ".join(f"{sha} (before)" for sha in before)
+             + f" | {now_label} (now) |", "|---|---|" + "---|" * (len(before) + 1)]
     for name, ts in CLASSES:
         for t in ts:
+            cells = [b[t] for b in before.values()] + [now[t]]
             lines.append(f"| {name} | `{t.split('::')[1]}` ({t.split('::')[0]}) | "
-                         f"{before[t]} | {now[t]} |")
+                         + " | ".join(cells) + " |")
     write_table(lines, opts.out)
 
 

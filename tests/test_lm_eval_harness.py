@@ -515,7 +515,7 @@ def test_a_task_whose_metric_needs_an_absent_package_says_how_to_install_it(tmp_
     # a task whose metric imports a package that is not installed fails at its loading, in
     # one line naming the task, the package and what installs it: the harness's own extra
     # where its metadata names one (langdetect: its ifeval extra), else the package
-    from bayeval.evaluators.harness import LmEvalInProcess, install_hint
+    from bayeval.evaluators.harness import LmEvalInProcess
 
     os.environ.update(OFFLINE)
     _toy_gen_task(tmp_path)
@@ -529,6 +529,8 @@ def test_a_task_whose_metric_needs_an_absent_package_says_how_to_install_it(tmp_
     assert str(raised.value) == ("the harness task 'needs' needs the package "
                                  "'bayeval_absent_package', not installed here: pip install "
                                  "bayeval_absent_package")
+    from bayeval.evaluators.harness import install_hint
+
     assert install_hint("langdetect") == "pip install 'lm-eval[ifeval]'"
     assert install_hint("sympy") == "pip install 'lm-eval[math]'"
 

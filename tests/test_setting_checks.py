@@ -186,3 +186,22 @@ def test_a_suites_result_says_the_documents_each_task_and_the_suite_ran(tmp_path
     assert result["documents_run"] == sum(t["documents_run"] for t in tasks) == 40
     assert [t["documents_run"] for t in tasks] == [t["items_used"] for t in tasks]
     assert result["documents_rerun"] == 0
+
+
+def test_a_run_file_never_changes_or_ignores_a_bad_value(tmp_path):
+    """A run file's bad value is refused in one line naming it, never truncated or read
+    otherwise (a fractional or negative seed was taken as it came, ``subtasks = "no"``
+    read as true)."""
+    from bayeval.evaluation import RunSettings
+
+    for line in ('seed = 1.5', 'seed = -1', 'subtasks = "no"', 'epsilon = 5',
+                 'epsilon = 1e308'):
+        file = tmp_path / "run.toml"
+        file.write_text(f'{line}\n[[tasks]]\ndataset = "rte"\n')
+        name = line.split(" = ")[0]
+        try:
+            RunSettings.from_file(file)
+        except BayevalError as exc:
+            _one_line_naming(str(exc), name)
+        else:
+            raise AssertionError(f"{line} was accepted")
