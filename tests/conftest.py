@@ -195,6 +195,7 @@ METHOD_SETTINGS = {
     "bayesame-joint": {"refit_every": 6, "adam_steps": 5, "window": 4, "epsilon": 0.4,
                        "pending": 4},
     "faq": {"budget": 18, "k": 2},
+    "fluid": {"epsilon": 0.6, "n_min": 5},
     # NUTS fits after the 1st, 6th, 12th and 18th observation, short chains
     "irt": {"refit_every": 6, "first_fits": "", "num_warmup": 30, "num_samples": 30,
             "num_chains": 2},

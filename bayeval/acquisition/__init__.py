@@ -14,7 +14,12 @@ from bayeval.acquisition.base import (
     uniform_floor,
 )
 from bayeval.acquisition.hybrid import faq_rule, hybrid_probabilities
-from bayeval.acquisition.info_gain import bayesame_rule, info_gain, information_gain
+from bayeval.acquisition.info_gain import (
+    bayesame_rule,
+    fisher_information,
+    info_gain,
+    information_gain,
+)
 from bayeval.acquisition.policies import (
     Policy,
     argmax,
@@ -48,6 +53,7 @@ __all__ = [
     "exploration",
     "exploration_weight",
     "faq_rule",
+    "fisher_information",
     "hybrid_probabilities",
     "info_gain",
     "information_gain",

@@ -36,6 +36,22 @@ def info_gain() -> Rule:
     return rule
 
 
+def fisher_information() -> Rule:
+    """The maximum-Fisher-information rule of Fluid Benchmarking (Hofmann et al., COLM
+    2025; with :func:`~bayeval.acquisition.policies.argmax`): for a backend with one
+    latent ability θ and Bernoulli item noise, an item's predictive variance is its noise
+    q_i = E[s_i](1 − E[s_i]) plus σ² (dp_i/dθ)², so (Var(s_i) − q_i) / q_i = σ² I_i(θ̂),
+    σ² times its Fisher information (:mod:`bayeval.inference.fluid`); log-weight = its
+    log."""
+
+    def rule(prediction: Prediction, available: Array) -> Array:
+        q = prediction.item_mean * (1.0 - prediction.item_mean)
+        spread = prediction.item_var - q
+        return jnp.log(jnp.maximum(spread, _TINY)) - jnp.log(jnp.maximum(q, _TINY))
+
+    return rule
+
+
 def bayesame_rule() -> Rule:
     """IG while the reference vectors are nearly unique (B ≥ N − N0), else random."""
     return switch(lambda p: p.nearly_unique, info_gain(), uniform())

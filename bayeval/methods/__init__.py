@@ -13,7 +13,9 @@ policy + estimator + stopping into a :class:`~bayeval.methods.base.Method`:
 * :mod:`bayeval.methods.active` — Active PAI: any backend as predictor, the design-valid
   martingale estimator and its automatic stop (docs/methods.md §9);
 * :mod:`bayeval.methods.quadrature` — Bayesian quadrature over the reference models
-  (``bq``, ProEval's surrogate and variance-reduction design).
+  (``bq``, ProEval's surrogate and variance-reduction design);
+* :mod:`bayeval.methods.fluid` — Fluid Benchmarking: 2PL IRT, maximum Fisher
+  information, MAP ability (``fluid``).
 
 Adding a method is one function: a factory that builds a Method from parts, decorated
 with :func:`method_factory` (its parameters are the method's settings; those it names
@@ -21,7 +23,16 @@ with :func:`method_factory` (its parameters are the method's settings; those it 
 ``tutorials/new_method.py`` shows; :func:`register_method` registers a factory as it is.
 """
 
-from bayeval.methods import active, baselines, bayesame, faq, irt, multi_target, quadrature
+from bayeval.methods import (
+    active,
+    baselines,
+    bayesame,
+    faq,
+    fluid,
+    irt,
+    multi_target,
+    quadrature,
+)
 from bayeval.methods.active import active_pai
 from bayeval.methods.base import (
     LoopState,
@@ -52,6 +63,7 @@ __all__ = [
     "bayesame_rs",
     "faq",
     "faq_method",
+    "fluid",
     "irt",
     "make_method",
     "method_factory",
