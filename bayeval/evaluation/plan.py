@@ -259,8 +259,8 @@ class CallSizes:
                 return self._whole(session, left, f"the plan's {self.plan.share:.0%} of "
                                    f"the task is {WHOLE_SHARE:.0%} or more")
             return self.batch
-        value, lower, upper = session.estimate()
-        revised = self.plan.revised(value, session.n_drawn, upper - lower,
+        value, _, _ = session.estimate()
+        revised = self.plan.revised(value, session.n_drawn, session.width,
                                     session.n_observed)
         if self.revised is None:  # the plan revised after the first call, kept (and
             self.revised = revised  # said, whether or not the rule may run the rest)

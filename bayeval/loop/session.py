@@ -362,6 +362,14 @@ class Session(SessionJournal, DrawOrder):
         lower, upper = clip_interval(est.lower, est.upper)
         return float(est.value), lower, upper
 
+    @property
+    def width(self) -> float:
+        """The interval's width as the stopping rule reads it (unclipped; with several
+        targets the widest): what the plan's revision compares with its stand-ins'
+        widths, which the simulator reads unclipped too."""
+        est = self._loop.estimate
+        return float(np.max(np.asarray(est.upper - est.lower)))
+
     def estimates(self) -> dict[str, tuple[float, float, float]]:
         """{target: (estimate, lower, upper)} for every target."""
         if not self.several:
