@@ -36,16 +36,12 @@ def cell(method, scores: np.ndarray, target: int, reference: np.ndarray, runs: i
 
     ref = scores[reference]
     stand = stand_in_runs(method, ref, batch=batch, seed=seed)
-    docs = stand.documents
-    made = Plan("", scores.shape[1], method.name, batch, tuple(map(str, stand.rows)),
-                tuple(stand.scores), tuple(int(x) for x in docs), int(np.median(docs)),
-                int(docs.min()), int(docs.max()), epsilon=method.params["epsilon"],
-                first_call=min(batch, scores.shape[1]),
-                stand_in_widths=tuple(float(x) for x in stand.first_width))
+    made = Plan.from_stand_ins(stand, [str(r) for r in stand.rows], task="",
+                               documents=scores.shape[1], method=method, batch=batch)
     sim = simulate(method, ref, np.repeat(scores[[target]], runs, 0),
                    seed + 1000 + np.arange(runs), until_stop=True, batch=batch)
     needed = np.where(sim.drawn_at_stop > 0, sim.drawn_at_stop, scores.shape[1])
-    first = np.minimum(batch, scores.shape[1]) - 1
+    first = made.first_call - 1  # the step after the first call's scores
     revised = [made.revised(float(e), first + 1, float(u - lo)).predicted for e, lo, u in
                zip(sim.estimate[:, first], sim.lower[:, first], sim.upper[:, first],
                    strict=True)]

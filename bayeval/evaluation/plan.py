@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -132,6 +133,27 @@ class Plan:
         return {**asdict(self), "share": self.share, "time_ratio": self.time_ratio,
                 "little_saving": self.little_saving, "line": self.line()}
 
+    @classmethod
+    def from_stand_ins(cls, runs: Any, names: Sequence[str], *, task: str, documents: int,
+                       method: Any, batch: int, seconds_per_document: float | None = None,
+                       seconds_per_call: float | None = None, seconds: float = 0.0) -> Plan:
+        """The plan that the stand-ins' simulated runs ``runs``
+        (:class:`~bayeval.loop.plan.StandIns`) of ``method`` give, the stand-ins named
+        ``names``: their median and range, the widths after their first call that a
+        revision reads, the stop's ε."""
+        docs = runs.documents
+        epsilon = method.params.get("epsilon")
+        return cls(task=task, documents=documents, method=method.name, batch=max(batch, 1),
+                   stand_ins=tuple(names),
+                   stand_in_scores=tuple(float(x) for x in runs.scores),
+                   stand_in_documents=tuple(int(x) for x in docs),
+                   predicted=int(np.median(docs)), low=int(docs.min()),
+                   high=int(docs.max()), seconds_per_document=seconds_per_document,
+                   seconds_per_call=seconds_per_call, seconds=seconds,
+                   epsilon=None if epsilon is None else float(epsilon),
+                   first_call=int(runs.first_call),
+                   stand_in_widths=tuple(float(x) for x in runs.first_width))
+
     def revised(self, estimate: float, scored: int, width: float | None = None,
                 observed: int | None = None, count: int = 3) -> Plan:
         """The plan revised with the target's own scores, two ways: by the ``count``
@@ -218,20 +240,12 @@ def plan_of(session: Any, batch: int, concurrency: int = 1, task: str = "",
                          batch=1 if one_at_a_time else max(batch, 1),
                          concurrency=1 if one_at_a_time else max(concurrency, 1),
                          seed=session.seed)
-    docs = runs.documents
-    names = tuple(str(session.reference.models[r]) for r in runs.rows)
-    epsilon = method.params.get("epsilon")
-    first = 1 if one_at_a_time else max(batch, concurrency, 1)
-    return Plan(task=task, documents=session.n_items, method=method.name,
-                batch=max(batch, 1), stand_ins=names,
-                stand_in_scores=tuple(float(x) for x in runs.scores),
-                stand_in_documents=tuple(int(x) for x in docs),
-                predicted=int(np.median(docs)), low=int(docs.min()), high=int(docs.max()),
-                seconds_per_document=seconds_per_document,
-                seconds_per_call=seconds_per_call, seconds=time.perf_counter() - began,
-                epsilon=None if epsilon is None else float(epsilon),
-                first_call=min(first, session.n_items),
-                stand_in_widths=tuple(float(x) for x in runs.first_width))
+    names = [str(session.reference.models[r]) for r in runs.rows]
+    return Plan.from_stand_ins(runs, names, task=task, documents=session.n_items,
+                               method=method, batch=batch,
+                               seconds_per_document=seconds_per_document,
+                               seconds_per_call=seconds_per_call,
+                               seconds=time.perf_counter() - began)
 
 
 class CallSizes:

@@ -38,6 +38,7 @@ class StandIns(NamedTuple):
     scores: np.ndarray  # (S,) their full scores
     documents: np.ndarray  # (S,) documents each run needed (drawn at the stop)
     first_width: np.ndarray  # (S,) each run's interval width after its first call
+    first_call: int  # the documents of that first call (where the widths are read)
 
 
 def _fold_size(models: int) -> int:
@@ -66,7 +67,7 @@ def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: in
     folds = math.ceil(rows.size / per_fold)
     documents = np.zeros(rows.size, np.int64)
     n = scores.shape[1]
-    first = min(max(batch, concurrency), n) - 1  # the step after the first call's scores
+    first = min(max(batch, concurrency, 1), n)  # the first call's documents
     widths = np.full(rows.size, np.nan)
     for f in range(folds):
         # every fold spans the range: stand-ins f, f + folds, …; a fold short of
@@ -82,8 +83,8 @@ def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: in
         at_stop = run.drawn_at_stop if run.drawn_at_stop is not None else run.stop_n
         for j, s in enumerate(fill[:members.size]):
             documents[s] = int(at_stop[j]) if at_stop[j] > 0 else n
-            widths[s] = run.upper[j, first] - run.lower[j, first]
-    return StandIns(rows, scores[rows].mean(axis=1), documents, widths)
+            widths[s] = run.upper[j, first - 1] - run.lower[j, first - 1]
+    return StandIns(rows, scores[rows].mean(axis=1), documents, widths, first)
 
 
 def nearest_stand_ins(scores: np.ndarray, score: float, count: int = 3) -> np.ndarray:

@@ -69,17 +69,10 @@ class SessionJournal(JournalFile):
         kind = event.get("event")
         if kind == "budget":  # a budget given on a resume: the latest one holds
             budget = event.get("max_items")
-            if budget is not None and (not isinstance(budget, int) or isinstance(
-                    budget, bool) or budget < 1):
-                raise JournalError(f"{where}: budget {budget!r} is not a whole number ≥ 1")
-            self.max_items = budget
+            self.max_items = None if budget is None else _count(budget, "budget", where)
             return
         if kind == "reask":  # asks of an earlier process sent again after its resume
-            count = event.get("count")
-            if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-                raise JournalError(f"{where}: re-ask count {count!r} is not a whole number "
-                                   "≥ 1")
-            self._reasked += count
+            self._reasked += _count(event.get("count"), "re-ask count", where)
             return
         with self._record_errors(where):
             item = str(event["item"])
@@ -182,6 +175,13 @@ def _draw_fields(q: float, design: float) -> dict[str, float]:
     the estimator's ``design`` statistic, each only where known (finite)."""
     return {name: float(value) for name, value in (("q", q), ("design", design))
             if np.isfinite(value)}
+
+
+def _count(value: Any, what: str, where: str) -> int:
+    """A journal record's count: a whole number ≥ 1, else a JournalError naming it."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise JournalError(f"{where}: {what} {value!r} is not a whole number ≥ 1")
+    return value
 
 
 __all__ = ["SessionJournal"]
