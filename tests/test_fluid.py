@@ -88,8 +88,8 @@ def test_the_score_is_observed_plus_expected_with_the_delta_methods_variance(ite
     assert np.all(np.asarray(pred.item_var)[seen] == 0)
 
 
-def test_the_next_item_has_the_most_fisher_information(ifeval_slice):
-    reference, target = ifeval_slice(7, 30, 60, "fluid")
+def test_the_next_item_has_the_most_fisher_information(engine_world):
+    reference, target = engine_world  # the registry's tests' world: programs shared
     session = Session(reference, "new", "fluid", method_params={"epsilon": 1e-9}, seed=0)
     state = session._loop.backend
     a, b = np.asarray(state.discrimination), np.asarray(state.difficulty)
