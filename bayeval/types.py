@@ -87,3 +87,5 @@ class SimulationResult(NamedTuple):
     #                                          fired, in a streaming or batched run
     predicted: np.ndarray | None = None  # (R, T) the model's prediction of the score at
     #                                      step t, made before it was observed
+    calls: np.ndarray | None = None  # (R,) evaluator calls by the stop, or in all: the
+    #                                  batches; with K in flight, every evaluation

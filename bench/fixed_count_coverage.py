@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_METHODS = "active-pai;fluid;random"
 
 
 def cell(dataset: str, variant: str, runs: int, counts: list[int], batch: int,
@@ -44,13 +45,17 @@ def cell(dataset: str, variant: str, runs: int, counts: list[int], batch: int,
     from bayeval.experiments.validity import variant_split
     from bayeval.loop.simulate import simulate
     from bayeval.methods import make_method
+    from bayeval.methods.base import parse_method_spec
 
     matrix = load_dataset(dataset)
     n_items = matrix.n_items
     steps = min(max(counts), n_items)
     one_at_a_time = {"random"}  # RS-Mean's draws do not read the scores
-    methods = {m: (make_method(m, epsilon=0.05), 1 if m in one_at_a_time else batch)
-               for m in names}
+    methods = {}
+    for spec in names:
+        name, params = parse_method_spec(spec)
+        methods[spec] = (make_method(name, **{"epsilon": 0.05, **params}),
+                         1 if name in one_at_a_time else batch)
     hit: dict[str, dict[int, list[bool]]] = {m: {n: [] for n in counts} for m in methods}
     err: dict[str, dict[int, list[float]]] = {m: {n: [] for n in counts} for m in methods}
     models: list[str] = []
@@ -88,10 +93,11 @@ def write(rows: list[dict], args: argparse.Namespace, seconds: float) -> None:
     counts = sorted({r["items"] for r in rows})
     lines = ["# Coverage at fixed numbers of items, in batches", "",
              f"`python bench/fixed_count_coverage.py --runs {args.runs} --batch {args.batch}"
-             f" --counts {','.join(map(str, args.counts))}` — {os.cpu_count()} cores, "
-             f"{seconds:.0f} s. `active-pai` (ε = 0.05, read without its stop) in batches "
-             f"of {args.batch}, `fluid` (ε = 0.05, read without its stop) in the same "
-             "batches, uniform sampling (RS-Mean) one at a time; "
+             f" --counts {','.join(map(str, args.counts))}"
+             + ("" if args.methods == DEFAULT_METHODS else f" --methods '{args.methods}'")
+             + f"` — {os.cpu_count()} cores, {seconds:.0f} s. `active-pai` (ε = 0.05, read "
+             f"without its stop) in batches of {args.batch}, `fluid` (ε = 0.05, read "
+             "without its stop) in the same batches, uniform sampling (RS-Mean) one at a time; "
              f"{args.runs} runs per cell, the SE clustered by target model; **bold**: "
              "below 0.94. Each cell: coverage ± SE / mean absolute error.", "",
              "| dataset | variant | method | " + " | ".join(f"n = {n}" for n in counts)
@@ -131,7 +137,8 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--counts", default="32,50,64,100,128,200,256",
                         type=lambda s: [int(x) for x in s.split(",")])
-    parser.add_argument("--methods", default="active-pai,fluid,random")
+    parser.add_argument("--methods", default=DEFAULT_METHODS,
+                        help="method specs separated by ';' (e.g. 'active-pai(warmup=128)')")
     parser.add_argument("--merge", default="", help="comma-separated .json of earlier runs")
     parser.add_argument("--out", type=Path,
                         default=ROOT / "docs/results/fixed_count_coverage.md")
@@ -149,7 +156,7 @@ def main() -> int:
         for variant in args.variants.split(","):
             t = time.time()
             rows += cell(dataset, variant, args.runs, args.counts, args.batch, args.targets,
-                         args.methods.split(","))
+                         args.methods.split(";"))
             print(f"{dataset} {variant}: {time.time() - t:.0f} s "
                   + ", ".join(f"{r['method']}@{r['items']} {r['coverage']:.3f}"
                               for r in rows if (r["dataset"], r["variant"]) ==

@@ -29,17 +29,19 @@ import numpy as np
 
 
 def cell(method, scores: np.ndarray, target: int, reference: np.ndarray, runs: int,
-         batch: int, seed: int) -> dict:
+         batch: int, seed: int, rule=None) -> dict:
     from bayeval.evaluation.plan import Plan
     from bayeval.loop.plan import stand_in_runs
     from bayeval.loop.simulate import simulate
 
     ref = scores[reference]
-    stand = stand_in_runs(method, ref, batch=batch, seed=seed)
+    stand = stand_in_runs(method, ref, batch=batch, seed=seed, call_rule=rule)
     made = Plan.from_stand_ins(stand, [str(r) for r in stand.rows], task="",
-                               documents=scores.shape[1], method=method, batch=batch)
+                               documents=scores.shape[1], method=method, batch=batch,
+                               call_rule=rule)
     sim = simulate(method, ref, np.repeat(scores[[target]], runs, 0),
-                   seed + 1000 + np.arange(runs), until_stop=True, batch=batch)
+                   seed + 1000 + np.arange(runs), until_stop=True, batch=batch,
+                   call_rule=rule)
     needed = np.where(sim.drawn_at_stop > 0, sim.drawn_at_stop, scores.shape[1])
     first = made.first_call - 1  # the step after the first call's scores
     revised = [made.revised(float(e), first + 1, float(u - lo)).predicted for e, lo, u in
@@ -69,15 +71,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=24, help="simulated runs per target")
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--epsilon", type=float, default=0.05)
+    parser.add_argument("--calls", default="taper", help="the call rule (fixed, taper, "
+                        "grow: bayeval evaluate --calls), the plan's and the runs' alike")
     parser.add_argument("--out", type=Path, default=Path("docs/results/plan_accuracy.md"))
     args = parser.parse_args()
     import jax
 
     jax.config.update("jax_enable_x64", True)
     from bayeval.data.bundled import load_dataset
+    from bayeval.loop.call_sizes import parse_call_rule
     from bayeval.methods import make_method
 
     method = make_method("active-pai", epsilon=args.epsilon)
+    rule = parse_call_rule(args.calls, args.epsilon)
     rows = []
     began = time.time()
     for name in args.datasets.split(","):
@@ -90,13 +96,14 @@ def main() -> None:
         for k, t in enumerate(inside):
             ref = np.setdiff1d(np.arange(m), [t])
             rows.append({"dataset": name, "where": "inside", "N": scores.shape[1],
-                         **cell(method, scores, t, ref, args.runs, args.batch, 10 * k)})
+                         **cell(method, scores, t, ref, args.runs, args.batch, 10 * k,
+                                rule)})
             print(json.dumps(rows[-1]), flush=True)
         weakest = order[:int(0.7 * m)]
         for k, t in enumerate(order[::-1][:args.beyond]):
             rows.append({"dataset": name, "where": "beyond", "N": scores.shape[1],
                          **cell(method, scores, t, weakest, args.runs, args.batch,
-                                100 + 10 * k)})
+                                100 + 10 * k, rule)})
             print(json.dumps(rows[-1]), flush=True)
         write(rows, args, time.time() - began)
 
@@ -106,8 +113,9 @@ def write(rows: list[dict], args: argparse.Namespace, seconds: float) -> None:
     lines = ["# The plan against the runs it predicts",
              "",
              f"`python bench/plan_accuracy.py --runs {args.runs} --batch {args.batch} "
-             f"--epsilon {args.epsilon}` — {os.cpu_count()} cores, {seconds:.0f} s; "
-             f"active-pai, batches of {args.batch}, ε = {args.epsilon}. Per target: the "
+             f"--epsilon {args.epsilon} --calls {args.calls}` — {os.cpu_count()} cores, "
+             f"{seconds:.0f} s; active-pai, batches of {args.batch} ({args.calls} calls), "
+             f"ε = {args.epsilon}. Per target: the "
              "plan made on its reference alone (8 stand-ins), the plan revised after the "
              "first batch with the run's own interval width (median over runs; *per run*: "
              "the median of each run's own revision's absolute error against what that "

@@ -36,6 +36,7 @@ SETTINGS = {
     "retries": ("evaluator", "--retries", [*WHOLE, 10**9]),
     "batch": ("evaluator", "--batch", COUNT),
     "concurrency": ("evaluator", "--concurrency", COUNT),
+    "calls": ("evaluator", "--calls", ["sometimes", "", 5, True]),
     "weight": ("tasks", None, POSITIVE),
     "cost": ("tasks", None, POSITIVE),
     "model": (None, None, TEXT),

@@ -458,6 +458,13 @@ def bench_validity(
     batch: Annotated[int, typer.Option(
         min=1, help="Run the design-based methods in batches of k items drawn from one "
                     "state (a harness launch per batch).")] = 1,
+    calls: Annotated[str, typer.Option(
+        help="With --batch: how the calls are sized: fixed (every call k items), taper "
+             "(the last calls cut to the items the interval's width predicts are still "
+             "needed), grow (8 items first, doubling, and the taper), or key=value pairs "
+             "of first, rate, taper, smallest (docs/methods.md §9 \"Call sizes\"); with "
+             "--concurrency the taper caps the evaluations in flight near the stop.")
+    ] = "fixed",
     out: Annotated[Path, typer.Option(help="Folder for results.csv, faq.csv, validity.png, "
                                            "report.md and the per-run CSVs.")
                    ] = Path("results/validity"),
@@ -477,7 +484,7 @@ def bench_validity(
         report = run_validity_bench(
             sources, comma_list(variants), epsilons, split_method_specs(methods), seeds,
             targets, reps, reference_fraction, faq, out, run.where, bench_log, concurrency,
-            batch)
+            batch, calls)
     except (BayevalError, ValueError) as exc:
         raise fail(str(exc)) from None
     print(report.read_text())

@@ -28,6 +28,7 @@ from bayeval.evaluation.options import (  # noqa: F401  (the commands' names for
     SUBPROCESS,
     SUITE_FILE,
     TOOL_EVALUATORS,
+    CallSizing,
     EvaluatorKind,
     GroupMean,
     LmEvalMode,

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from bayeval.cli.common import (
+    CallSizing,
     EvaluatorKind,
     FilterOption,
     GroupMean,
@@ -66,6 +67,8 @@ def evaluate(
         help=EvaluatorOptions.help("output_path"))] = None,
     batch: Annotated[int | None, typer.Option(help=EvaluatorOptions.help("batch"))] = None,
     concurrency: Annotated[int, typer.Option(help=EvaluatorOptions.help("concurrency"))] = 1,
+    calls: Annotated[CallSizing, typer.Option(
+        help=EvaluatorOptions.help("calls"))] = CallSizing.taper,
     command: Annotated[str | None, typer.Option(help=EvaluatorOptions.help("command"))] = None,
     timeout: TimeoutOption = 600.0,
     retries: RetriesOption = 1,
@@ -141,7 +144,8 @@ def evaluate(
             live = EvaluatorOptions(
                 (evaluator or EvaluatorKind.oracle).value, command, timeout, retries,
                 lm_eval_args, lm_eval_mode.value, inspect_task,
-                None if output_path is None else str(output_path), batch, concurrency)
+                None if output_path is None else str(output_path), batch, concurrency,
+                calls.value)
             settings = (_settings(given, repeated_models, limit, journal, live)
                         if run is None else _run_file(ctx, run))
             _check_outputs(settings, inspect_log, harness_results)
@@ -235,6 +239,7 @@ def _run_file(ctx: Any, path: Path) -> Any:
     for param in ("dataset", "reference", "tasks", "metric", "filter_name", "model",
                   "models", "command", "timeout", "retries", "lm_eval_args",
                   "lm_eval_mode", "inspect_task", "output_path", "batch", "concurrency",
+                  "calls",
                   "method", "epsilon", "limit", "seed", "journal", "subtasks",
                   "group_mean", "repeated_models", "evaluator", "plan", "rest_whole"):
         if typed(param):

@@ -110,6 +110,7 @@ def evaluate(
     output_path: str | Path | None = None,
     batch: int | None = None,
     concurrency: int | None = None,
+    calls: str | None = None,
     # the estimate and its stop
     method: str | Any | None = None,
     epsilon: float | None = None,
@@ -150,7 +151,10 @@ def evaluate(
       flight on one event loop), a harness ``LM`` object, an Inspect ``Task`` or task
       function (with ``task_args``). ``output_path`` keeps the harness's or Inspect's
       output; ``batch`` items per call (default 32 with the harness, 8 with Inspect, else
-      1) or ``concurrency`` evaluations in flight (default 1).
+      1) or ``concurrency`` evaluations in flight (default 1); ``calls`` how a run of one
+      task in batches sizes its calls: ``taper`` (default: the last calls cut to the
+      items predicted left), ``grow`` (8 items first, doubling, and the taper) or
+      ``fixed`` (:mod:`bayeval.loop.call_sizes`).
     * ``method``: a spec (default ``active-pai``; ``active-pai-joint`` with ``models``) or
       a composed :class:`~bayeval.methods.Method`; ``epsilon`` the interval's width at the
       stop (default: the method's, 0.05 for active-pai), ``task_epsilon`` each suite
@@ -189,7 +193,8 @@ def evaluate(
                "retries": retries, "lm_eval_args": lm_eval_args,
                "lm_eval_mode": lm_eval_mode, "inspect_task": inspect_task,
                "output_path": None if output_path is None else str(output_path),
-               "batch": batch, "concurrency": concurrency, "method": method,
+               "batch": batch, "concurrency": concurrency, "calls": calls,
+               "method": method,
                "epsilon": epsilon, "task_epsilon": task_epsilon, "limit": limit,
                "seed": seed, "journal": journal, "name": name, "plan": plan,
                "rest_whole": rest_whole}

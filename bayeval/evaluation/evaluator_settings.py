@@ -46,6 +46,9 @@ class EvaluatorSettings:
         ``inspect`` (``inspect_task`` run on the target by Inspect AI, scored by
         ``metric``).
     batch, concurrency: items evaluated together, evaluations in flight.
+    calls: how a run in batches sizes its calls (``fixed``, ``taper``, ``grow``:
+        :data:`bayeval.loop.call_sizes.CALL_RULES`); a journal from before the rules has
+        none and ran fixed calls.
     lm_eval_args, task, metric, filter, subtasks: the harness's options, its task, and
         the per-sample metric, filter and subtask weights the reference scores are.
     lm_eval_mode: ``in-process`` or ``subprocess`` (a journal from before the in-process
@@ -64,6 +67,7 @@ class EvaluatorSettings:
     retries: int = 0
     batch: int = 1
     concurrency: int = 1
+    calls: str = "fixed"
     lm_eval_args: str | None = None
     task: str | None = None
     metric: str | None = None

@@ -55,6 +55,14 @@ class EvaluatorKind(StrEnum):
     inspect = "inspect"
 
 
+class CallSizing(StrEnum):
+    """How a run in batches sizes its calls (the rules of bayeval.loop.call_sizes)."""
+
+    fixed = "fixed"
+    taper = "taper"
+    grow = "grow"
+
+
 class RestWhole(StrEnum):
     """When a live run runs the rest of its task in one call (bayeval.evaluation.plan)."""
 

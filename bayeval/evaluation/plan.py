@@ -45,6 +45,14 @@ from typing import Any
 
 import numpy as np
 
+from bayeval.loop.call_sizes import (
+    CallRule,
+    call_size,
+    calls_for,
+    documents_for_width,
+    parse_call_rule,
+)
+
 __all__ = ["LITTLE_SAVING", "WHOLE_SHARE", "CallSizes", "Plan", "plan", "plan_of",
            "plan_wanted"]
 
@@ -75,6 +83,7 @@ class Plan:
     first_call: int = 0  # documents in the first call, where the widths below are read
     stand_in_widths: tuple[float, ...] = ()  # each stand-in's interval width there
     width: float | None = None  # the target's own width the revision used
+    call_rule: dict[str, Any] | None = None  # how the calls are sized (None: the batch)
 
     @property
     def share(self) -> float:
@@ -88,7 +97,8 @@ class Plan:
         c, o = self.seconds_per_document, self.seconds_per_call
         if not c or o is None:
             return self.share
-        calls = math.ceil(self.predicted / max(self.batch, 1))
+        rule = None if self.call_rule is None else CallRule(**self.call_rule)
+        calls = calls_for(self.predicted, max(self.batch, 1), rule)
         return (self.predicted * c + calls * o) / (self.documents * c)
 
     @property
@@ -136,7 +146,8 @@ class Plan:
     @classmethod
     def from_stand_ins(cls, runs: Any, names: Sequence[str], *, task: str, documents: int,
                        method: Any, batch: int, seconds_per_document: float | None = None,
-                       seconds_per_call: float | None = None, seconds: float = 0.0) -> Plan:
+                       seconds_per_call: float | None = None, seconds: float = 0.0,
+                       call_rule: CallRule | None = None) -> Plan:
         """The plan that the stand-ins' simulated runs ``runs``
         (:class:`~bayeval.loop.plan.StandIns`) of ``method`` give, the stand-ins named
         ``names``: their median and range, the widths after their first call that a
@@ -152,7 +163,8 @@ class Plan:
                    seconds_per_call=seconds_per_call, seconds=seconds,
                    epsilon=None if epsilon is None else float(epsilon),
                    first_call=int(runs.first_call),
-                   stand_in_widths=tuple(float(x) for x in runs.first_width))
+                   stand_in_widths=tuple(float(x) for x in runs.first_width),
+                   call_rule=None if call_rule is None else call_rule._asdict())
 
     def revised(self, estimate: float, scored: int, width: float | None = None,
                 observed: int | None = None, count: int = 3) -> Plan:
@@ -202,8 +214,7 @@ class Plan:
             return None
 
         def needed(w: np.ndarray | float, at: int) -> np.ndarray:
-            k = np.asarray(w, np.float64) ** 2 / (1.0 / at - 1.0 / big_n)
-            return 1.0 / (self.epsilon ** 2 / k + 1.0 / big_n)
+            return documents_for_width(np.asarray(w, np.float64), at, big_n, self.epsilon)
 
         ratios = docs[usable] / needed(ws[usable], first)
         if width <= 0:
@@ -226,9 +237,10 @@ def plan_wanted(setting: bool | None, evaluator_kind: str) -> bool:
 
 def plan_of(session: Any, batch: int, concurrency: int = 1, task: str = "",
             seconds_per_document: float | None = None,
-            seconds_per_call: float | None = None) -> Plan:
+            seconds_per_call: float | None = None, call_rule: Any = None) -> Plan:
     """The plan of a fresh :class:`~bayeval.loop.session.Session`: its method, reference
-    and seed, at ``batch`` (or ``concurrency``) as the run will draw."""
+    and seed, at ``batch`` (or ``concurrency``) and with the ``call_rule`` as the run will
+    draw."""
     import time
 
     from bayeval.loop.plan import stand_in_runs
@@ -239,23 +251,54 @@ def plan_of(session: Any, batch: int, concurrency: int = 1, task: str = "",
     runs = stand_in_runs(method, np.asarray(session.reference.scores),
                          batch=1 if one_at_a_time else max(batch, 1),
                          concurrency=1 if one_at_a_time else max(concurrency, 1),
-                         seed=session.seed)
+                         seed=session.seed, call_rule=None if one_at_a_time else call_rule)
     names = [str(session.reference.models[r]) for r in runs.rows]
     return Plan.from_stand_ins(runs, names, task=task, documents=session.n_items,
                                method=method, batch=batch,
                                seconds_per_document=seconds_per_document,
                                seconds_per_call=seconds_per_call,
-                               seconds=time.perf_counter() - began)
+                               seconds=time.perf_counter() - began,
+                               call_rule=None if one_at_a_time else call_rule)
+
+
+def call_rule_of(session: Any, calls: str, batch: int) -> CallRule | None:
+    """The call rule named ``calls`` (:data:`~bayeval.loop.call_sizes.CALL_RULES`) for a
+    run of ``session`` in batches of ``batch``, tapering to the method's ε; None where
+    the calls are fixed: one item at a time, several targets, draws with replacement, or
+    a method without an ε to taper to."""
+    method = session.method
+    epsilon = method.hyper_values.get("epsilon")
+    if (batch <= 1 or session.several or method.with_replacement or epsilon is None
+            or not method.estimator.needs_probabilities):
+        return None
+    return parse_call_rule(calls, float(epsilon))
+
+
+def in_flight_sizes(session: Any, calls: str, concurrency: int) -> Any:
+    """What ``Session.run`` takes as ``batch`` with K = ``concurrency`` in flight: the
+    rounds it may draw ahead of those applied (:func:`~bayeval.loop.call_sizes.
+    ahead_allowed`, the taper of the call rule named ``calls``), or 1 where no rule
+    applies (K in flight throughout)."""
+    from bayeval.loop.call_sizes import ahead_allowed
+
+    rule = call_rule_of(session, calls, concurrency)
+    if rule is None or concurrency <= 1:
+        return 1
+    return lambda s: ahead_allowed(s.n_observed, concurrency, rule,
+                                   s.width if s.n_observed else None, s.n_items)
 
 
 class CallSizes:
-    """The size of each call of a live run under the rule (module docstring): ``batch``,
-    or every document left when running the rest whole is predicted to be cheaper.
-    ``say`` is told the revised plan after the first call, and the switch."""
+    """The size of each call of a live run under the rule (module docstring): the
+    ``call_rule``'s (:func:`~bayeval.loop.call_sizes.call_size`: ``batch`` when None), or
+    every document left when running the rest whole is predicted to be cheaper (with a
+    ``plan``; without one, the call rule alone). ``say`` is told the revised plan after
+    the first call, and the switch."""
 
-    def __init__(self, plan: Plan, batch: int, rest_whole: str = "auto",
-                 say: Any = None) -> None:
+    def __init__(self, plan: Plan | None, batch: int, rest_whole: str = "auto",
+                 say: Any = None, call_rule: CallRule | None = None) -> None:
         self.plan = plan
+        self.call_rule = call_rule
         self.batch = batch
         self.rest_whole = rest_whole
         self.say = say
@@ -263,16 +306,22 @@ class CallSizes:
         self.revised: Plan | None = None
         self._last: tuple[float, int] | None = None  # (wall, documents) at the last call
 
+    def _sized(self, session: Any) -> int:
+        return call_size(session.n_drawn, self.batch, self.call_rule,
+                         session.width if session.n_observed else None, session.n_items)
+
     def __call__(self, session: Any) -> int:
         if self.whole_at is not None:
             return self.batch
+        if self.plan is None:
+            return self._sized(session)
         left = session.n_items - session.n_drawn
         deciding = self.rest_whole == "auto" and left > self.batch
         if session.n_drawn == 0:
             if deciding and self.plan.share >= WHOLE_SHARE:
                 return self._whole(session, left, f"the plan's {self.plan.share:.0%} of "
                                    f"the task is {WHOLE_SHARE:.0%} or more")
-            return self.batch
+            return self._sized(session)
         value, _, _ = session.estimate()
         revised = self.plan.revised(value, session.n_drawn, session.width,
                                     session.n_observed)
@@ -281,13 +330,13 @@ class CallSizes:
             if self.say is not None:
                 self.say(revised.line())
         if not deciding:
-            return self.batch
+            return self._sized(session)
         # the loop's time per document since the last call began (the first call's
         # includes one-time costs, compiling among them: no decision on it alone)
         wall, drawn = session.times.wall_seconds(), session.n_drawn
         last, self._last = self._last, (wall, drawn)
         if last is None or drawn <= last[1]:
-            return self.batch
+            return self._sized(session)
         loop = (wall - last[0]) / (drawn - last[1])
         times = session.times.summary(session.n_items)
         full = (times["full_run_seconds"] / session.n_items
@@ -297,7 +346,7 @@ class CallSizes:
             return self._whole(session, left, f"{needed} more documents at "
                                f"{loop * 1e3:.0f} ms each cost more than the {left} left "
                                f"at a full run's {full * 1e3:.0f} ms")
-        return self.batch
+        return self._sized(session)
 
     def _whole(self, session: Any, left: int, why: str) -> int:
         self.whole_at = session.n_drawn
@@ -353,4 +402,5 @@ def plan(settings: Any = None, /, *, seconds_per_document: float | None = None,
                       method_params=params, seed=seed, reference_source=source)
     return plan_of(session, live.batch_size, live.concurrency or 1, task=task.label,
                    seconds_per_document=seconds_per_document,
-                   seconds_per_call=seconds_per_call)
+                   seconds_per_call=seconds_per_call,
+                   call_rule=call_rule_of(session, live.calls, live.batch_size))

@@ -17,7 +17,7 @@ from the command's options::
     kind = "command"          # oracle | command | lm-eval | inspect
     command = "./score.sh {item}"
     # timeout, retries, lm_eval_args, lm_eval_mode, inspect_task, output_path, batch,
-    # concurrency
+    # concurrency, calls
 
     [[tasks]]
     name = "ifeval"           # default: the dataset's or the task's name

@@ -22,6 +22,7 @@ from bayeval.evaluation.options import (
     OLD_NAMES,
     RUN_OLD_NAMES,
     TASK_OLD_NAMES,
+    CallSizing,
     EvaluatorKind,
     GroupMean,
     LmEvalMode,
@@ -270,12 +271,22 @@ class EvaluatorOptions(_Described):
         "state, so a slow item never holds the others back; the interval stays "
         "design-valid (rounds are applied in draw order). A suite keeps K in flight "
         "across its tasks, each next item going where the allocation says."))
+    calls: str = _setting(CallSizing.taper.value, (
+        "With --batch above 1, one task: taper (default) cuts the last calls to the "
+        "items the interval's width predicts are still needed (its width shrinking as "
+        "a sample's does), so that the stop lands near a call's end instead of paying "
+        "for the rest of a batch; grow also starts at 8 items a call and doubles (more,"
+        " smaller calls early: the first scores reach the estimator sooner); fixed: "
+        "every call --batch items. No call is ever larger than --batch. With "
+        "--concurrency K, taper and grow keep no more evaluations in flight than the "
+        "items predicted left (at most K); fixed keeps K."))
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
         if self.kind != PYTHON_KIND:  # a Python object's run (bayeval.evaluate)
             set_(self, "kind", _one_of(self.kind, EvaluatorKind, "evaluator"))
         set_(self, "lm_eval_mode", _one_of(self.lm_eval_mode, LmEvalMode, "lm_eval_mode"))
+        set_(self, "calls", _one_of(self.calls, CallSizing, "calls"))
         _texts(self, ("command", "lm_eval_args", "inspect_task", "output_path"))
         check_number(self.timeout, "timeout")
         check_number(self.retries, "retries", integer=True)
@@ -284,6 +295,9 @@ class EvaluatorOptions(_Described):
         if self.concurrency > 1 and self.batch is not None and self.batch > 1:
             raise BayevalError("give --batch or --concurrency, not both (a batch waits for "
                                "all its items; concurrency draws as each one finishes)")
+        if self.calls == CallSizing.grow.value and self.batch_size <= 1:
+            raise BayevalError("calls 'grow' sizes the calls of a run in batches: give "
+                               "--batch above 1")
 
     @property
     def batch_size(self) -> int:

@@ -47,17 +47,28 @@ def run_single(settings: RunSettings, watch: Watch | None = None,
     composed :class:`~bayeval.methods.Method` value instead of the settings' spec.
     With a plan (:mod:`bayeval.evaluation.plan`) its line goes to ``say`` first, and
     each call's size follows its rule."""
-    from bayeval.evaluation.plan import CallSizes, plan_of, plan_wanted
+    from bayeval.evaluation.plan import (
+        CallSizes,
+        call_rule_of,
+        in_flight_sizes,
+        plan_of,
+        plan_wanted,
+    )
 
     session, journaled, matrix, evaluate_fn = _fresh(settings, given, method)
     batch: Any = journaled.batch
+    rule = call_rule_of(session, journaled.calls, journaled.batch)
     if (plan_wanted(settings.plan, journaled.evaluator) and not session.several
             and journaled.concurrency == 1):
         made = plan_of(session, journaled.batch, task=_task_name(journaled, matrix,
-                                                                   session))
+                                                                   session), call_rule=rule)
         if say is not None:
             say(made.line())
-        batch = CallSizes(made, journaled.batch, settings.rest_whole, say)
+        batch = CallSizes(made, journaled.batch, settings.rest_whole, say, rule)
+    elif rule is not None:
+        batch = CallSizes(None, journaled.batch, call_rule=rule)
+    elif journaled.concurrency > 1:
+        batch = in_flight_sizes(session, journaled.calls, journaled.concurrency)
     return _run(session, journaled, matrix, evaluate_fn, watch, batch)
 
 
@@ -232,8 +243,15 @@ def resume_single(journal: Path, max_items: int | None = None, batch: int | None
         except BaseException:
             session.close()
             raise
-    return _run(session, journaled, matrix, evaluate_fn, watch,
-                batch if batch is not None else journaled.batch)
+    from bayeval.evaluation.plan import CallSizes, call_rule_of, in_flight_sizes
+
+    size = batch if batch is not None else journaled.batch
+    rule = call_rule_of(session, journaled.calls, size)
+    if journaled.concurrency > 1:
+        sizes = in_flight_sizes(session, journaled.calls, journaled.concurrency)
+    else:
+        sizes = size if rule is None else CallSizes(None, size, call_rule=rule)
+    return _run(session, journaled, matrix, evaluate_fn, watch, sizes)
 
 
 def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None,
@@ -249,6 +267,7 @@ def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None,
                            "logs: it needs --evaluator lm-eval or inspect")
     journaled = EvaluatorSettings(kind, task.command or live.command, live.timeout,
                                   live.retries, live.batch_size, live.concurrency,
+                                  live.calls,
                                   python=None if given is None else given.description)
     if inspect_run:
         journaled = journaled.replace(
@@ -361,7 +380,7 @@ def _run(session, journaled: EvaluatorSettings, matrix, evaluate_fn, watch: Watc
                        for t in session.target_ids]
         else:
             data = _result(session, journaled, matrix, evaluate_fn)
-            if sizes is not None:
+            if getattr(sizes, "plan", None) is not None:
                 data["plan"] = sizes.plan.to_dict()
                 data["plan_revised"] = (None if sizes.revised is None
                                         else sizes.revised.to_dict())

@@ -52,6 +52,7 @@ from bayeval.experiments.inputs import parse_shares
 from bayeval.experiments.metrics import coverage, covers
 from bayeval.experiments.tables import markdown_table
 from bayeval.experiments.units import Executor, Unit, run_units
+from bayeval.loop.call_sizes import parse_call_rule
 from bayeval.loop.simulate import SimulationResult, concatenate, simulate
 from bayeval.methods import (
     accepts_parameter,
@@ -121,7 +122,8 @@ def variant_split(matrix: ScoreMatrix, variant: str, n_targets: int,
 
 def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int | None,
                    epsilon: float | None, extra: dict | None = None, first: int = 0,
-                   concurrency: int = 1, batch: int = 1) -> SimulationResult:
+                   concurrency: int = 1, batch: int = 1, calls: str = "fixed"
+                   ) -> SimulationResult:
     name, params = parse_method_spec(spec)
     if epsilon is not None and accepts_parameter(name, "epsilon"):
         params.setdefault("epsilon", epsilon)
@@ -131,13 +133,16 @@ def _simulate_spec(spec: str, splits: Sequence[Split], reps: int, capacity: int 
     method = make_method(name, **params)
     if not streams(method):  # RS-Mean and FAQ draw regardless of what is in flight
         concurrency = batch = 1
+    rule = None
+    if batch > 1 or concurrency > 1:
+        rule = parse_call_rule(calls, float(method.hyper_values.get("epsilon", 0.05)))
     parts = []
     for s, sp in enumerate(splits, start=first):
         targets = np.repeat(sp.targets.scores, reps, axis=0)
         seeds = 1_000_003 * s + np.arange(targets.shape[0])
         parts.append(simulate(method, sp.reference.scores, targets, seeds,
                               until_stop=not method.with_replacement,
-                              concurrency=concurrency, batch=batch))
+                              concurrency=concurrency, batch=batch, call_rule=rule))
     return concatenate(parts)  # every part has N steps (NaN after an early end)
 
 
@@ -149,11 +154,13 @@ def streams(method) -> bool:
     return method.estimator.needs_probabilities and not method.with_replacement
 
 
-def stream_label(spec: str, concurrency: int, batch: int) -> str:
-    """The method's name in the tables: ``spec``, with ``[K=8]`` or ``[batch=32]``."""
+def stream_label(spec: str, concurrency: int, batch: int, calls: str = "fixed") -> str:
+    """The method's name in the tables: ``spec``, with ``[K=8]``, ``[batch=32]`` or,
+    with a call rule, ``[batch=32, taper]``."""
+    rule = "" if calls == "fixed" else f", {calls}"
     if concurrency > 1:
-        return f"{spec} [K={concurrency}]"
-    return f"{spec} [batch={batch}]" if batch > 1 else spec
+        return f"{spec} [K={concurrency}{rule}]"
+    return f"{spec} [batch={batch}{rule}]" if batch > 1 else spec
 
 
 def _at(values: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -177,7 +184,9 @@ def stop_table(result: SimulationResult, n_items: int, reference: np.ndarray | N
     truth = result.truth
     with np.errstate(divide="ignore", invalid="ignore"):
         rs_var = truth * (1 - truth) / distinct * (n_items - distinct) / max(n_items - 1, 1)
-    table = pd.DataFrame({"n": n, "items": distinct, "drawn": drawn,
+    # harness calls by the stop: one per item one at a time
+    calls = drawn if result.calls is None else result.calls
+    table = pd.DataFrame({"n": n, "items": distinct, "drawn": drawn, "calls": calls,
                           "estimate": _at(result.estimate, n),
                           "lower": lower, "upper": upper, "truth": truth,
                           "covered": covers(lower, upper, truth), "rs_var": rs_var})
@@ -239,6 +248,8 @@ def summarise(runs: pd.DataFrame) -> pd.DataFrame:
                          "mean_items": float(part["items"].mean()),
                          "mean_drawn": float(part["drawn"].mean()) if "drawn" in part
                          else float(part["items"].mean()),
+                         "mean_calls": float(part["calls"].mean()) if "calls" in part
+                         else float("nan"),
                          "mean_width": float((part.upper - part.lower).mean()),
                          "variance_ratio": _variance_ratio(part),
                          "mae": float((part.estimate - part.truth).abs().mean()),
@@ -281,7 +292,7 @@ def validity_unit(unit: Unit, data: dict[str, ScoreMatrix]) -> dict[str, np.ndar
     extra = {"budget": s["budget"]} if s.get("budget") is not None else None
     result = _simulate_spec(s["spec"], [sp], s["reps"], s.get("capacity"), s["epsilon"],
                             extra, first=unit.first, concurrency=s.get("concurrency", 1),
-                            batch=s.get("batch", 1))
+                            batch=s.get("batch", 1), calls=s.get("calls", "fixed"))
     name, params = parse_method_spec(s["spec"])
     if make_method(name, **params).estimator.model_based:  # the check speaks for these
         rows = stop_table(result, matrix.n_items, sp.reference.scores,
@@ -305,7 +316,7 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
                  reps: int = 5, reference_fraction: float = 0.5, faq: bool = True,
                  log: Callable[[str], None] = print, runs_dir: Path | None = None,
                  out: Path | None = None, executor: Executor | None = None, concurrency: int = 1,
-                 batch: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:
+                 batch: int = 1, calls: str = "fixed") -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per-run rows, FAQ comparison rows) for every variant, ε and method (module
     docstring). Every (variant, ε, method, seed) is a unit of
     :mod:`~bayeval.experiments.units`: with ``out`` saved there as it finishes and reused
@@ -313,7 +324,8 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
     after the first method's, whose mean stop sets FAQ's budget). ``runs_dir``: each
     (variant, ε, method) leaves its per-run rows there as CSV. ``concurrency`` K > 1 runs
     the design-based methods with K evaluations in flight (docs/methods.md §9 "Streaming",
-    :func:`~bayeval.loop.simulate.simulate`), ``batch`` k > 1 with batches of k; their rows are
+    :func:`~bayeval.loop.simulate.simulate`), ``batch`` k > 1 with batches of k, sized by
+    the call rule ``calls`` (:func:`~bayeval.loop.call_sizes.parse_call_rule`); their rows are
     labelled ``spec [K=…]`` / ``spec [batch=…]`` (:func:`stream_label`)."""
     label, matrix = bench_dataset(dataset)  # a bundled name, or a user's matrix
     t0 = time.time()
@@ -334,6 +346,8 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
         if "budget" not in more and streams(make_method(name, **params)):
             more.update({k: v for k, v in (("concurrency", concurrency), ("batch", batch))
                          if v > 1})
+            if (batch > 1 or concurrency > 1) and calls != "fixed":
+                more["calls"] = calls
         settings = {"variant": variant, "epsilon": eps, "spec": spec,
                     "parameters": resolved_parameters(spec),
                     "n_targets": int(n_targets), "reps": int(reps),
@@ -341,7 +355,8 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
                     **capacity_setting(spec, capacity), **more}
         name = (f"{variant}-{spec}-budget={more['budget']}" if "budget" in more
                 else f"{variant}-{eps:g}-{spec}")
-        name += "".join(f"-{k}={more[k]}" for k in ("concurrency", "batch") if k in more)
+        name += "".join(f"-{k}={more[k]}" for k in ("concurrency", "batch", "calls")
+                        if k in more)
         return [Unit("validity", label, name, s, s + 1, settings) for s in range(seeds)]
 
     plan = {(v, eps, spec): units_of(v, eps, spec, cap, bounds=(i == 0 and faq))
@@ -353,7 +368,8 @@ def run_validity(dataset: str | ScoreMatrix, variants: Sequence[str] = DEFAULT_V
     for (variant, eps, spec), us in plan.items():
         n_items = next(d for v, d, _ in cells if v == variant).n_items
         shown = stream_label(spec, us[0].settings.get("concurrency", 1),
-                             us[0].settings.get("batch", 1))
+                             us[0].settings.get("batch", 1),
+                             us[0].settings.get("calls", "fixed"))
         runs = pd.concat([_rows(done[u]) for u in us], ignore_index=True).assign(
             dataset=label, variant=variant, epsilon=eps, method=shown)
         all_runs.append(runs)
@@ -403,7 +419,7 @@ def run_validity_bench(sources: Sequence, variants: Sequence[str] = DEFAULT_VARI
                        faq: bool = True, out: Path = Path("results/validity"),
                        executor: Executor | None = None,
                        log: Callable[[str], None] = print, concurrency: int = 1,
-                       batch: int = 1) -> Path:
+                       batch: int = 1, calls: str = "fixed") -> Path:
     """``bayeval bench validity``: :func:`run_validity` on each of ``sources`` (bundled
     names or the user's matrices), RS-Mean (``random``, the saving's reference) always
     among the methods, the report rewritten after each dataset (a crash keeps the finished
@@ -415,13 +431,21 @@ def run_validity_bench(sources: Sequence, variants: Sequence[str] = DEFAULT_VARI
                            f"(known: {', '.join(VARIANTS)})")
     if concurrency > 1 and batch > 1:
         raise BayevalError("give --concurrency or --batch, not both")
+    try:
+        parse_call_rule(calls, 0.05)
+    except ValueError as exc:
+        raise BayevalError(f"--calls: {exc}") from None
+    if calls != "fixed" and batch <= 1 and concurrency <= 1:
+        raise BayevalError("--calls sizes the calls of a run in batches (or caps the "
+                           "evaluations in flight near the stop): give it with --batch "
+                           "k > 1 or --concurrency K > 1")
     specs = [*methods, *(() if "random" in methods else ("random",))]
     all_runs, all_faq = [], []
     for source in sources:
         runs, faq_rows = run_validity(
             source, variants, eps, specs, seeds, n_targets, reps, reference_fraction, faq,
             log=log, runs_dir=out / "runs", out=out, executor=executor,
-            concurrency=concurrency, batch=batch)
+            concurrency=concurrency, batch=batch, calls=calls)
         all_runs.append(runs)
         all_faq.append(faq_rows)
         report = write_report(pd.concat(all_runs), pd.concat(all_faq), out)
@@ -448,7 +472,7 @@ def write_report(runs: pd.DataFrame, faq_rows: pd.DataFrame, out: Path,
                                                         strict=True)],
         saving_vs_rs=[f"{s:.1%}" if np.isfinite(s) else "" for s in table.saving_vs_rs])
     cols = ["dataset", "variant", "epsilon", "method", "stratum", "runs", "coverage",
-            "mean_items", "saving_vs_rs", "variance_ratio", "mean_width", "mae"]
+            "mean_items", "mean_calls", "saving_vs_rs", "variance_ratio", "mean_width", "mae"]
     lines += [markdown_table(shown[cols]), ""]
     bad = table[(table.coverage < min_coverage) & (table.method != "random")]
     lines += [f"## Cells below {min_coverage} ({len(bad)})", ""]

@@ -48,11 +48,13 @@ def _fold_size(models: int) -> int:
 
 
 def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: int = 1,
-                  stand_ins: int = STAND_INS, seed: int = 0) -> StandIns:
+                  stand_ins: int = STAND_INS, seed: int = 0, call_rule=None) -> StandIns:
     """Simulated runs of ``method`` with reference models of ``scores`` (M, N) held out
     as stand-in targets (module docstring): ``stand_ins`` of them at evenly spaced ranks
     of their scores, among the rows with every score (a model with a missing score cannot
-    stand in). Needs two or more complete rows."""
+    stand in). Needs two or more complete rows. ``call_rule``: how the run sizes its
+    calls (:class:`~bayeval.loop.call_sizes.CallRule`), simulated alike."""
+    from bayeval.loop.call_sizes import call_size
     from bayeval.loop.simulate import simulate
 
     scores = np.asarray(scores, dtype=np.float64)
@@ -67,7 +69,8 @@ def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: in
     folds = math.ceil(rows.size / per_fold)
     documents = np.zeros(rows.size, np.int64)
     n = scores.shape[1]
-    first = min(max(batch, concurrency, 1), n)  # the first call's documents
+    # the first call's documents
+    first = min(max(call_size(0, batch, call_rule), concurrency, 1), n)
     widths = np.full(rows.size, np.nan)
     for f in range(folds):
         # every fold spans the range: stand-ins f, f + folds, …; a fold short of
@@ -79,7 +82,7 @@ def stand_in_runs(method, scores: np.ndarray, *, batch: int = 1, concurrency: in
         held = rows[fill]
         reference = np.delete(scores, held, axis=0)
         run = simulate(method, reference, scores[held], seed + fill, until_stop=True,
-                       batch=batch, concurrency=concurrency)
+                       batch=batch, concurrency=concurrency, call_rule=call_rule)
         at_stop = run.drawn_at_stop if run.drawn_at_stop is not None else run.stop_n
         for j, s in enumerate(fill[:members.size]):
             documents[s] = int(at_stop[j]) if at_stop[j] > 0 else n

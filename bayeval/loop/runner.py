@@ -34,7 +34,8 @@ def run_session(session: Any, evaluator: Callable[..., float],
     clock.start()
     try:
         if concurrency > 1:
-            _streaming(session, evaluator, concurrency, on_step, max_failures)
+            _streaming(session, evaluator, concurrency, on_step, max_failures,
+                       batch if callable(batch) else None)
         else:
             _serial(session, evaluator, batch, on_step, max_failures)
     finally:
@@ -102,12 +103,17 @@ def _serial(session: Any, evaluator: Callable[..., float],
 
 
 def _streaming(session: Any, evaluator: Callable[..., float], concurrency: int,
-               on_step: Callable[..., None] | None, max_failures: int | None) -> None:
+               on_step: Callable[..., None] | None, max_failures: int | None,
+               ahead: Callable[[Any], int] | None = None) -> None:
     # after the stop nothing new is drawn; what is in flight is waited for, and its scores
-    # enter the estimate (docs/methods.md §9 "Batches")
+    # enter the estimate (docs/methods.md §9 "Batches"). ``ahead(session)``: how many
+    # rounds may be drawn ahead of the applied ones now (the call rule's taper)
     def ask(flying: list) -> tuple | None:
         if session.done and not session.unanswered:
             return None
+        if (ahead is not None and flying and not session.unanswered
+                and session.n_drawn - session.n_observed >= ahead(session)):
+            return None  # wait for a score before drawing more
         asked = session.ask(1)
         return (evaluator, asked[0], None, session.times) if asked else None
 

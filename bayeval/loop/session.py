@@ -412,7 +412,9 @@ class Session(SessionJournal, DrawOrder):
         row stop the run with :class:`EvaluatorFailedError`. An evaluator with
         ``evaluate_batch(items)`` (:mod:`bayeval.evaluators.harness`) gets each batch of ``batch``
         asked items in one call; ``batch`` may be a function of the session that gives
-        each call's size (:class:`bayeval.evaluation.plan.CallSizes`).
+        each call's size (:class:`bayeval.evaluation.plan.CallSizes`), or with
+        ``concurrency`` the rounds that may be drawn ahead of those applied now
+        (:func:`bayeval.loop.call_sizes.ahead_allowed`).
 
         ``concurrency`` K > 1 keeps K evaluations in flight, each in a thread: when one
         finishes its score is told and the next item is asked from the latest state

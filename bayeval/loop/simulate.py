@@ -25,6 +25,7 @@ from bayeval.devices import device_count, over_runs, pad_runs
 from bayeval.estimators.base import Draw
 from bayeval.hparams import Program
 from bayeval.inference.base import nothing_done
+from bayeval.loop.call_sizes import CallRule, ahead_allowed, call_size
 from bayeval.methods import Method
 from bayeval.types import Array, SimulationResult
 
@@ -162,23 +163,25 @@ def completion_delay(key: Array, order: Array, item_time: Array) -> Array:
 
 @functools.lru_cache(maxsize=32)
 def _compile_stream_chunk(program: Program, n_steps: int, until_stop: bool, concurrency: int,
-                          batch: int, n_devices: int = 1) -> Callable:
+                          batch: int, n_devices: int = 1,
+                          call_rule: CallRule | None = None) -> Callable:
     """:func:`_stream_runner` jitted, its traced settings the first argument (as
     :func:`_compile_chunk`)."""
 
     def run(values, loops, keys, targets, item_times):
         return _stream_runner(program.rebuild(values), n_steps, until_stop, concurrency,
-                              batch)(loops, keys, targets, item_times)
+                              batch, call_rule)(loops, keys, targets, item_times)
 
     return jax.jit(over_runs(run, (False, True, True, True, True), n_devices))
 
 
 def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: int,
-                   batch: int) -> Callable:
+                   batch: int, call_rule: CallRule | None = None) -> Callable:
     """The chunk runner of a streaming run (docs/methods.md §9 "Streaming"): up to
     ``concurrency`` evaluations in flight, each finishing after
     :func:`completion_delay`; or, with ``batch`` > 1, batches of ``batch`` items drawn
-    from one state and finishing together. Rounds are drawn one at a time with the key
+    from one state and finishing together (with ``call_rule``, calls of
+    :func:`~bayeval.loop.call_sizes.call_size` items). Rounds are drawn one at a time with the key
     ``fold_in(key, d)`` (d: the draw's place in the draw order) from the state of the
     rounds applied so far, and applied in draw order once each earlier round's score has
     arrived: the Session's loop when scores are told as they finish. An iteration of a run
@@ -187,6 +190,9 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
     is waiting, as the Session does (it applies every answered round before the next
     ask)."""
     quiet0 = nothing_done()
+    batched = batch > 1 or (call_rule is not None and concurrency == 1)
+    # with K in flight the rule's taper caps the rounds drawn ahead of the estimate
+    ahead_rule = None if batched else call_rule
 
     def one_select(loop, available, key, counter):
         items, draws = method.ask(loop, available, key, counter, 1)
@@ -225,7 +231,8 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
             q=jnp.ones((R, n_steps)), design=jnp.ones((R, n_steps)),
             finish=jnp.full((R, n_steps), jnp.inf), drawn=zeros, applied=zeros,
             now=jnp.zeros(R), batch_end=jnp.full(R, batch, jnp.int32),
-            stop_n=jnp.zeros(shape, jnp.int32), drawn_at_stop=zeros, records=records,
+            stop_n=jnp.zeros(shape, jnp.int32), drawn_at_stop=zeros, calls=zeros,
+            calls_at_stop=zeros, records=records,
             refits=zeros, failed=zeros)
 
         def live(c):
@@ -249,14 +256,24 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
                     & (c["finish"] > c["now"][:, None]))
 
         def slot_free(c):
-            if batch > 1:
+            if batched:
                 return c["drawn"] < c["batch_end"]
-            return jnp.sum(in_flight(c), 1) < concurrency
+            free = jnp.sum(in_flight(c), 1) < concurrency
+            if ahead_rule is not None:
+                allowed = ahead_allowed(c["applied"], concurrency, ahead_rule, width(c), N)
+                free &= (c["drawn"] - c["applied"]) < allowed
+            return free
+
+        def width(c):
+            est = c["loops"].estimate
+            return est.upper - est.lower
 
         def can_draw(c):
-            if batch > 1:  # a new batch once the last one is applied
-                c = {**c, "batch_end": jnp.where(c["applied"] == c["drawn"],
-                                                 c["drawn"] + batch, c["batch_end"])}
+            if batched:  # a new batch once the last one is applied
+                c = {**c, "batch_end": jnp.where(
+                    c["applied"] == c["drawn"],
+                    c["drawn"] + call_size(c["drawn"], batch, call_rule, width(c), N),
+                    c["batch_end"])}
             return drawing(c) & (c["drawn"] < n_steps) & slot_free(c), c
 
         def body(c):
@@ -284,6 +301,7 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
                  "applied": c["applied"] + apply,
                  "stop_n": jnp.where(stopping, n, c["stop_n"]),
                  "drawn_at_stop": jnp.where(stopping, c["drawn"], c["drawn_at_stop"]),
+                 "calls_at_stop": jnp.where(stopping, c["calls"], c["calls_at_stop"]),
                  "refits": c["refits"] + (apply & info.refitted),
                  "failed": c["failed"] + (apply & info.refitted & ~info.accepted)}
             # then draw where a slot is free and no answered round waits
@@ -291,7 +309,7 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
             draw = drawable & ~next_ready(c)
             item, dr = v_select(c["loops"], c["available"], keys, c["drawn"])
             spot = jnp.minimum(c["drawn"], n_steps - 1)
-            if batch > 1:
+            if batched:
                 delay = jnp.ones(R)
             else:
                 delay = jax.vmap(completion_delay)(keys, c["drawn"], item_times[rows, item])
@@ -304,7 +322,9 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
                     "finish": put_round("finish", c["now"] + delay),
                     "available": c["available"].at[rows, item].set(
                         c["available"][rows, item] & ~draw),
-                    "drawn": c["drawn"] + draw}
+                    "drawn": c["drawn"] + draw,
+                    # a call begins with a draw when every earlier one is applied
+                    "calls": c["calls"] + (draw & (c["applied"] == c["drawn"]))}
 
         def cond(c):
             return jnp.any(live(c))
@@ -312,8 +332,11 @@ def _stream_runner(method: Method, n_steps: int, until_stop: bool, concurrency: 
         c = jax.lax.while_loop(cond, body, carry)
         # a run reports once every round drawn before its stop is applied
         reported = jnp.where(c["stop_n"] > 0, c["drawn_at_stop"], 0)
+        calls = jnp.where(c["stop_n"] > 0, c["calls_at_stop"], c["calls"])
+        if not batched:  # with K in flight every evaluation is a call of its own
+            calls = jnp.where(c["stop_n"] > 0, c["drawn_at_stop"], c["drawn"])
         return (c["records"], reported, c["applied"], c["refits"], c["failed"],
-                c["drawn_at_stop"])
+                (c["drawn_at_stop"], calls))
 
     return run
 
@@ -323,7 +346,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
              memory_budget: float = 2e9,
              progress: Callable[[int, int], None] | None = None,
              devices: int | None = None, concurrency: int = 1, batch: int = 1,
-             item_times: np.ndarray | None = None) -> SimulationResult:
+             item_times: np.ndarray | None = None,
+             call_rule: CallRule | None = None) -> SimulationResult:
     """Run ``method`` for every (target row, seed) pair given, exactly as a
     :class:`~bayeval.loop.session.Session` would (sampling with replacement included).
 
@@ -348,6 +372,11 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
         earlier one's is in; the next item is drawn as a slot frees. 1: one at a time.
     batch: items drawn together from one state and evaluated as one batch (a harness
         launch); the next batch is drawn once all of them are applied.
+    call_rule: how a batched run sizes its calls, at most ``batch`` items each
+        (:class:`~bayeval.loop.call_sizes.CallRule`: small first calls that grow, last
+        calls cut to the items predicted left; None: every call ``batch`` items); with
+        ``concurrency`` its taper alone, at most the items predicted left drawn ahead of
+        the rounds applied (and never more than K in flight).
     item_times: (R, N) or (N,) mean evaluation time of each item (default 1), which
         scales the completion delays of a streaming run.
 
@@ -377,10 +406,12 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     n_steps = cells if n_steps is None else int(n_steps)
     if n_steps < 1 or (n_steps > cells and not method.with_replacement):
         raise ValueError(f"n_steps must be in 1..{cells}")
+    if call_rule is not None:
+        call_rule = CallRule(*call_rule).check()
     if concurrency < 1 or batch < 1 or (concurrency > 1 and batch > 1):
         raise ValueError(f"give concurrency ≥ 1 or batch ≥ 1, not both above 1 (got "
                          f"{concurrency} and {batch})")
-    streaming = concurrency > 1 or batch > 1
+    streaming = concurrency > 1 or batch > 1 or call_rule is not None
     if streaming and (several or method.with_replacement):
         raise ValueError(f"method {method.name!r} evaluates one item at a time: "
                          "concurrency and batch need one target and draws without "
@@ -403,7 +434,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
     chunk = pad_runs(chunk, n_devices)
     if streaming:
         run = functools.partial(_compile_stream_chunk(
-            method.compiled_as, n_steps, until_stop, concurrency, batch, n_devices),
+            method.compiled_as, n_steps, until_stop, concurrency, batch, n_devices, call_rule),
             method.hyper_values)
     else:
         plain = _compile_chunk(method.compiled_as, n_steps, until_stop, n_devices)
@@ -412,7 +443,7 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
             return (*plain(method.hyper_values, loops, keys, targets), None)
     out = {k: [] for k in ("estimate", "var", "lower", "upper", "items", "r_hat",
                            "divergences", "predicted")}
-    stops, refit_counts, failed_counts, drawn = [], [], [], []
+    stops, refit_counts, failed_counts, drawn, calls = [], [], [], [], []
     for start in range(0, R, chunk):
         size = min(chunk, R - start)
         # a last chunk short of a multiple of the devices repeats its first run
@@ -427,7 +458,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
             jax.tree_util.tree_map(widen, loop0), keys, jnp.asarray(targets[fill]),
             jnp.asarray(times[fill]))
         if at_stop is not None:
-            drawn.append(np.asarray(at_stop)[:size])
+            drawn.append(np.asarray(at_stop[0])[:size])
+            calls.append(np.asarray(at_stop[1])[:size])
         t_end = np.asarray(t_end)[:size]
         for k in out:
             values = np.asarray(records[k])[:size]
@@ -448,7 +480,8 @@ def simulate(method: Method, reference_scores: np.ndarray, targets: np.ndarray,
                             arrays["upper"], arrays["items"], stop_n, truth,
                             np.concatenate(refit_counts), np.concatenate(failed_counts),
                             arrays["r_hat"], arrays["divergences"],
-                            np.concatenate(drawn) if drawn else None, arrays["predicted"])
+                            np.concatenate(drawn) if drawn else None, arrays["predicted"],
+                            np.concatenate(calls) if calls else None)
 
 
 def concatenate(parts: Sequence[SimulationResult]) -> SimulationResult:
