@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bayeval.evaluation.options import CallSizing
 from bayeval.evaluation.plan import CallSizes, in_flight_sizes
 from bayeval.loop.call_sizes import (
     CALL_RULES,
@@ -145,7 +146,8 @@ def test_call_rules_are_named_or_given_as_fields_and_bad_ones_are_one_line():
                                                     epsilon=0.1)
     assert parse_call_rule("taper=0.5,smallest=4", 0.05) == CallRule(
         taper=0.5, smallest=4, epsilon=0.05)
-    assert set(CALL_RULES) == {"fixed", "taper", "grow"}
+    # the setting's choices are the rules' names
+    assert set(CALL_RULES) == {c.value for c in CallSizing} == {"fixed", "taper", "grow"}
     for bad, says in [("sometimes", "give fixed, taper, grow"), ("taper=x", "not a number"),
                       ("first=-1", "first must be"), ("epsilon=0.1", "give fixed"),
                       ("taper=nan", "taper must be")]:

@@ -47,6 +47,7 @@ import numpy as np
 
 from bayeval.loop.call_sizes import (
     CallRule,
+    ahead_allowed,
     call_size,
     calls_for,
     documents_for_width,
@@ -274,18 +275,32 @@ def call_rule_of(session: Any, calls: str, batch: int) -> CallRule | None:
     return parse_call_rule(calls, float(epsilon))
 
 
+def _width_now(session: Any) -> float | None:
+    """The run's interval width as a call rule reads it (None before any score)."""
+    return session.width if session.n_observed else None
+
+
 def in_flight_sizes(session: Any, calls: str, concurrency: int) -> Any:
     """What ``Session.run`` takes as ``batch`` with K = ``concurrency`` in flight: the
     rounds it may draw ahead of those applied (:func:`~bayeval.loop.call_sizes.
     ahead_allowed`, the taper of the call rule named ``calls``), or 1 where no rule
     applies (K in flight throughout)."""
-    from bayeval.loop.call_sizes import ahead_allowed
-
     rule = call_rule_of(session, calls, concurrency)
     if rule is None or concurrency <= 1:
         return 1
-    return lambda s: ahead_allowed(s.n_observed, concurrency, rule,
-                                   s.width if s.n_observed else None, s.n_items)
+    return lambda s: ahead_allowed(s.n_observed, concurrency, rule, _width_now(s),
+                                   s.n_items)
+
+
+def sizes_without_plan(session: Any, calls: str, batch: int, concurrency: int) -> Any:
+    """What ``Session.run`` takes as ``batch`` for a run without a plan (a fresh one that
+    makes none, or a resumed one): the call rule named ``calls`` over calls of at most
+    ``batch`` items (:class:`CallSizes`), its taper with K = ``concurrency`` in flight
+    (:func:`in_flight_sizes`), or ``batch`` where no rule applies."""
+    if concurrency > 1:
+        return in_flight_sizes(session, calls, concurrency)
+    rule = call_rule_of(session, calls, batch)
+    return batch if rule is None else CallSizes(None, batch, call_rule=rule)
 
 
 class CallSizes:
@@ -307,8 +322,8 @@ class CallSizes:
         self._last: tuple[float, int] | None = None  # (wall, documents) at the last call
 
     def _sized(self, session: Any) -> int:
-        return call_size(session.n_drawn, self.batch, self.call_rule,
-                         session.width if session.n_observed else None, session.n_items)
+        return call_size(session.n_drawn, self.batch, self.call_rule, _width_now(session),
+                         session.n_items)
 
     def __call__(self, session: Any) -> int:
         if self.whole_at is not None:

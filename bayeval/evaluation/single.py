@@ -50,25 +50,23 @@ def run_single(settings: RunSettings, watch: Watch | None = None,
     from bayeval.evaluation.plan import (
         CallSizes,
         call_rule_of,
-        in_flight_sizes,
         plan_of,
         plan_wanted,
+        sizes_without_plan,
     )
 
     session, journaled, matrix, evaluate_fn = _fresh(settings, given, method)
-    batch: Any = journaled.batch
-    rule = call_rule_of(session, journaled.calls, journaled.batch)
     if (plan_wanted(settings.plan, journaled.evaluator) and not session.several
             and journaled.concurrency == 1):
+        rule = call_rule_of(session, journaled.calls, journaled.batch)
         made = plan_of(session, journaled.batch, task=_task_name(journaled, matrix,
                                                                    session), call_rule=rule)
         if say is not None:
             say(made.line())
         batch = CallSizes(made, journaled.batch, settings.rest_whole, say, rule)
-    elif rule is not None:
-        batch = CallSizes(None, journaled.batch, call_rule=rule)
-    elif journaled.concurrency > 1:
-        batch = in_flight_sizes(session, journaled.calls, journaled.concurrency)
+    else:
+        batch = sizes_without_plan(session, journaled.calls, journaled.batch,
+                                   journaled.concurrency)
     return _run(session, journaled, matrix, evaluate_fn, watch, batch)
 
 
@@ -243,15 +241,11 @@ def resume_single(journal: Path, max_items: int | None = None, batch: int | None
         except BaseException:
             session.close()
             raise
-    from bayeval.evaluation.plan import CallSizes, call_rule_of, in_flight_sizes
+    from bayeval.evaluation.plan import sizes_without_plan
 
-    size = batch if batch is not None else journaled.batch
-    rule = call_rule_of(session, journaled.calls, size)
-    if journaled.concurrency > 1:
-        sizes = in_flight_sizes(session, journaled.calls, journaled.concurrency)
-    else:
-        sizes = size if rule is None else CallSizes(None, size, call_rule=rule)
-    return _run(session, journaled, matrix, evaluate_fn, watch, sizes)
+    return _run(session, journaled, matrix, evaluate_fn, watch, sizes_without_plan(
+        session, journaled.calls, batch if batch is not None else journaled.batch,
+        journaled.concurrency))
 
 
 def _journaled(settings: RunSettings, kind: str, matrix, journal: Path | None,

@@ -109,12 +109,11 @@ def predictor_backend(predictor: str, refit_every: int = 50,
 
 def warmup_share(tau: float, warmup: float) -> acq.Schedule:
     """τ_n = max(τ, 1 − n / W), n the scores the prediction has read and W = ``warmup``
-    items (τ itself when W = 0): the uniform share of the draw, 1 at the first draw and
-    falling to the floor τ by W items (module docstring, "warm-up")."""
+    > 0 items: the uniform share of the draw, 1 at the first draw and falling to the
+    floor τ by W items (module docstring, "warm-up"; W = 0 is :func:`active_rule`'s
+    plain floor τ)."""
 
     def share(prediction) -> Array:
-        if not warmup:
-            return jnp.asarray(tau, jnp.float64)
         return jnp.maximum(tau, 1.0 - prediction.n / warmup)
 
     return share
