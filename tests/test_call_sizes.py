@@ -144,10 +144,17 @@ def test_call_rules_are_named_or_given_as_fields_and_bad_ones_are_one_line():
     assert parse_call_rule("taper", 0.05) == CallRule(taper=1.0, epsilon=0.05)
     assert parse_call_rule("grow", 0.1) == CallRule(first=8, rate=1.0, taper=1.0,
                                                     epsilon=0.1)
+    fine = parse_call_rule("fine", 0.05)
+    assert fine == CallRule(first=8, rate=1.0, taper=0.5, smallest=2, epsilon=0.05)
+    # half the documents predicted left (D − n = 40 at w = 0.05 · sqrt(2) after n = 40 of
+    # N = ∞-like 10⁹: D = 2n), down to 2
+    assert call_size(40, 32, fine, 0.05 * 2**0.5, 10**9) == 20
+    assert call_size(200, 32, fine, 0.0501, 10**9) == 2
     assert parse_call_rule("taper=0.5,smallest=4", 0.05) == CallRule(
         taper=0.5, smallest=4, epsilon=0.05)
     # the setting's choices are the rules' names
-    assert set(CALL_RULES) == {c.value for c in CallSizing} == {"fixed", "taper", "grow"}
+    assert set(CALL_RULES) == {c.value for c in CallSizing} == {"fixed", "taper", "grow",
+                                                                "fine"}
     for bad, says in [("sometimes", "give fixed, taper, grow"), ("taper=x", "not a number"),
                       ("first=-1", "first must be"), ("epsilon=0.1", "give fixed"),
                       ("taper=nan", "taper must be")]:

@@ -81,6 +81,43 @@ def test_every_round_is_unbiased_given_its_past_by_enumeration():
     assert checked == {"prefixes": 1 + 4 + 12 + 24, "leaves": 24}
 
 
+def test_small_sample_interval_is_students_with_the_rounds_effective_number():
+    # A path of 9 rounds on 12 items with uneven weights: the small-sample interval is
+    # θ̃ ± t_{ν} sqrt(V (ν + 1)/ν) / Σh with ν = (Σh)²/Σh² − 1, recomputed here from the
+    # path's θ̂_t and h_t, and Student's quantile from scipy (the estimator's is a
+    # three-term expansion: within 3e-3 at ν ≥ 5, 1.1e-3 of the quantile there).
+    from scipy import stats
+    rng = np.random.default_rng(4)
+    n_items, z = 12, 1.959963984540054
+    scores = (rng.random(n_items) < 0.6).astype(float)
+    prediction = Prediction(jnp.asarray(0.3), jnp.asarray(1e-3),
+                            jnp.asarray(rng.uniform(0.05, 0.6, n_items)),
+                            jnp.asarray(np.full(n_items, 0.2)), jnp.asarray(np.zeros(n_items)),
+                            jnp.asarray(0.0), jnp.asarray(True))
+    plain, small = (dv.estimator("stabilised", floor=False, small_sample=s)
+                    for s in (False, True))
+    state, thetas, hs = plain.init(n_items), [], []
+    for item in rng.permutation(n_items)[:9]:
+        q, sigma2 = float(rng.uniform(0.02, 0.3)), float(rng.uniform(0.5, 2.0)) / n_items**2
+        thetas.append(float(dv.round_estimate(state, prediction, item, scores[item], q)))
+        hs.append(1 / math.sqrt(sigma2))
+        state = plain.update(state, prediction, item, scores[item],
+                             Draw(jnp.asarray(q), jnp.asarray(sigma2)))
+    thetas, hs = np.array(thetas), np.array(hs)
+    tilde = np.sum(hs * thetas) / hs.sum()
+    nu = hs.sum() ** 2 / np.sum(hs**2) - 1
+    assert 5 < nu < 8  # uneven weights: fewer than the 9 rounds
+    v = np.sum(hs**2 * (thetas - tilde) ** 2) * (nu + 1) / nu
+    half = stats.t.ppf(0.975, nu) * math.sqrt(v) / hs.sum()
+    got, base = small.estimate(state, prediction, z), plain.estimate(state, prediction, z)
+    assert float(got.value) == pytest.approx(float(base.value), abs=1e-12)
+    assert float(got.lower) == pytest.approx(tilde - half, abs=2e-3 * half)
+    assert float(got.upper) == pytest.approx(tilde + half, abs=2e-3 * half)
+    for dof in (5.0, 12.0, 40.0, 300.0):
+        assert float(dv.student_quantile(z, dof)) == pytest.approx(stats.t.ppf(0.975, dof),
+                                                                   abs=3e-3)
+
+
 def test_predicted_variance_is_the_variance_of_the_round_under_the_model():
     # Under a model where the unseen scores are independent Bernoulli(p̂) — so Var(R | C)
     # = Σ v_i / N² — σ̂² = (1/N²) Σ v_i/q_i − Var(R | C) is the exact conditional variance

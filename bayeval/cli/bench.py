@@ -461,7 +461,8 @@ def bench_validity(
     calls: Annotated[str, typer.Option(
         help="With --batch: how the calls are sized: fixed (every call k items), taper "
              "(the last calls cut to the items the interval's width predicts are still "
-             "needed), grow (8 items first, doubling, and the taper), or key=value pairs "
+             "needed), grow (8 items first, doubling, and the taper), fine (as grow, asking "
+             "half the items predicted left, down to 2), or key=value pairs "
              "of first, rate, taper, smallest (docs/methods.md §9 \"Call sizes\"); with "
              "--concurrency the taper caps the evaluations in flight near the stop.")
     ] = "fixed",

@@ -153,8 +153,9 @@ def evaluate(
       output; ``batch`` items per call (default 32 with the harness, 8 with Inspect, else
       1) or ``concurrency`` evaluations in flight (default 1); ``calls`` how a run of one
       task in batches sizes its calls: ``taper`` (default: the last calls cut to the
-      items predicted left), ``grow`` (8 items first, doubling, and the taper) or
-      ``fixed`` (:mod:`bayeval.loop.call_sizes`).
+      items predicted left), ``grow`` (8 items first, doubling, and the taper),
+      ``fine`` (as grow, asking half the items predicted left, down to 2) or ``fixed``
+      (:mod:`bayeval.loop.call_sizes`).
     * ``method``: a spec (default ``active-pai``; ``active-pai-joint`` with ``models``) or
       a composed :class:`~bayeval.methods.Method`; ``epsilon`` the interval's width at the
       stop (default: the method's, 0.05 for active-pai), ``task_epsilon`` each suite

@@ -46,7 +46,7 @@ class EvaluatorSettings:
         ``inspect`` (``inspect_task`` run on the target by Inspect AI, scored by
         ``metric``).
     batch, concurrency: items evaluated together, evaluations in flight.
-    calls: how a run in batches sizes its calls (``fixed``, ``taper``, ``grow``:
+    calls: how a run in batches sizes its calls (``fixed``, ``taper``, ``grow``, ``fine``:
         :data:`bayeval.loop.call_sizes.CALL_RULES`); a journal from before the rules has
         none and ran fixed calls.
     lm_eval_args, task, metric, filter, subtasks: the harness's options, its task, and

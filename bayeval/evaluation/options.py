@@ -61,6 +61,7 @@ class CallSizing(StrEnum):
     fixed = "fixed"
     taper = "taper"
     grow = "grow"
+    fine = "fine"
 
 
 class RestWhole(StrEnum):

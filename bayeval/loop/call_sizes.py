@@ -32,9 +32,13 @@ __all__ = ["CALL_RULES", "CallRule", "ahead_allowed", "call_size", "calls_for",
            "documents_for_width", "parse_call_rule"]
 
 # the named rules: ``fixed`` every call the batch; ``taper`` the last calls cut to the
-# documents predicted left; ``grow`` small first calls that double, and the taper
+# documents predicted left; ``grow`` small first calls that double, and the taper;
+# ``fine`` grow's first calls and a taper that asks half the documents predicted left,
+# down to calls of 2 (more calls for fewer documents: where a call costs little more
+# than its documents, docs/results/call_sizes.md)
 CALL_RULES = {"fixed": None, "taper": {"taper": 1.0},
-              "grow": {"first": 8, "rate": 1.0, "taper": 1.0}}
+              "grow": {"first": 8, "rate": 1.0, "taper": 1.0},
+              "fine": {"first": 8, "rate": 1.0, "taper": 0.5, "smallest": 2}}
 
 
 def documents_for_width(width, scored, n_items: int, epsilon: float):
