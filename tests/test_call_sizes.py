@@ -65,6 +65,13 @@ def test_call_sizes_follow_their_formula_for_numbers_and_arrays():
         drawn_so_far += sizes[-1]
     assert sizes == [8, 8, 16, 32, 32]
     assert calls_for(96, batch, grow) == 5 and calls_for(96, batch, None) == 3
+    # with N, the taper's last calls on the width law (worked by hand for D = 100):
+    # fine 8, 8, 16, 32, then half of what is left (36 → 18, 18 → 9, 9 → 5, 4 → 2) and 2;
+    # the taper 32, 32, 32, then max(8, 4); without it, ⌈100/32⌉
+    fine = CallRule(first=8, rate=1.0, taper=0.5, smallest=2, epsilon=0.05)
+    assert calls_for(100, 32, fine, 10**9) == 9
+    assert calls_for(100, 32, CallRule(taper=1.0, epsilon=0.05), 10**9) == 4
+    assert calls_for(100, 32, fine) == calls_for(100, 32, fine._replace(taper=0.0)) == 6
 
 
 def test_the_simulator_with_a_call_rule_is_the_session_driven_by_it(world):

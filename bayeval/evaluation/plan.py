@@ -99,7 +99,7 @@ class Plan:
         if not c or o is None:
             return self.share
         rule = None if self.call_rule is None else CallRule(**self.call_rule)
-        calls = calls_for(self.predicted, max(self.batch, 1), rule)
+        calls = calls_for(self.predicted, max(self.batch, 1), rule, self.documents)
         return (self.predicted * c + calls * o) / (self.documents * c)
 
     @property

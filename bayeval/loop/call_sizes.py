@@ -141,11 +141,23 @@ def ahead_allowed(applied: int | Array, concurrency: int, rule: CallRule,
                      n_items)
 
 
-def calls_for(documents: int, batch: int, rule: CallRule | None) -> int:
-    """How many calls draw ``documents`` documents when the rule does not taper (the last
-    call may be cut short)."""
+def calls_for(documents: int, batch: int, rule: CallRule | None,
+              n_items: int | None = None) -> int:
+    """How many calls draw ``documents`` documents (the last call may be cut short). With
+    ``n_items`` N and a tapering rule, the taper reads the width the width law gives after
+    n documents of a run that reaches ε at ``documents`` = D,
+    w(n) = ε sqrt((1/n − 1/N) / (1/D − 1/N)) (module docstring), so its last calls are
+    counted; without them the rule's growth alone."""
+    law = (rule is not None and rule.taper > 0 and n_items is not None
+           and 0 < documents < n_items)
     drawn, calls = 0, 0
     while drawn < documents:
-        drawn += call_size(drawn, batch, rule._replace(taper=0.0) if rule else None)
+        width = None
+        if law and drawn > 0:  # (a hair under the law: D − n is whole, its ceiling too)
+            width = rule.epsilon * math.sqrt((1.0 / drawn - 1.0 / n_items)
+                                             / (1.0 / documents - 1.0 / n_items))
+            width *= 1.0 - 1e-12
+        drawn += call_size(drawn, batch, rule if law else
+                           (rule._replace(taper=0.0) if rule else None), width, n_items)
         calls += 1
     return calls
