@@ -157,7 +157,6 @@ def calls_for(documents: int, batch: int, rule: CallRule | None,
             width = rule.epsilon * math.sqrt((1.0 / drawn - 1.0 / n_items)
                                              / (1.0 / documents - 1.0 / n_items))
             width *= 1.0 - 1e-12
-        drawn += call_size(drawn, batch, rule if law else
-                           (rule._replace(taper=0.0) if rule else None), width, n_items)
+        drawn += call_size(drawn, batch, rule, width, n_items)  # no width: no taper
         calls += 1
     return calls
