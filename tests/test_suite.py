@@ -545,3 +545,19 @@ def test_a_live_suite_refuses_costs_or_variances_that_are_not_one_positive_per_t
         option, values, message):
     with pytest.raises(BayevalError, match=re.escape(message)):
         SuiteRun(["a", "b"], [object(), object()], [1, 1], SuiteRule(), **{option: values})
+
+
+def test_a_suite_benchs_units_are_keyed_by_the_methods_defaults_too(monkeypatch):
+    # a unit cached under one default of a method must not stand for the same spec under
+    # another default: the unit of "active-pai" carries every resolved parameter, and the
+    # same spec with one default changed is another unit
+    from bayeval.experiments import suite as bench_suite
+    settings = {"tasks": ["a", "b"], "n_targets": 20, "reps": 5}
+    plain = bench_suite.seed_unit("a", "active-pai", 3, settings)
+    assert plain.settings["parameters"]["small_sample"] is True
+    assert plain == bench_suite.seed_unit("a", "active-pai", 3, settings)
+    assert plain != bench_suite.seed_unit("a", "active-pai", 4, settings)
+    resolved = bench_suite.resolved_parameters
+    monkeypatch.setattr(bench_suite, "resolved_parameters",
+                        lambda spec: {**resolved(spec), "small_sample": False})
+    assert plain != bench_suite.seed_unit("a", "active-pai", 3, settings)

@@ -51,7 +51,7 @@ from bayeval.loop.suite import (
     normalised_weights,
     task_seed,
 )
-from bayeval.methods import make_method, parse_method_spec
+from bayeval.methods import make_method, parse_method_spec, resolved_parameters
 
 _MUSR = ("murder_mysteries", "object_placements", "team_allocation")
 SUITES = {"leaderboard": ("ifeval", "musr", "arc_challenge"),
@@ -239,6 +239,14 @@ def strata_table(runs: pd.DataFrame, tasks: Sequence[str]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def seed_unit(task: str, spec: str, seed: int, settings: dict[str, Any]) -> Unit:
+    """The unit of one (task, method, seed) of a suite (:func:`suite_unit`), keyed by every
+    parameter of the method, its defaults too (``resolved_parameters``), so that a unit
+    cached under one default is not reused for another."""
+    return Unit("suite", task, spec, seed, seed + 1,
+                {**settings, "parameters": resolved_parameters(spec)})
+
+
 def suite_draws(names: Sequence[str], data: dict[str, ScoreMatrix], seeds: int,
                 methods: Sequence[str], n_targets: int = 20, reps: int = 5,
                 reference_fraction: float = 0.5, rows: str = "auto",
@@ -256,8 +264,7 @@ def suite_draws(names: Sequence[str], data: dict[str, ScoreMatrix], seeds: int,
     settings = {"tasks": list(names), "n_targets": int(n_targets), "reps": int(reps),
                 "reference_fraction": float(reference_fraction),
                 "same_rows": bool(same_rows)}
-    units = {(name, spec): [Unit("suite", name, spec, s, s + 1, settings)
-                            for s in range(seeds)]
+    units = {(name, spec): [seed_unit(name, spec, s, settings) for s in range(seeds)]
              for name in names for spec in methods}
     flat = [u for us in units.values() for u in us]
     done = dict(zip(flat, run_units(flat, suite_unit, data, out, executor, log=log),

@@ -55,13 +55,15 @@ Assembled from parts, with any backend as the predictor:
   0.941–0.948 on IFEval, not on MMLU, MRPC or RTE (0.925–0.939 either way), for 1.1–1.4
   points of mean saving at the stop (up to 4.7 in a cell; 300 runs per cell,
   docs/results/call_sizes.md): an option, not the default;
-* small samples (``small_sample``, off by default): the interval read with Student's
+* small samples (``small_sample``, on by default): the interval read with Student's
   quantile at n_eff − 1 degrees of freedom and V_T × n_eff / (n_eff − 1)
-  (:func:`~bayeval.estimators.design_valid.estimator`); in batches of 32 beyond the
-  references (1000 runs per cell, docs/results/small_sample_intervals.md) it halves the
-  cells under 0.94 at 32–256 items (16 → 8 of 35), and with ``warmup`` = 128 leaves none
-  at 32, 64, 128 or 256 items, for 0.5 (1.7–1.8 with the warm-up) points of mean saving at
-  the stop;
+  (:func:`~bayeval.estimators.design_valid.estimator`), where the normal quantile and V_T
+  are short at a few dozen to a couple of hundred items: a suite leaves its tasks there,
+  and so does a small ``budget``. In batches of 32 beyond the references (1000 runs per
+  cell, docs/results/small_sample_intervals.md) it halves the cells under 0.94 at
+  32–256 items (16 → 8 of 35; at the counts 32, 64, 128 and 256, 8 → 2 of 20), and with
+  ``warmup`` = 128 leaves none there, for 0.5 (1.7–1.8 with the warm-up) points of mean
+  saving at the stop; ``small_sample=false`` reads z and V_T as they are;
 * stopping: after ``n_min`` items, when the interval is at most ``epsilon`` wide, or at
   ``budget`` items (a count, or a share of the items below 1; None: no budget).
 
@@ -157,7 +159,7 @@ def active_pai(epsilon: float = 0.05, predictor: str = "difficulty", anytime: bo
                refit_every: int = 0,
                p_min: float = 0.02, min_share: float = 1.0, recalibrate: float = 10.0,
                bucket_capacity: int | None = None, components: int = 5,
-               level: float = 0.95, warmup: float = 0.0, small_sample: bool = False) -> Method:
+               level: float = 0.95, warmup: float = 0.0, small_sample: bool = True) -> Method:
     """Active PAI (module docstring): stop once ``n_min`` items are scored and the
     ``level`` interval is at most ``epsilon`` wide, or at ``budget`` items."""
     width = stop.width_after(n_min, epsilon)
