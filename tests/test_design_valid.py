@@ -113,6 +113,11 @@ def test_small_sample_interval_is_students_with_the_rounds_effective_number():
     assert float(got.value) == pytest.approx(float(base.value), abs=1e-12)
     assert float(got.lower) == pytest.approx(tilde - half, abs=2e-3 * half)
     assert float(got.upper) == pytest.approx(tilde + half, abs=2e-3 * half)
+    # the confidence sequence is not a fixed-n interval: small_sample leaves it as it is
+    seq, seq_small = (dv.estimator("stabilised", floor=False, anytime=True, small_sample=s)
+                      .estimate(state, prediction, z) for s in (False, True))
+    assert (float(seq_small.lower), float(seq_small.upper)) == (float(seq.lower),
+                                                                 float(seq.upper))
     for dof in (5.0, 12.0, 40.0, 300.0):
         assert float(dv.student_quantile(z, dof)) == pytest.approx(stats.t.ppf(0.975, dof),
                                                                    abs=3e-3)

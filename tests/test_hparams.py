@@ -98,10 +98,7 @@ def test_a_structural_setting_is_its_own_program():
 
 def test_traced_settings_give_what_constants_give(world):
     # the same method built by the bare factory (no program: every setting a constant of
-    # its own compiled programs) draws the same items and reports the same numbers; XLA
-    # may fuse a program whose settings are folded constants differently (a division
-    # taken as a multiplication by the reciprocal), so the numbers agree to a few units in
-    # the last place (1e-15 on scores in [0, 1], about 4 ulp), not bit for bit
+    # its own compiled programs) runs the same rounds to the last bit
     reference, target = world
     settings = dict(epsilon=0.08, tau=0.1, p_min=0.03, recalibrate=5.0, anytime=True,
                     anytime_rounds=0.3)
@@ -112,8 +109,9 @@ def test_traced_settings_give_what_constants_give(world):
     a = simulate(traced, reference.scores, targets, seeds, n_steps=25)
     b = simulate(constant, reference.scores, targets, seeds, n_steps=25)
     np.testing.assert_array_equal(a.items, b.items)
-    for got, want in ((a.estimate, b.estimate), (a.lower, b.lower), (a.upper, b.upper)):
-        np.testing.assert_allclose(got, want, rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(a.estimate, b.estimate)
+    np.testing.assert_array_equal(a.lower, b.lower)
+    np.testing.assert_array_equal(a.upper, b.upper)
 
 
 def test_a_factory_registered_again_is_a_program_of_its_own():

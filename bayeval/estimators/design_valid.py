@@ -312,7 +312,8 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
     small_sample: read the fixed-n interval with n_eff − 1 degrees of freedom,
         n_eff = (Σ h_t)² / Σ h_t² the rounds' effective number: V_T × n_eff / (n_eff − 1)
         (θ̃_T estimated from the same rounds) and Student's quantile
-        (:func:`student_quantile`) in place of z.
+        (:func:`student_quantile`) in place of z; the confidence sequence (``anytime``)
+        is left as it is.
     """
     if known(recalibrate) and not recalibrate >= 0:
         raise ValueError(f"recalibrate must be ≥ 0, got {recalibrate}")
@@ -363,7 +364,7 @@ def estimator(weights: str = "stabilised", floor: bool | str = "conditional", an
         delta = state.hd / total
         spread = jnp.maximum(state.h2d2 - 2.0 * delta * state.h2d + delta**2 * state.h2, 0.0)
         quantile = z
-        if small_sample:
+        if small_sample and not anytime:  # the fixed-n interval's correction only
             dof = jnp.maximum(total**2 / jnp.where(started, state.h2, 1.0) - 1.0, 1.0)
             spread = spread * (dof + 1.0) / dof
             quantile = student_quantile(z, dof)
