@@ -153,9 +153,10 @@ def _cli(*args: str) -> list[str]:
 
 
 def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
-    """Kill `bayeval evaluate --journal J` with SIGKILL ≥ 20 times at random points
+    """Kill `bayeval evaluate --journal J` with SIGKILL ≥ 12 times at random points
     (start-up, replay, mid-run, mid-write) and resume each time; the final result must be
-    the uninterrupted run's."""
+    the uninterrupted run's. (Each kill costs a process start, ~2 s; a crash at every
+    byte of a journal is tested in process by tests/test_session.py.)"""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     # random items with ε = 0.15 (~100 items): short runs, many kills per minute; the
     # journal and replay are the same for every method (BayesAME's replay is tested in
@@ -170,7 +171,7 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
 
     rng = random.Random(12345)
     kills, mid_run, rounds = 0, 0, 0
-    while kills < 20:  # a round that finishes before 20 kills is checked, then another starts
+    while kills < 12:  # a round that finishes before 20 kills is checked, then another starts
         rounds += 1
         journal = tmp_path / f"j{rounds}.jsonl"
         result = None
@@ -181,9 +182,9 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
                                     stderr=subprocess.PIPE, text=True, env=env)
             lines = journal.read_bytes().count(b"\n") if resume else 0
             deadline, goal = 0.0, None  # no kill: let it finish
-            if kills < 20 and rng.random() < 0.25:  # somewhere in start-up or replay
+            if kills < 12 and rng.random() < 0.25:  # somewhere in start-up or replay
                 deadline = time.time() + rng.uniform(0.0, 2.0)
-            elif kills < 20 and lines + 1 < total:  # after a few more observations
+            elif kills < 12 and lines + 1 < total:  # after a few more observations
                 deadline, goal = time.time() + 60, min(lines + rng.randint(1, 8), total - 1)
             while proc.poll() is None and time.time() < deadline:
                 if goal is not None and journal.exists() and \
@@ -209,7 +210,7 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
         assert result == {k: v for k, v in expected.items()
                           if k not in ("documents_run", "documents_rerun")}
     print(f"{kills} kills, {mid_run} mid-run, {rounds} round(s)")
-    assert mid_run >= 8  # most kills land while observations are being written
+    assert mid_run >= 5  # most kills land while observations are being written
     records = [json.loads(x) for x in journal.read_text().splitlines()[1:]]
     reasked = sum(x["count"] for x in records if x["event"] == "reask")
     assert reasked == again  # each journaled, the last round's result counted them all

@@ -60,9 +60,10 @@ def test_ability_and_score_intervals_cover_on_simulated_data(kind):
     for row in mask:
         row[rng.permutation(n_items)[:10]] = True
     result = fit_ability(kind, items, np.where(mask, scores, np.nan), mask,
-                         num_warmup=150, num_samples=200, num_chains=4, seed=0, warn=False)
-    # short chains for a unit test (60 R-hats; the largest fluctuates above 1.01)
-    assert result.divergences == 0 and result.diagnostics.r_hat.max() < 1.03
+                         num_warmup=150, num_samples=200, num_chains=2, seed=0, warn=False)
+    # two short chains for a unit test: the largest of the 50 split R-hats fluctuates
+    # above 1.01 (1.04-1.05 here; 1.02-1.03 with four chains, at twice the time)
+    assert result.divergences == 0 and result.diagnostics.r_hat.max() < 1.06
     draws = result.samples["ability"].reshape(-1, n_sets)
     lo, hi = np.quantile(draws, [0.05, 0.95], axis=0)
     coverage = np.mean((lo <= ability) & (ability <= hi))

