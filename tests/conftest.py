@@ -69,14 +69,18 @@ _TESTS_RUN = [0]
 @pytest.fixture(autouse=True)
 def _memory_mappings_left():
     """A test worker runs thousands of differently shaped programs; after every 10th test
-    it drops JAX's in-memory programs once its memory mappings pass half the kernel's
-    limit (bayeval.devices.release_compiled_programs: at the limit XLA's CPU backend fails
-    to load the next program and the process crashed). Ten tests add at most a few
-    thousand mappings; counting them costs ~1 ms per thousand, hence not after each."""
+    it drops JAX's in-memory programs once its memory mappings pass 70% of the kernel's
+    limit (bayeval.devices.release_compiled_programs: at the limit XLA's CPU
+    backend fails to load the next program and the process crashed). Ten tests add at most
+    a few thousand mappings, under the last 30% (19,600 of Linux's default 65,530;
+    the test compiling the most programs adds ~1,400);
+    counting them costs ~1 ms per thousand, hence not after each. At half the limit each
+    worker dropped its programs once a run, 15-25 s of dropping and then the next tests'
+    tracing again."""
     yield
     _TESTS_RUN[0] += 1
     if _TESTS_RUN[0] % 10 == 0:
-        release_compiled_programs()
+        release_compiled_programs(share=0.7)
 
 
 @pytest.fixture
