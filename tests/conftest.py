@@ -64,23 +64,29 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 _TESTS_RUN = [0]
+_MAPPINGS_HIGH = [False]  # above 60% of the limit: counted after every test
 
 
 @pytest.fixture(autouse=True)
 def _memory_mappings_left():
-    """A test worker runs thousands of differently shaped programs; after every 10th test
-    it drops JAX's in-memory programs once its memory mappings pass 70% of the kernel's
-    limit (bayeval.devices.release_compiled_programs: at the limit XLA's CPU
-    backend fails to load the next program and the process crashed). Ten tests add at most
-    a few thousand mappings, under the last 30% (19,600 of Linux's default 65,530;
-    the test compiling the most programs adds ~1,400);
-    counting them costs ~1 ms per thousand, hence not after each. At half the limit each
-    worker dropped its programs once a run, 15-25 s of dropping and then the next tests'
-    tracing again."""
+    """A test worker runs thousands of differently shaped programs; it drops JAX's
+    in-memory programs once its memory mappings pass 85% of the kernel's limit
+    (bayeval.devices.release_compiled_programs: at the limit XLA's CPU backend fails to
+    load the next program and the process crashed). The test compiling the most programs
+    adds ~1,400 mappings, far under the last 15% (9,800 of Linux's default 65,530).
+    Counting them costs ~1 ms per thousand: after every 10th test while they are under
+    60% of the limit (10 tests add at most a few thousand), after each test above. At
+    half the limit each worker dropped its programs once a run, 15-25 s of dropping and
+    then the next tests' tracing again."""
+    from bayeval.devices import memory_maps
+
     yield
     _TESTS_RUN[0] += 1
-    if _TESTS_RUN[0] % 10 == 0:
-        release_compiled_programs(share=0.7)
+    if _TESTS_RUN[0] % 10 == 0 or _MAPPINGS_HIGH[0]:
+        found = memory_maps()
+        _MAPPINGS_HIGH[0] = found is not None and found[0] > 0.6 * found[1]
+        if _MAPPINGS_HIGH[0] and release_compiled_programs(share=0.85):
+            _MAPPINGS_HIGH[0] = False
 
 
 @pytest.fixture
