@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bayeval.data import ScoreMatrix, load_dataset
-from bayeval.devices import keep_compiled_programs, release_compiled_programs
+from bayeval.devices import keep_compiled_programs, memory_maps, release_compiled_programs
 from bayeval.precision import enable_float64
 
 enable_float64()  # the library refuses float32 (bayeval.precision); tests use its internals
@@ -78,14 +78,14 @@ def _memory_mappings_left():
     60% of the limit (10 tests add at most a few thousand), after each test above. At
     half the limit each worker dropped its programs once a run, 15-25 s of dropping and
     then the next tests' tracing again."""
-    from bayeval.devices import memory_maps
-
     yield
     _TESTS_RUN[0] += 1
     if _TESTS_RUN[0] % 10 == 0 or _MAPPINGS_HIGH[0]:
         found = memory_maps()
-        _MAPPINGS_HIGH[0] = found is not None and found[0] > 0.6 * found[1]
-        if _MAPPINGS_HIGH[0] and release_compiled_programs(share=0.85):
+        share = 0.0 if found is None else found[0] / found[1]
+        _MAPPINGS_HIGH[0] = share > 0.6
+        if share > 0.85:  # (release_compiled_programs counts them again: once a run at most)
+            release_compiled_programs(share=0.85)
             _MAPPINGS_HIGH[0] = False
 
 

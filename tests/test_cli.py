@@ -171,7 +171,8 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
 
     rng = random.Random(12345)
     kills, mid_run, rounds = 0, 0, 0
-    while kills < 12:  # a round that finishes before 20 kills is checked, then another starts
+    wanted = 12
+    while kills < wanted:  # a round that finishes before them is checked, then another starts
         rounds += 1
         journal = tmp_path / f"j{rounds}.jsonl"
         result = None
@@ -182,9 +183,9 @@ def test_sigkill_at_random_points_then_resume_equals_uninterrupted(tmp_path):
                                     stderr=subprocess.PIPE, text=True, env=env)
             lines = journal.read_bytes().count(b"\n") if resume else 0
             deadline, goal = 0.0, None  # no kill: let it finish
-            if kills < 12 and rng.random() < 0.25:  # somewhere in start-up or replay
+            if kills < wanted and rng.random() < 0.25:  # somewhere in start-up or replay
                 deadline = time.time() + rng.uniform(0.0, 2.0)
-            elif kills < 12 and lines + 1 < total:  # after a few more observations
+            elif kills < wanted and lines + 1 < total:  # after a few more observations
                 deadline, goal = time.time() + 60, min(lines + rng.randint(1, 8), total - 1)
             while proc.poll() is None and time.time() < deadline:
                 if goal is not None and journal.exists() and \
