@@ -59,7 +59,7 @@ def cell(dataset: str, variant: str, runs: int, counts: list[int], batch: int,
     hit: dict[str, dict[int, list[bool]]] = {m: {n: [] for n in counts} for m in methods}
     err: dict[str, dict[int, list[float]]] = {m: {n: [] for n in counts} for m in methods}
     models: list[str] = []
-    seed = 0
+    seed, began = 0, time.time()
     while len(models) < runs:
         sp = variant_split(matrix, variant, targets, 0.5, seed)
         rows = np.asarray(sp.targets.scores, np.float64)
@@ -75,6 +75,8 @@ def cell(dataset: str, variant: str, runs: int, counts: list[int], batch: int,
                     err[name][n] += list(np.abs(sim.estimate[:, at] - truth))
         models += list(sp.targets.models)
         seed += 1
+        print(f"  {dataset} {variant}: {min(len(models), runs)}/{runs} runs "
+              f"({time.time() - began:.0f} s)", file=sys.stderr, flush=True)
     out = []
     for name in methods:
         for n in counts:
