@@ -24,8 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-DATASETS = ("arc_challenge", "commonsense", "ifeval", "math", "mmlu", "mrpc", "musr", "rte",
-            "sst2")
+from bayeval.data.bundled import list_datasets
 
 
 def draw_items(out: Path, dataset: str, variant: str, method: str, draws: int,
@@ -75,7 +74,7 @@ def main() -> int:
              "|---|---|---|" + "---|" * len(names)]
     sums = []
     for variant in args.variants.split(","):
-        for dataset in DATASETS:
+        for dataset in list_datasets():
             rs = draw_items(args.one, dataset, variant, "random", args.draws)
             one = draw_items(args.one, dataset, variant, args.method, args.draws)
             if rs is None or one is None:

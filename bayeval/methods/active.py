@@ -56,9 +56,8 @@ Assembled from parts, with any backend as the predictor:
   or 256 items below 0.94 (at 50 items two, 0.936–0.937), for 0.2 points of mean saving
   at the stop one at a time (28.4% → 28.2% on the standard variant, 16.3% → 16.1% beyond
   the references; commonsense beyond them 15.6% → 14.1%); W = 128 covered as well for
-  1.1–1.4 points
-  (docs/results/fixed_count_coverage_warmup.md). ``warmup=0`` draws by the rule from
-  the first item;
+  1.1–1.4 points (docs/results/fixed_count_coverage_warmup.md). ``warmup=0`` draws by
+  the rule from the first item;
 * small samples (``small_sample``, on by default): the interval read with Student's
   quantile at n_eff − 1 degrees of freedom and V_T × n_eff / (n_eff − 1)
   (:func:`~bayeval.estimators.design_valid.estimator`), where the normal quantile and V_T
