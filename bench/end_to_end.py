@@ -234,6 +234,69 @@ def facts(cell: Cell, work: Path, runs: dict[str, list[dict]]) -> dict:
             "signal": float(np.corrcoef(mean, target[doc_ids])[0, 1])}
 
 
+def oracle_matrix(cell: Cell, target: Path, work: Path, args: argparse.Namespace) -> Path:
+    """The cell's references and the target on every document, as one matrix (the target
+    logged by the harness once, as the references are): the oracle of simulated runs."""
+    from bayeval.data import read_lm_eval_samples
+    from bayeval.data.io import write_npz
+
+    logs = work / f"oracle-{cell.models}-{cell.task}"
+    if not logs.exists():
+        print(f"logging the target on every document of {cell.task} …", flush=True)
+        partial = logs.with_name(logs.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(work / f"logs-{cell.models}-{cell.task}", partial)
+        log_references([target], work / "tasks", partial, cell.task, args.harness_batch,
+                       args.device)
+        partial.rename(logs)  # whole or not at all: a cut run logs it again
+    matrix = work / f"oracle-{cell.models}-{cell.task}.npz"
+    write_npz(read_lm_eval_samples(logs, cell.task), matrix)
+    return matrix
+
+
+def simulated_coverage(cell: Cell, target: Path, work: Path, args: argparse.Namespace
+                       ) -> dict:
+    """The cell's bayeval run simulated over ``args.coverage`` seeds (its settings: ε, the
+    batch and its default call rule; the oracle's scores in place of the model's): the
+    coverage of the full run's score ± its binomial SE and the mean documents. A run
+    that would have gone whole (``rest_whole``) is simulated batch by batch to its stop,
+    its interval read there: the coverage of the runs as they would have been without
+    that rule (a whole run's exact score always covers)."""
+    from bayeval.experiments.units import Executor, Unit, run_units
+
+    matrix = oracle_matrix(cell, target, work, args)
+    step = -(-args.coverage // args.workers)
+    units = [Unit("end_to_end", cell.name, "coverage", first,
+                  min(first + step, args.coverage))
+             for first in range(0, args.coverage, step)]
+    data = {"matrix": str(matrix), "task": cell.task, "target": str(target),
+            "epsilon": args.epsilon, "batch": args.batch}
+    parts = run_units(units, _simulated, data, None, Executor(workers=args.workers))
+    held, items = (np.concatenate([p[k] for p in parts]) for k in range(2))
+    return {"runs": int(held.size), "coverage": float(held.mean()),
+            "se": float(held.std() / np.sqrt(held.size)), "items": float(items.mean())}
+
+
+def _simulated(unit, data: dict) -> tuple[np.ndarray, np.ndarray]:
+    """(held, documents) of the runs of seeds ``unit.first`` up to ``unit.last``."""
+    import bayeval
+    from bayeval.evaluation import EvaluatorOptions, RunSettings, TaskSettings
+
+    bayeval.enable_float64()
+    task = TaskSettings(reference=data["matrix"], name=data["task"])
+    oracle = EvaluatorOptions(kind="oracle", batch=data["batch"])
+    held, items = [], []
+    for seed in range(unit.first, unit.last):
+        r = bayeval.evaluate(RunSettings(tasks=(task,), evaluator=oracle, model=data["target"],
+                                         epsilon=data["epsilon"], seed=seed), progress=False)
+        held.append(r["lower"] <= r["true_score"] <= r["upper"])
+        items.append(r["items_used"])
+        if (seed - unit.first + 1) % 100 == 0:
+            print(f"{data['task']}: simulated {seed - unit.first + 1} of seeds "
+                  f"{unit.first}–{unit.last - 1}", flush=True)
+    return np.array(held), np.array(items)
+
+
 def _median(values) -> float:
     values = [v for v in values if v is not None]
     return float(statistics.median(values)) if values else float("nan")
@@ -288,6 +351,31 @@ def row(cell: Cell, route: Route, runs: dict[str, list[dict]]) -> dict:
         loop_s=_median(r["times"]["wall_seconds"] for r in results),
         startup_s=_median(w - r["times"]["wall_seconds"]
                           for w, r in zip(walls, results, strict=True)))
+    out.update(account(results, full))
+    out["batch_sizes"] = [r.get("harness_batch_sizes") or [] for r in results]
+    return out
+
+
+def account(results: list[dict], full: list[dict]) -> dict:
+    """What the runs said before and after (issue's plan and honest account): the plan's
+    predicted documents, range, time ratio and verdict (the first run's: every run plans
+    from the same reference), each run's plan revised after its first call and where it
+    ran the rest whole, and each run's projected full run [interval] beside the measured
+    full runs' documents time (their ``evaluate()``, start-up left out as in the
+    projection)."""
+    plans = [r.get("plan") for r in results]
+    out: dict = {"full_documents_s": _median(r["times"]["evaluate_seconds"] for r in full)}
+    if plans[0]:
+        p = plans[0]
+        out.update(plan_predicted=p["predicted"], plan_low=p["low"], plan_high=p["high"],
+                   plan_ratio=p["time_ratio"], plan_little=p["little_saving"],
+                   plan_seconds=p["seconds"])
+        out["revised"] = [None if not r.get("plan_revised") else
+                          r["plan_revised"]["predicted"] for r in results]
+        out["rest_whole_at"] = [r.get("rest_whole_at") for r in results]
+    out["projection"] = [[r["times"].get("full_run_seconds"), r["times"].get("full_run_lower"),
+                          r["times"].get("full_run_upper")] for r in results]
+    out["projection_basis"] = results[0]["times"].get("full_run_basis")
     return out
 
 
@@ -332,13 +420,36 @@ def main() -> None:
                         help="setting/task cells to run")
     parser.add_argument("--server", type=int, default=0, help="also the server route with "
                         "this many concurrent requests (among and better cells)")
+    parser.add_argument("--coverage", type=int, default=0, help="also simulate this many "
+                        "seeds of each cell's bayeval run with the target's harness log on "
+                        "every document as the oracle (its interval's coverage of the full "
+                        "run's score at the call sizes used)")
+    parser.add_argument("--workers", type=int, default=2, help="processes of --coverage")
     parser.add_argument("--out", type=Path, default=Path("docs/results/end_to_end.md"))
     parser.add_argument("--rewrite", action="store_true", help="only rewrite --out from its "
-                        ".json (no runs)")
+                        ".json (no runs; with --coverage and --work: add the coverage of "
+                        "--cells to it)")
+    parser.add_argument("--merge", help="comma-separated .json files of runs on other cells "
+                        "(e.g. two processes' halves): write --out from them, no runs")
     args = parser.parse_args()
-    if args.rewrite:
-        saved = json.loads(args.out.with_suffix(".json").read_text())
-        write(saved["rows"], saved["facts"], saved["machine"], args)
+    if args.rewrite or args.merge:
+        files = ([Path(x) for x in args.merge.split(",")] if args.merge
+                 else [args.out.with_suffix(".json")])
+        parts = [json.loads(f.read_text()) for f in files]
+        rows = [r for part in parts for r in part["rows"]]
+        cell_facts = [f for part in parts for f in part["facts"]]
+        if args.coverage:  # the coverage of cells already timed, added to their facts
+            if args.work is None:
+                parser.error("--coverage with --rewrite or --merge needs --work")
+            work = args.work.resolve()
+            wanted = set(args.cells.split(","))
+            for fact in cell_facts:
+                if fact["cell"] in wanted:
+                    cell = Cell(*fact["cell"].split("/"))
+                    fact["coverage"] = simulated_coverage(
+                        cell, work / "targets" / cell.models, work, args)
+                    write(rows, cell_facts, parts[0]["machine"], args)
+        write(rows, cell_facts, parts[0]["machine"], args)
         return
     if args.work is None:
         parser.error("--work is required")
@@ -371,6 +482,8 @@ def main() -> None:
         else:
             more, fact = time_cell(cell, routes, work, args)
         rows += more
+        if args.coverage:
+            fact["coverage"] = simulated_coverage(cell, target, work, args)
         cell_facts.append(fact)
         write(rows, cell_facts, machine, args)  # after every cell: nothing lost
 
@@ -398,13 +511,15 @@ def _fmt(values: list[float], digits: int = 2) -> str:
 def write(rows: list[dict], cell_facts: list[dict], machine: dict,
           args: argparse.Namespace) -> None:
     """The report (markdown), its rows (json) and its figure (png)."""
+    covered = next((f["coverage"]["runs"] for f in cell_facts if f.get("coverage")), 0)
     lines = [
         "# End to end: time to bayeval's answer against a full harness run (version two)", "",
         f"`python bench/end_to_end.py --work DIR --repeats {args.repeats} --threads "
         f"{args.threads} --device {args.device} --mc {args.mc} --gen {args.gen} --large "
-        f"{args.large} --small {args.small}"
+        f"{args.large} --small {args.small} --mixed {args.mixed}"
         f"{f' --server {args.server}' if args.server else ''}"
-        f"{f' --cells {args.cells}' if args.cells != ALL_CELLS else ''}` — "
+        f"{f' --cells {args.cells}' if args.cells != ALL_CELLS else ''}"
+        f"{f' --coverage {covered}' if covered else ''}` — "
         f"{machine['cores']} cores ({machine['cpu']}), {machine['threads']} model thread(s) "
         f"per process, device {machine['device']}; "
         + ", ".join(f"{k} {v}" for k, v in machine["packages"].items()) + ".", "",
@@ -415,7 +530,10 @@ def write(rows: list[dict], cell_facts: list[dict], machine: dict,
         "reference checkpoints of other runs (and, in better, of run 0's early steps) "
         f"(bench/e2e_world.py). ε = {args.epsilon}, bayeval batches of {args.batch}, the "
         f"harness's batch size {args.harness_batch} in every run. Each run is a fresh "
-        "process; full and bayeval runs alternate, each bayeval run with its own seed.", "",
+        "process; full and bayeval runs alternate, each bayeval run with its own seed."
+        + (f" Merged from {len(args.merge.split(','))} runs of the script on disjoint "
+           "cells (`--cells`, then `--merge`), run side by side, one per core: each run's "
+           "load before counts the other." if args.merge else ""), "",
         "## The cells", "",
         "| cell | documents | target (full run) | references' scores | corr(reference mean, "
         "target) per document |", "|---|---|---|---|---|"]
@@ -446,11 +564,13 @@ def write(rows: list[dict], cell_facts: list[dict], machine: dict,
               "(the requests of every document are built once at the start: build s). "
               "Per-call overhead: what a call costs beyond its documents at the full run's "
               "price per document; outside the model: the evaluator's time outside the "
-              "model's calls per call (its documents' filters and metrics included).", "",
+              "model's calls per call (its documents' filters and metrics included); the "
+              "model's batch size in each call where bayeval set it (a CPU model's calls "
+              "packed no worse per document than the full run, README).", "",
               "| cell | route | full ms/doc (model) | loop ms/doc (model) | loop / full | "
               "per-call overhead ms | outside the model ms/call | calls | build s | "
-              "start-up s full / bayeval |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "start-up s full / bayeval | model's batch size per call (first run) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "docs_run" not in r:
             continue
@@ -462,7 +582,8 @@ def write(rows: list[dict], cell_facts: list[dict], machine: dict,
             f"({r['model_ms_per_doc']:.1f}) | {r['ms_per_doc'] / full['ms_per_doc']:.2f} | "
             f"{r['call_overhead_ms']:.1f} | {r['outside_model_ms_per_call']:.1f} | "
             f"{r['calls']:.0f} | {r['build_s']:.2f} | "
-            f"{full['startup_s']:.1f} / {r['startup_s']:.1f} |")
+            f"{full['startup_s']:.1f} / {r['startup_s']:.1f} | "
+            f"{_batch_sizes(r)} |")
     lines += ["", "## When bayeval is worth it", "",
               "From the same runs: a run's time is its fixed part (start-up, the requests' "
               "building) plus its documents times their cost, so the ratio to the full run "
@@ -482,6 +603,23 @@ def write(rows: list[dict], cell_facts: list[dict], machine: dict,
             f"{1e3 * b['per_doc_full']:.1f} | {b['fixed_ours']:.1f} | "
             f"{1e3 * b['per_doc_ours']:.1f} | {r['share']:.2f} | "
             f"{b['share_break_even']:.2f} |")
+    lines += plan_lines(rows, cell_facts)
+    covered = [f for f in cell_facts if f.get("coverage")]
+    if covered:
+        runs = covered[0]["coverage"]["runs"]
+        lines += ["", "## Coverage over many runs", "",
+                  f"`--coverage {runs}`: each cell's bayeval run simulated over {runs} "
+                  "seeds (0, 1, …), its settings (ε, "
+                  "the batch and its default call rule), the target's harness log on every "
+                  "document the oracle; a run the rule would have sent whole is read at "
+                  "its stop. Coverage of the full run's score ± binomial SE; **bold**: "
+                  "below 0.94.", "",
+                  "| cell | runs | coverage | documents, mean |", "|---|---|---|---|"]
+        for f in covered:
+            c = f["coverage"]
+            cov = f"{c['coverage']:.3f} ± {c['se']:.3f}"
+            cov = cov if c["coverage"] >= 0.94 else f"**{cov}**"
+            lines.append(f"| {f['cell']} | {c['runs']} | {cov} | {c['items']:.1f} |")
     lines += ["", f"![time ratio against the share of documents run]"
               f"({args.out.with_suffix('.png').name})", ""]
     text = "\n".join(lines) + "\n"
@@ -491,6 +629,88 @@ def write(rows: list[dict], cell_facts: list[dict], machine: dict,
         {"rows": rows, "facts": cell_facts, "machine": machine}, indent=1))
     figure(rows, args.out.with_suffix(".png"))
     print(text)
+
+
+def _batch_sizes(row: dict) -> str:
+    """The model's batch size in each call of the row's first run: "its own" where
+    bayeval set none, "–" for rows recorded before the bench kept them."""
+    if "batch_sizes" not in row:
+        return "–"
+    first = (row["batch_sizes"] or [[]])[0]
+    return ", ".join(map(str, first)) or "its own"
+
+
+def _inside(fact: dict) -> bool:
+    """Whether the cell's target scores inside its references' range."""
+    refs = fact["reference_scores"]
+    return min(refs) <= fact["target_score"] <= max(refs)
+
+
+def _off(predicted: float, measured: float) -> float:
+    return predicted / measured - 1.0
+
+
+def plan_lines(rows: list[dict], cell_facts: list[dict]) -> list[str]:
+    """The plan against the runs and the projection against the full runs, per cell, with
+    the issue's tolerances: the plan's documents within ±15% of the runs' median where the
+    target lies inside the references' range (±30% beyond), its verdict (a saving under
+    15% of the time or not) right, the run no slower than 1.05× the full run, the
+    projection within ±25% of the full run's documents time."""
+    lines = ["", "## The plan before the run, the account after it", "",
+             "Plan: `evaluate`'s first line (the reference's stand-ins, before any document "
+             "of the target), its documents median [range], its time ratio (the share, "
+             "where no costs are stated) and verdict; revised: after the first call with "
+             "the target's own scores, per run; whole at: the documents after which a run "
+             "ran the rest of the task whole (– none); in the plan's range: the runs' median "
+             "documents within the plan's [low, high]. Off: predicted / measured − 1 "
+             "against the runs' median documents (tolerance ±15% inside the references' "
+             "range, ±30% beyond). Verdict right: the plan said a saving under 15% exactly "
+             "when the measured median ratio is above 0.85. Projection: each run's "
+             "projected full run (its documents, start-up left out) [95% interval] against "
+             "the full runs' measured `evaluate()` (median); tolerance ±25%. **bold**: "
+             "outside its tolerance.", "",
+             "| cell | target | plan: documents [range], ratio | revised (per run) | "
+             "whole at | documents run, median | in the plan's range | plan off | "
+             "revised off | verdict right | × full run ≤ 1.05 | projected full run s (per "
+             "run) | full run's documents s | projection off |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    facts_of = {f["cell"]: f for f in cell_facts}
+    for r in rows:
+        if "docs_run" not in r or r["route"] != "in-process":
+            continue
+        fact = facts_of.get(r["cell"])
+        inside = fact is None or _inside(fact)
+        tol = 0.15 if inside else 0.30
+        measured = statistics.median(r["docs_run"])
+
+        def mark(x: float, limit: float) -> str:
+            text = f"{x:+.0%}"
+            return text if abs(x) <= limit else f"**{text}**"
+
+        if "plan_predicted" in r:
+            plan = (f"{r['plan_predicted']} [{r['plan_low']}, {r['plan_high']}], "
+                    f"{r['plan_ratio']:.2f}{' (little saving)' if r['plan_little'] else ''}")
+            off = mark(_off(r["plan_predicted"], measured), tol)
+            revised = ", ".join("–" if x is None else str(x) for x in r["revised"])
+            known = [x for x in r["revised"] if x is not None]
+            rev_off = mark(_off(statistics.median(known), measured), tol) if known else "–"
+            whole = ", ".join("–" if x is None else str(x) for x in r["rest_whole_at"])
+            right = "yes" if r["plan_little"] == (r["ratio"] > 1 - 0.15) else "**no**"
+            within = ("yes" if r["plan_low"] <= measured <= r["plan_high"] else "**no**")
+        else:
+            plan = off = revised = rev_off = whole = right = within = "–"
+        slow = f"{r['ratio']:.2f}" if r["ratio"] <= 1.05 else f"**{r['ratio']:.2f}**"
+        proj = [p for p in r.get("projection", []) if p[0] is not None]
+        projected = ", ".join(f"{a:.1f} [{lo:.1f}, {hi:.1f}]" for a, lo, hi in proj) or "–"
+        proj_off = (mark(_off(statistics.median(p[0] for p in proj), r["full_documents_s"]),
+                         0.25) if proj else "–")
+        target = "–" if fact is None else (f"{fact['target_score']:.3f} "
+                                           f"({'inside' if inside else 'beyond'})")
+        lines.append(f"| {r['cell']} | {target} | {plan} | {revised} | {whole} | "
+                     f"{measured:.0f} | {within} | {off} | {rev_off} | {right} | {slow} | "
+                     f"{projected} | "
+                     f"{r['full_documents_s']:.1f} | {proj_off} |")
+    return lines
 
 
 def figure(rows: list[dict], path: Path) -> None:

@@ -987,6 +987,69 @@ def test_a_suite_of_two_harness_tasks_runs_a_small_hf_model_loaded_once(tmp_path
     assert f"{TASK} (bayeval estimate)" in make_table(record)
 
 
+def test_a_cpu_models_calls_of_mixed_lengths_pack_as_the_full_run_and_score_the_same(
+        tmp_path):
+    # a task whose prompts carry 0 to 5 solved examples (5 to 29 words), a tiny Hugging
+    # Face model on the CPU at the harness's batch size 8: a call of 8 documents, the
+    # shortest and longest among them, runs at a smaller batch size (one batch of 8 would
+    # pad every prompt to the longest), the model's own batch size restored after it, the
+    # call's padded size within PACK_SLACK of the full run's per document, and every
+    # document scored as a full harness run at batch size 8 scores it. Needs torch and
+    # transformers (the bench extra)
+    pytest.importorskip("torch", reason="torch (the bench extra) is not installed")
+    pytest.importorskip("transformers", reason="transformers (the bench extra) is not "
+                        "installed")
+    from lm_eval import simple_evaluate
+    from lm_eval.tasks import TaskManager
+
+    from bayeval.evaluators.harness import LmEvalInProcess
+    from bayeval.evaluators.harness_requests import PACK_SLACK, padded_size, shared_context
+
+    os.environ.update(OFFLINE)
+    rng = np.random.default_rng(3)
+    lines = []
+    for _ in range(40):
+        shots = " ".join(f"{a} + {b} = {a + b} <eos>" for a, b in
+                         rng.integers(0, 10, (int(rng.integers(0, 6)), 2)))
+        a, b = (int(x) for x in rng.integers(0, 10, 2))
+        lines.append(json.dumps({"question": f"{shots} {a} + {b} =".strip(),
+                                 "choices": [str(a + b), str(a + b + 1), str(abs(a + b - 1))],
+                                 "answer": 0}))
+    (tmp_path / "toy_mixed.jsonl").write_text("\n".join(lines) + "\n")
+    (tmp_path / "toy_mixed.yaml").write_text(
+        (FIXTURE / f"{TASK}.yaml").read_text().replace(f"task: {TASK}", "task: toy_mixed")
+        .replace(f"{TASK}.jsonl", "toy_mixed.jsonl"))
+    model = _tiny_hf_model(tmp_path / "tiny")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        full = simple_evaluate(model="hf", model_args=f"pretrained={model}",
+                               tasks=["toy_mixed"], log_samples=True, device="cpu",
+                               batch_size=8, task_manager=TaskManager(
+                                   include_path=str(tmp_path), include_defaults=False))
+        truth = {s["doc_id"]: float(s["acc"]) for s in full["samples"]["toy_mixed"]}
+        evaluator = LmEvalInProcess.from_args(
+            f"--model hf --model_args pretrained={model} --include_path . --device cpu "
+            "--batch_size 8", "toy_mixed")
+        words = [len(json.loads(x)["question"].split()) for x in lines]
+        order = np.argsort(words)
+        docs = [int(d) for d in (*order[:4], *order[-4:])]  # the 4 shortest, 4 longest
+        items = [f"toy_mixed-{d:05d}" for d in docs]
+        size = evaluator.packed_size(items)
+        scores = evaluator.evaluate_batch(items)
+    finally:
+        os.chdir(here)
+    assert evaluator.call_batch_sizes and evaluator.call_batch_sizes[0] < 8
+    assert evaluator.lm.batch_size_per_gpu == 8  # restored
+    shared = shared_context(evaluator.lm)
+    assert shared is not None  # the HF model shares a context among one-token choices
+    requests = evaluator._requests({"toy_mixed": sorted(docs)})
+    assert size == padded_size(requests, evaluator.call_batch_sizes[0], shared)
+    assert size <= (1 + PACK_SLACK) * evaluator.packed_size(None) / 40 * 8
+    assert padded_size(requests, 8, shared) > size  # what the model's own batch pads
+    assert scores == [truth[d] for d in docs]
+
+
 def test_a_resumed_evaluator_continues_the_kept_output_counting_each_document_once(
         workdir, tmp_path):
     # the kept output of a run is continued by the evaluator of its resume: one samples

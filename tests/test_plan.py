@@ -17,7 +17,11 @@ import pytest
 import bayeval
 from bayeval.data.bundled import load_dataset
 from bayeval.evaluation.plan import LITTLE_SAVING, Plan
-from bayeval.evaluators.harness_requests import padded_size
+from bayeval.evaluators.harness_requests import (
+    PACK_SLACK,
+    call_batch_size,
+    padded_size,
+)
 from bayeval.loop.timing import RunTimes
 
 
@@ -38,6 +42,45 @@ def test_padded_size_is_the_harness_packing_enumerated():
     assert padded_size(requests, 8) == expected
     # one at a time nothing is padded: the sizes' sum
     assert padded_size(requests[:45], 1) == sum(sizes)
+
+
+def test_choices_sharing_a_context_are_one_row_as_the_hf_model_runs_them():
+    # independent reference: one row per (context, continuation less its last token),
+    # as long as its longest request; a four-choice document of one-token choices is one
+    # row, a document whose choices differ before their last token is four
+    rng = np.random.default_rng(1)
+    requests, rows = [], []
+    for doc in range(20):
+        context = "c" * int(rng.integers(1, 60)) + str(doc)
+        choices = [" a", " bb", " c", " d"] if doc % 2 else [" x y", " z y", " w y", " v y"]
+        requests += [_request("loglikelihood", context, c) for c in choices]
+        rows += ([len(context) + 3] if doc % 2 else [len(context) + 4] * 4)
+
+    def shared(instance):  # a word per token: the continuation less its last word
+        return instance.args[0], tuple(instance.args[1].split()[:-1])
+
+    rows.sort(reverse=True)
+    expected = sum(max(rows[i:i + 8]) * len(rows[i:i + 8]) for i in range(0, len(rows), 8))
+    assert padded_size(requests, 8, shared) == expected
+    assert len(rows) == 10 + 40 and padded_size(requests, 8) > expected  # unshared: 80 rows
+
+
+def test_a_calls_batch_size_pads_no_more_per_document_than_the_full_run():
+    # documents of a tenfold spread of lengths, a call of 32 of them: the batch size is
+    # the largest of 32, 16, 8, … whose padding per document is within PACK_SLACK of the
+    # full run's, checked against every size enumerated; one length: 32 itself
+    rng = np.random.default_rng(2)
+    task = [_request("loglikelihood", "w" * int(np.exp(rng.uniform(np.log(5), np.log(120)))),
+                     " y") for _ in range(500)]
+    full = padded_size(task, 32) / len(task)
+    call = list(rng.choice(task, 32, replace=False))
+    size = call_batch_size(call, 32, 32, full)
+    fits = [b for b in (32, 16, 8, 4, 2, 1)
+            if padded_size(call, b) <= (1 + PACK_SLACK) * full * 32]
+    assert size == (fits[0] if fits else 1) and size < 32
+    assert padded_size(call, 32) / 32 > 1.5 * full  # what one batch of 32 would pad
+    same = [_request("loglikelihood", "w" * 40, " y") for _ in range(500)]
+    assert call_batch_size(same[:32], 32, 32, padded_size(same, 32) / 500) == 32
 
 
 def test_a_full_run_is_projected_from_the_calls_padded_sizes():

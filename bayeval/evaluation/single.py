@@ -467,6 +467,9 @@ def _result(session, journaled: EvaluatorSettings, matrix, evaluate_fn) -> dict[
         # task's requests at the start (the rest of its time is per-call overhead)
         "harness_model_seconds": getattr(evaluate_fn, "model_seconds", None),
         "harness_build_seconds": getattr(evaluate_fn, "build_seconds", None),
+        # the model's batch size in each call where bayeval set it (a CPU model's calls
+        # packed no worse per document than the full run; empty: the model's own)
+        "harness_batch_sizes": list(getattr(evaluate_fn, "call_batch_sizes", []) or []),
         "evaluator": journaled.evaluator,
         "task": _task_name(journaled, matrix, session),
         "metric": journaled.metric or matrix.metadata.get("metric"),

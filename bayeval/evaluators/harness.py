@@ -52,8 +52,10 @@ from bayeval.evaluators.base import BatchEvaluator, ChildProcesses
 from bayeval.evaluators.harness_requests import (
     BUILD_SETTINGS,
     PreparedTask,
+    call_batch_size,
     padded_size,
     run_documents,
+    shared_context,
 )
 from bayeval.records.files import write_file
 
@@ -374,6 +376,9 @@ class LmEvalInProcess(HarnessEvaluator):
         self.model_args = model_args if isinstance(model_args, str) else ",".join(
             f"{k}={v}" for k, v in model_args.items())
         self.batch_size = build["batch_size"]
+        self._shared = shared_context(self.lm)
+        self._full_per_document: float | None = None
+        self.call_batch_sizes: list[int] = []  # the model's batch size in each call
         # per subtask the documents the kept output holds (appended once each)
         self._kept_docs: dict[str, set[int]] = {k: set() for k in self.prepared}
         self._tracker = None if output_path is None else self._kept_output(
@@ -521,7 +526,17 @@ class LmEvalInProcess(HarnessEvaluator):
             raise EvaluationError(f"the harness task {self.task!r} has no subtask "
                                   f"{unknown[0]!r} (it has {', '.join(self.prepared)})")
         batch = {k: (self.prepared[k], docs) for k, docs in samples.items()}
-        self.model_seconds += run_documents(self.lm, batch)
+        size = self._call_batch(self._requests(samples), sum(map(len, samples.values())))
+        if size is None:
+            self.model_seconds += run_documents(self.lm, batch)
+        else:  # the call packed at its own batch size, the model's own restored after
+            kept = self.lm.batch_size_per_gpu
+            self.lm.batch_size_per_gpu = size
+            try:
+                self.model_seconds += run_documents(self.lm, batch)
+            finally:
+                self.lm.batch_size_per_gpu = kept
+            self.call_batch_sizes.append(size)
         scores, logged = {}, {}
         for key, (prepared, docs) in batch.items():
             records = prepared.records(docs, self._kept_docs[key])
@@ -542,21 +557,54 @@ class LmEvalInProcess(HarnessEvaluator):
                     self._tracker.save_results_samples(task_name=key, samples=fresh)
         return scores
 
+    def _requests(self, samples: dict[str, list[int]] | None) -> list[Any]:
+        """The requests of ``samples``' documents (None: every document of the task)."""
+        if samples is None:
+            return [r for prepared in self.prepared.values()
+                    for doc in sorted(prepared.requests) for r in prepared.requests[doc]]
+        return [r for key, docs in samples.items() if key in self.prepared
+                for doc in docs for r in self.prepared[key].requests.get(doc, ())]
+
+    def _model_batch(self) -> int:
+        """The harness's batch size as a number (``auto``, chosen by the model: 1, no
+        padding modelled)."""
+        size = str(self.batch_size or 1)
+        return int(size) if size.isdigit() and int(size) > 0 else 1
+
+    def _call_batch(self, requests: list[Any], documents: int) -> int | None:
+        """The model's batch size for a call of ``documents`` documents' ``requests``
+        where bayeval sets it, None where the model keeps its own. On a model that runs
+        on the CPU, whose cost grows with the padded size whatever the batch, a call of
+        a few dozen documents of mixed lengths is run at the largest batch size that
+        pads it no more per document than the full run
+        (:func:`~bayeval.evaluators.harness_requests.call_batch_size`); an accelerator's
+        model, one whose batch size the harness chooses (``auto``) or whose batch size
+        cannot be set per call keeps its own."""
+        if (not isinstance(getattr(self.lm, "batch_size_per_gpu", None), int)
+                or not str(self.batch_size or "").isdigit()
+                or not str(getattr(self.lm, "device", "")).startswith("cpu")):
+            return None
+        if self._full_per_document is None:
+            docs = sum(len(p.requests) for p in self.prepared.values())
+            self._full_per_document = padded_size(self._requests(None), self._model_batch(),
+                                                  self._shared) / max(docs, 1)
+        return call_batch_size(requests, documents, self._model_batch(),
+                               self._full_per_document, self._shared)
+
     def packed_size(self, items: Sequence[str] | None = None) -> float:
         """What running ``items`` in one call costs the model in padded characters
-        (:func:`~bayeval.evaluators.harness_requests.padded_size` at the harness's batch
-        size; ``None``: every document of the task, as a full run packs them), so that the
-        run's time projects a full run's (:mod:`bayeval.loop.timing`). A batch size the
-        harness chooses itself (``auto``) counts as 1: no padding is modelled."""
+        (:func:`~bayeval.evaluators.harness_requests.padded_size` at the call's batch
+        size, rows shared as the model shares them; ``None``: every document of the task
+        at the harness's batch size, as a full run packs them), so that the run's time
+        projects a full run's (:mod:`bayeval.loop.timing`). A batch size the harness
+        chooses itself (``auto``) counts as 1: no padding is modelled."""
         if items is None:
-            requests = [r for prepared in self.prepared.values()
-                        for doc in sorted(prepared.requests) for r in prepared.requests[doc]]
-        else:
-            samples, _ = self.samples_for(items)
-            requests = [r for key, docs in samples.items() if key in self.prepared
-                        for doc in docs for r in self.prepared[key].requests.get(doc, ())]
-        size = str(self.batch_size or 1)
-        return padded_size(requests, int(size) if size.isdigit() and int(size) > 0 else 1)
+            return padded_size(self._requests(None), self._model_batch(), self._shared)
+        samples, _ = self.samples_for(items)
+        requests = self._requests(samples)
+        size = self._call_batch(requests, sum(map(len, samples.values())))
+        return padded_size(requests, self._model_batch() if size is None else size,
+                           self._shared)
 
     def close(self) -> None:
         """Write the kept output's summary (``results_<time>.json``) of the documents

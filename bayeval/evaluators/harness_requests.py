@@ -27,7 +27,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from bayeval.errors import EvaluationError
@@ -165,21 +165,83 @@ def request_size(instance: Any) -> float:
     return float(sum(len(a) for a in args if isinstance(a, str)))
 
 
-def padded_size(requests: Sequence[Any], batch_size: int) -> float:
+def padded_size(requests: Sequence[Any], batch_size: int,
+                shared: Callable[[Any], Any] | None = None) -> float:
     """What the model pays for ``requests`` run in one call, in padded characters: per
     request type the requests sorted by size, longest first, in batches of
     ``batch_size``, each batch as long as its longest request (the harness's packing).
     A whole task's requests in one call pad little; a few dozen drawn documents of mixed
-    lengths pad short prompts to the longest among them."""
+    lengths pad short prompts to the longest among them.
+
+    ``shared`` (:func:`shared_context`): the key under which the model runs
+    ``loglikelihood`` requests as one row (the harness's HF model runs the choices of a
+    multiple-choice document whose continuations are one token long as one forward pass
+    of their shared context, ``logits_cache``); a key's row is as long as its longest
+    request. None: every request is its own row."""
     by_type: dict[str, list[float]] = defaultdict(list)
+    rows: dict[Any, float] = {}
     for instance in requests:
-        by_type[instance.request_type].extend([request_size(instance)] * instance.repeats)
+        size = request_size(instance)
+        key = (None if shared is None or instance.request_type != "loglikelihood"
+               else shared(instance))
+        if key is None:
+            by_type[instance.request_type].extend([size] * instance.repeats)
+        else:
+            rows[key] = max(rows.get(key, 0.0), size)
+    if rows:
+        by_type["loglikelihood"].extend(rows.values())
     total = 0.0
     for sizes in by_type.values():
         sizes.sort(reverse=True)
         total += sum(sizes[i] * len(sizes[i:i + batch_size])
                      for i in range(0, len(sizes), batch_size))
     return total
+
+
+def shared_context(lm: Any) -> Callable[[Any], Any] | None:
+    """The key under which ``lm`` runs ``loglikelihood`` requests as one row, or None
+    where it runs each on its own: the harness's HF model with a causal backend and its
+    logits cache on (the default) groups requests by their context and continuation
+    less its last token (``HFLM._loglikelihood_tokens``), so the choices of a document
+    whose continuations are one token long share one forward pass. The continuation's
+    tokens are the model's tokenizer's (``tok_encode``)."""
+    encode = getattr(lm, "tok_encode", None)
+    if not (getattr(lm, "logits_cache", False) and getattr(lm, "backend", None) == "causal"
+            and callable(encode)):
+        return None
+    cache: dict[str, tuple] = {}
+
+    def key(instance: Any) -> Any:
+        context, continuation = instance.args[0], instance.args[1]
+        if continuation not in cache:
+            try:
+                cache[continuation] = tuple(encode(continuation))[:-1]
+            except Exception:  # a tokenizer that refuses the text: a row of its own
+                cache[continuation] = (id(instance),)
+        return (context, cache[continuation])
+
+    return key
+
+
+PACK_SLACK = 0.10  # a call may pad this much more per document than the full run does
+
+
+def call_batch_size(requests: Sequence[Any], documents: int, batch_size: int,
+                    full_per_document: float,
+                    shared: Callable[[Any], Any] | None = None) -> int:
+    """The model's batch size for one call of ``documents`` documents' ``requests``: the
+    largest of ``batch_size``, its half, its quarter, … down to 1 at which the call pads
+    at most :data:`PACK_SLACK` more per document than the full run
+    (``full_per_document``: :func:`padded_size` of every document at ``batch_size``,
+    divided by their number), or 1 where none does. A few dozen drawn documents of mixed
+    lengths in one batch pad every prompt to the longest among them (a call of 32
+    multiple-choice documents whose prompts run from 5 to 119 words pads 2.8× what the
+    full run pays per document); in batches of 4, sorted by length, 1.07×."""
+    size = max(int(batch_size), 1)
+    limit = (1.0 + PACK_SLACK) * full_per_document * max(documents, 1)
+    while size > 1 and padded_size(requests, size, shared) > limit:
+        size = (size + 1) // 2
+    return size
 
 
 class _AbandonedTasks(logging.Filter):
@@ -259,5 +321,5 @@ def run_documents(lm: Any, batch: dict[str, tuple[PreparedTask, list[int]]]) -> 
     return spent
 
 
-__all__ = ["BUILD_SETTINGS", "PreparedTask", "model_failure", "padded_size", "request_size",
-           "run_documents"]
+__all__ = ["BUILD_SETTINGS", "PACK_SLACK", "PreparedTask", "call_batch_size", "model_failure",
+           "padded_size", "request_size", "run_documents", "shared_context"]
